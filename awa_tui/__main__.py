@@ -1,0 +1,3 @@
+from awa_tui.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""What every command shares: DSN resolution, the client, output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Annotated, Any, NoReturn
+from uuid import UUID
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from awa_tui.config import resolve_dsn
+from awa_tui.engine.errors import AwaError
+
+DsnOpt = Annotated[
+    str | None,
+    typer.Option("--dsn", help="Database URL (else AWA_DATABASE_URL, DATABASE_URL, PG* variables)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+OperatorOpt = Annotated[
+    str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
+]
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One line on stderr, non-zero exit, never a traceback."""
+    err.print(f"error: {' '.join(str(message).split())}", markup=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def errors_as_lines() -> Iterator[None]:
+    try:
+        yield
+    except AwaError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+
+
+def require_dsn(flag: str | None) -> str:
+    """Commands that inspect or change a database need one configured explicitly."""
+    dsn = resolve_dsn(flag)
+    if dsn is None:
+        fail("no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)")
+    return dsn
+
+
+def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Any:
+    from awa_tui.engine.client import Client
+
+    return Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli")
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, UUID):
+        return str(value)
+    return str(value)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=_default, indent=2, sort_keys=False) + "\n")
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S%z")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, default=_default)
+    return str(value)
+
+
+def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
+    table = Table(title=title, show_lines=False)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(fmt(row.get(c)) for c in columns))
+    out.print(table)
+
+
+def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
+    if as_json:
+        emit_json(data)
+    else:
+        render()

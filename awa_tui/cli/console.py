@@ -1,0 +1,33 @@
+"""`awa-tui` with no subcommand: the operator console (S36, S37)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import DsnOpt, OperatorOpt, fail
+
+
+@app.callback(invoke_without_command=True)
+def console(
+    ctx: typer.Context,
+    dsn: DsnOpt = None,
+    lead: Annotated[bool, typer.Option("--lead", help="Also run the engine in-process as a leader.")] = False,
+    app_ref: Annotated[str | None, typer.Option("--app", help="module:attribute registering schedules.")] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Load the built-in demo schedules.")] = False,
+    read_only: Annotated[bool, typer.Option("--read-only", help="No mutations, in the UI or the engine.")] = False,
+    operator: OperatorOpt = None,
+    refresh: Annotated[float, typer.Option("--refresh", help="Panel refresh interval, seconds.")] = 2.0,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        from awa_tui.tui.launch import launch_console
+    except ImportError:
+        fail("the console is not available in this build; use `awa-tui run` or `awa-tui --help`")
+    launch_console(
+        dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
+        operator=operator, refresh=refresh,
+    )

@@ -1,0 +1,164 @@
+"""`run`, `migrate`, `db`, `runtime list`, `audit`."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import (
+    DsnOpt,
+    JsonOpt,
+    OperatorOpt,
+    emit,
+    emit_json,
+    emit_table,
+    errors_as_lines,
+    fail,
+    make_client,
+    out,
+)
+from awa_tui.config import resolve_dsn
+from awa_tui.engine import embedded
+from awa_tui.engine.errors import AwaError
+
+db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
+runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(runtime_app, name="runtime")
+
+
+def load_app(ref: str) -> Any:
+    """Resolve `module:attribute`; the attribute is a callable taking the Client."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise AwaError(f"--app: expected module:attribute, got {ref!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AwaError(f"--app: cannot import {module_name!r}: {exc}") from None
+    try:
+        target = getattr(module, attr)
+    except AttributeError:
+        raise AwaError(f"--app: {module_name!r} has no attribute {attr!r}") from None
+    if not callable(target):
+        raise AwaError(f"--app: {ref!r} is not callable (expected setup(client))")
+    return target
+
+
+def dsn_or_embedded(flag: str | None, say: Any) -> str:
+    """The configured DSN, or the embedded Postgres (started if needed), announced."""
+    dsn = resolve_dsn(flag)
+    if dsn is not None:
+        return dsn
+    server = embedded.ensure_running()
+    say(f"no database configured: using embedded Postgres at {server.home} (data: {server.data_dir})")
+    return server.dsn()
+
+
+def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, **kwargs: Any) -> Any:
+    from awa_tui.engine.client import Client
+
+    client = Client(dsn, operator=operator, **kwargs)
+    if demo:
+        from awa_tui.engine.demo import setup
+
+        setup(client)
+    if app_ref:
+        load_app(app_ref)(client)
+    return client
+
+
+def _log_fires(result: Any) -> None:
+    log = logging.getLogger("awa_tui.fires")
+    for job in result.jobs[:50]:
+        log.info("fired %s @ %s -> job %s", job.name, job.fire_time, job.id)
+    if len(result.jobs) > 50:
+        log.info("... and %d more fires this pass", len(result.jobs) - 50)
+    for error in result.errors:
+        log.error("%s", error)
+
+
+@app.command()
+def run(
+    dsn: DsnOpt = None,
+    app_ref: Annotated[
+        str | None, typer.Option("--app", help="module:attribute: setup(client) registering schedules, handlers.")
+    ] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Load the built-in demo schedules.")] = False,
+    operator: OperatorOpt = None,
+) -> None:
+    """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("awa_tui.evaluator").setLevel(logging.INFO)
+    with errors_as_lines():
+        if not demo and not app_ref:
+            fail("nothing to run: pass --demo or --app module:attribute")
+        dsn_value = dsn_or_embedded(dsn, lambda m: logging.getLogger("awa_tui").info("%s", m))
+        client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run")
+        client.on_pass.append(_log_fires)
+        jobs_log = logging.getLogger("awa_tui.jobs")
+        client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
+        logging.getLogger("awa_tui").info("%d schedules registered; Ctrl-C stops", len(client.schedules))
+        client.run()
+        logging.getLogger("awa_tui").info("stopped cleanly (leader lock released)")
+
+
+@app.command()
+def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Apply pending schema migrations (S4)."""
+    from awa_tui.engine import migrations
+
+    with errors_as_lines():
+        applied = migrations.migrate(dsn_or_embedded(dsn, lambda m: out.print(m, markup=False)))
+        data = {"applied": applied, "version": migrations.code_version()}
+        emit(data, as_json, lambda: out.print(
+            f"applied {', '.join(f'v{v:03d}' for v in applied)}" if applied else
+            f"up to date (schema version {data['version']})", markup=False))
+
+
+@db_app.command("status")
+def db_status(as_json: JsonOpt = False) -> None:
+    """Where the embedded server lives, its version, whether it runs."""
+    with errors_as_lines():
+        data = embedded.status()
+        emit(data, as_json, lambda: emit_table([data], list(data), title="embedded Postgres"))
+
+
+@db_app.command("stop")
+def db_stop(as_json: JsonOpt = False) -> None:
+    """Stop the embedded server."""
+    with errors_as_lines():
+        stopped = embedded.stop()
+        emit({"stopped": stopped}, as_json, lambda: out.print(
+            "embedded Postgres stopped" if stopped else "embedded Postgres was not running"))
+
+
+@runtime_app.command("list")
+def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Runtime snapshots, fresh or stale in DB time."""
+    with errors_as_lines():
+        rows = make_client(dsn, read_only=True).list_runtimes()
+        emit(rows, as_json, lambda: emit_table(rows, [
+            "instance_id", "hostname", "pid", "version", "protocol_version", "is_leader", "fresh",
+            "health", "last_seen_at", "owner", "manifest_hash"]))
+
+
+@app.command()
+def audit(
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+    target: Annotated[str | None, typer.Option("--target", help="Only entries for this target.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+) -> None:
+    """The operator audit trail (S20), newest first."""
+    with errors_as_lines():
+        rows = make_client(dsn, read_only=True).list_audit(target=target, limit=limit)
+        if as_json:
+            emit_json(rows)
+        else:
+            emit_table(rows, ["id", "at", "operator", "action", "target", "before", "after"])

@@ -1,0 +1,125 @@
+"""`awa-tui cron ...`: list, show, next, pause, resume, trigger, remove (S38)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import (
+    DsnOpt,
+    JsonOpt,
+    OperatorOpt,
+    emit,
+    emit_table,
+    errors_as_lines,
+    fmt,
+    make_client,
+    out,
+)
+
+cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
+app.add_typer(cron_app, name="cron")
+
+NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
+
+
+@cron_app.command("list")
+def cron_list(
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+    filter_text: Annotated[str | None, typer.Option("--filter", help="Substring of name, kind, queue, owner.")] = None,
+) -> None:
+    """Every schedule with its state and queue pause."""
+    with errors_as_lines():
+        rows = make_client(dsn, read_only=True).list_schedules(filter_text)
+        def render() -> None:
+            for row in rows:
+                row["state_text"] = _state_text(row)
+            emit_table(rows, ["name", "cron_expr", "timezone", "kind", "queue", "missed_fire_policy",
+                              "state_text", "last_enqueued_at", "next_fire_at", "owner"])
+        emit(rows, as_json, render)
+
+
+def _state_text(row: dict[str, Any]) -> str:
+    if row["state"] == "retired":
+        text = f"RETIRED by {row['retired_by']}"
+    elif row["state"] == "paused":
+        text = f"PAUSED by {row['paused_by']} since {fmt(row['paused_at'])}"
+    else:
+        text = "active"
+    if row.get("queue_paused"):
+        text += " [queue paused]"
+    return text
+
+
+@cron_app.command("show")
+def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """One schedule: definition, state, recent fires."""
+    with errors_as_lines():
+        client = make_client(dsn, read_only=True)
+        row = client.get_schedule(name)
+        row["recent_fires"] = client.recent_fires(name)
+        def render() -> None:
+            for key, value in row.items():
+                if key not in ("recent_fires",):
+                    out.print(f"{key:20} {fmt(value)}", markup=False)
+            out.print(f"{'queue state':20} {_state_text(row)}", markup=False)
+            emit_table(row["recent_fires"], ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
+        emit(row, as_json, render)
+
+
+@cron_app.command("next")
+def cron_next(
+    name: NameArg,
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+    count: Annotated[int, typer.Option("-n", "--count", min=1, max=1000)] = 5,
+) -> None:
+    """The next fires in the schedule's zone and UTC, with DST marks."""
+    with errors_as_lines():
+        fires = make_client(dsn, read_only=True).next_fires(name, count)
+        def render() -> None:
+            for f in fires:
+                mark = {"gap": "  (DST gap: moved to the end of the gap)",
+                        "fold": "  (DST fold: first occurrence only)"}.get(f["dst"] or "", "")
+                out.print(f"{f['local'].isoformat()}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}", markup=False)
+        emit(fires, as_json, render)
+
+
+def _action(verb: str, name: str, dsn: str | None, operator: str | None, as_json: bool) -> None:
+    with errors_as_lines():
+        client = make_client(dsn, operator)
+        result = getattr(client, verb)(name)
+        emit(result, as_json, lambda: out.print(_summary(verb, name, result), markup=False))
+
+
+def _summary(verb: str, name: str, result: dict[str, Any]) -> str:
+    if verb == "trigger":
+        return f"triggered {name}: job {result['id']}"
+    return f"{verb}{'d' if verb.endswith('e') else 'ed'} {name}"
+
+
+@cron_app.command("pause")
+def cron_pause(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Pause automatic fires (S16)."""
+    _action("pause", name, dsn, operator, as_json)
+
+
+@cron_app.command("resume")
+def cron_resume(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Resume; the missed-fire policy decides what fires (S16)."""
+    _action("resume", name, dsn, operator, as_json)
+
+
+@cron_app.command("trigger")
+def cron_trigger(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Insert one job now, even while paused (S17)."""
+    _action("trigger", name, dsn, operator, as_json)
+
+
+@cron_app.command("remove")
+def cron_remove(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Delete a schedule row (S6); code that registers it brings it back at the next sync."""
+    _action("remove", name, dsn, operator, as_json)

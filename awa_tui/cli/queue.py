@@ -1,0 +1,49 @@
+"""`awa-tui queue ...`: list, pause, resume, drain (S18, S38)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, out
+
+queue_app = typer.Typer(help="Queues and their dispatch pause.", no_args_is_help=True)
+app.add_typer(queue_app, name="queue")
+
+QueueArg = Annotated[str, typer.Argument(help="Queue name.")]
+
+
+@queue_app.command("list")
+def queue_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Queues with pause state, waiting and running jobs, schedules targeting them."""
+    with errors_as_lines():
+        rows = make_client(dsn, read_only=True).list_queues()
+        emit(rows, as_json, lambda: emit_table(
+            rows, ["queue", "paused", "paused_by", "paused_at", "available", "running", "schedules"]))
+
+
+@queue_app.command("pause")
+def queue_pause(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Stop dispatch from a queue; fires keep inserting jobs into it."""
+    with errors_as_lines():
+        row = make_client(dsn, operator).queue_pause(queue)
+        emit(row, as_json, lambda: out.print(f"paused queue {queue}", markup=False))
+
+
+@queue_app.command("resume")
+def queue_resume(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Resume dispatch from a queue."""
+    with errors_as_lines():
+        row = make_client(dsn, operator).queue_resume(queue)
+        emit(row, as_json, lambda: out.print(f"resumed queue {queue}", markup=False))
+
+
+@queue_app.command("drain")
+def queue_drain(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Cancel every waiting (available/retryable) job of a queue; running jobs finish."""
+    with errors_as_lines():
+        result = make_client(dsn, operator).queue_drain(queue)
+        text = f"drained queue {queue}: {result['cancelled']} jobs cancelled"
+        emit(result, as_json, lambda: out.print(text, markup=False))

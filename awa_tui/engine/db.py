@@ -1,0 +1,177 @@
+"""Connections, error translation and transaction contexts.
+
+Every thread of a runtime gets its own connection (psycopg connections are not shared
+across threads mid-transaction); a broken connection is dropped and reopened on next use.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.rows import dict_row
+
+from awa_tui.engine.errors import (
+    AwaError,
+    Conflict,
+    DatabaseUnavailable,
+    NotFound,
+    ReadOnly,
+    SchemaError,
+)
+
+# Advisory lock keys (one 64-bit key space, ours is the 'awa' prefix).
+LEADER_LOCK_KEY = 0x617761_0001
+MIGRATION_LOCK_KEY = 0x617761_0002
+PROTOCOL_LOCK_KEY = 0x617761_0003
+
+CONNECT_TIMEOUT_S = 5
+
+_PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_PASSWORD_URL = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
+
+
+def redact(text: str) -> str:
+    """Remove passwords from a DSN or from any message that may quote one."""
+    text = _PASSWORD_URL.sub(r"\1***\3", text)
+    return _PASSWORD_KV.sub(r"\1***", text)
+
+
+def describe_dsn(dsn: str) -> str:
+    """A short, password-free description of where a DSN points (for headers, logs)."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return redact(dsn)
+    host = str(info.get("host") or "local socket")
+    port = info.get("port")
+    db = info.get("dbname") or info.get("user") or ""
+    user = info.get("user")
+    where = f"{host}:{port}" if port and not host.startswith("/") else host
+    return f"{user + '@' if user else ''}{where}/{db}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return redact(text[0]) if text else type(exc).__name__
+
+
+def translate(exc: BaseException) -> AwaError:
+    """Map a psycopg error to an error users can read."""
+    if isinstance(exc, AwaError):
+        return exc
+    if isinstance(exc, pgerrors.InsufficientPrivilege):
+        return ReadOnly(f"permission denied: {_first_line(exc)}")
+    if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
+        return ReadOnly(f"the database is read-only: {_first_line(exc)}")
+    if isinstance(exc, (pgerrors.UndefinedTable, pgerrors.InvalidSchemaName, pgerrors.UndefinedFunction)):
+        return SchemaError(f"the awa schema is missing or incomplete; run `awa-tui migrate` ({_first_line(exc)})")
+    if isinstance(exc, pgerrors.RaiseException) and "retired" in str(exc):
+        return Conflict(_first_line(exc))
+    if isinstance(exc, pgerrors.NoDataFound):
+        return NotFound(_first_line(exc))
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return DatabaseUnavailable(f"database unavailable: {_first_line(exc)}")
+    if isinstance(exc, psycopg.Error):
+        return AwaError(f"database error: {_first_line(exc)}")
+    return AwaError(_first_line(exc))
+
+
+def connect(
+    dsn: str, *, application_name: str = "awa-tui", autocommit: bool = True, read_only: bool = False
+) -> psycopg.Connection[Any]:
+    """Open one connection with our defaults, or raise DatabaseUnavailable.
+
+    A read-only connection makes every transaction read-only in the server itself, so a
+    read-only client cannot write even through a code path that forgot to check.
+    """
+    extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
+    try:
+        return psycopg.connect(
+            dsn,
+            autocommit=autocommit,
+            application_name=application_name,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            row_factory=dict_row,  # type: ignore[arg-type]
+            **extra,  # type: ignore[arg-type]
+        )
+    except psycopg.Error as exc:
+        raise DatabaseUnavailable(
+            f"cannot connect to {describe_dsn(dsn)}: {_first_line(exc)}"
+        ) from None
+
+
+class ConnectionSource:
+    """One lazily opened connection per thread, reopened after a failure."""
+
+    def __init__(self, dsn: str, application_name: str, *, read_only: bool = False) -> None:
+        self.dsn = dsn
+        self.application_name = application_name
+        self.read_only = read_only
+        self._local = threading.local()
+        self._all: set[psycopg.Connection[Any]] = set()
+        self._lock = threading.Lock()
+
+    def _get(self) -> psycopg.Connection[Any]:
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = connect(self.dsn, application_name=self.application_name, read_only=self.read_only)
+            self._local.conn = conn
+            with self._lock:
+                self._all.add(conn)
+        return conn
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """Yield this thread's connection (autocommit); errors come out translated."""
+        conn = self._get()
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            if conn.broken or isinstance(exc, psycopg.OperationalError):
+                self.discard(conn)
+            raise translate(exc) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection inside one transaction, committed on success."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
+
+    def discard(self, conn: psycopg.Connection[Any]) -> None:
+        with self._lock:
+            self._all.discard(conn)
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        try:
+            conn.close()
+        except Exception:  # closing a dead socket may fail; it is gone either way
+            pass
+
+    def close_all(self) -> None:
+        with self._lock:
+            conns = list(self._all)
+            self._all.clear()
+        for conn in conns:
+            try:
+                conn.close()
+            except Exception:
+                pass
+        self._local = threading.local()
+
+
+def set_context(conn: psycopg.Connection[Any], name: str, value: str) -> None:
+    """Transaction-local setting (S33 contexts); SET LOCAL cannot take a parameter."""
+    conn.execute("SELECT set_config(%s, %s, true)", (f"awa.{name}", value))
+
+
+def db_now(conn: psycopg.Connection[Any]) -> datetime:
+    row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
+    assert row is not None
+    return row["now"]

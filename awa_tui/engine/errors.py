@@ -1,0 +1,39 @@
+"""Errors users can read: each carries a one-line message, safe to print as is."""
+
+from __future__ import annotations
+
+
+class AwaError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        # One line, always: callers print it without a traceback.
+        super().__init__(" ".join(str(message).split()))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class ValidationError(AwaError, ValueError):
+    """A schedule definition or an argument is invalid (S1, S2)."""
+
+
+class NotFound(AwaError, LookupError):
+    """A named schedule, queue, owner or runtime does not exist."""
+
+
+class Conflict(AwaError):
+    """The action cannot be done in the current state (retired target, foreign owner...)."""
+
+
+class ReadOnly(AwaError):
+    """A mutation was attempted by a read-only client or role."""
+
+
+class DatabaseUnavailable(AwaError):
+    """The database cannot be reached or refused the connection."""
+
+
+class SchemaError(AwaError):
+    """The database schema is missing, or newer than this code (S4)."""

@@ -1,0 +1,119 @@
+"""Versioned, forward-only migrations (S4, S35).
+
+Files are `vNNN_name.sql` beside this module. The runner serialises concurrent callers
+with a session advisory lock, records each version in `awa.schema_migrations`, and refuses
+a database whose recorded version is newer than the newest file here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.db import MIGRATION_LOCK_KEY, connect, translate
+from awa_tui.engine.errors import SchemaError
+
+_FILE_RE = re.compile(r"^v(\d{3})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def available() -> list[Migration]:
+    out = []
+    for entry in resources.files(__package__).iterdir():
+        match = _FILE_RE.match(entry.name)
+        if match:
+            out.append(Migration(int(match.group(1)), match.group(2), entry.read_text("utf-8")))
+    out.sort(key=lambda m: m.version)
+    return out
+
+
+def code_version() -> int:
+    return available()[-1].version
+
+
+def current_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The database's schema version, or None when awa was never migrated there."""
+    row = conn.execute("SELECT to_regclass('awa.schema_migrations') IS NOT NULL AS present").fetchone()
+    if not row or not row["present"]:
+        return None
+    row = conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone()
+    return row["v"] if row else None
+
+
+def check_version(conn: psycopg.Connection[Any]) -> int:
+    """Raise a clear error unless the database is exactly at this code's version."""
+    db_version = current_version(conn)
+    mine = code_version()
+    if db_version is None:
+        raise SchemaError("the database has no awa schema; run `awa-tui migrate`")
+    if db_version > mine:
+        raise SchemaError(
+            f"the database schema is version {db_version}, newer than this awa-tui "
+            f"(knows up to {mine}); upgrade awa-tui"
+        )
+    if db_version < mine:
+        raise SchemaError(f"the database schema is version {db_version}, expected {mine}; run `awa-tui migrate`")
+    return db_version
+
+
+def migrate(dsn: str) -> list[int]:
+    """Apply every pending migration; returns the versions applied (maybe none)."""
+    conn = connect(dsn, application_name="awa-tui migrate")
+    try:
+        # Serialise concurrent migrators; the lock is released with the session.
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        db_version = current_version(conn) or 0
+        mine = code_version()
+        if db_version > mine:
+            raise SchemaError(
+                f"the database schema is version {db_version}, newer than this awa-tui "
+                f"(knows up to {mine}); upgrade awa-tui"
+            )
+        applied = []
+        for migration in available():
+            if migration.version <= db_version:
+                continue
+            with conn.transaction():
+                _lock_in_enqueue_order(conn)
+                conn.execute(migration.sql)  # type: ignore[arg-type]  # trusted file
+                conn.execute(
+                    "INSERT INTO awa.schema_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+            applied.append(migration.version)
+        return applied
+    except psycopg.Error as exc:
+        raise translate(exc) from None
+    finally:
+        conn.close()
+
+
+def _lock_in_enqueue_order(conn: psycopg.Connection[Any]) -> None:
+    """S35: lock cron_jobs before jobs, the order the atomic enqueue takes them.
+
+    A migration that touches both tables then waits behind a live fire instead of
+    deadlocking with it.
+    """
+    row = conn.execute(
+        "SELECT to_regclass('awa.cron_jobs') IS NOT NULL AS c, to_regclass('awa.jobs') IS NOT NULL AS j"
+    ).fetchone()
+    if row and row["c"]:
+        conn.execute("LOCK TABLE awa.cron_jobs IN SHARE ROW EXCLUSIVE MODE")
+    if row and row["j"]:
+        conn.execute("LOCK TABLE awa.jobs IN SHARE ROW EXCLUSIVE MODE")

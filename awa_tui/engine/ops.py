@@ -1,0 +1,228 @@
+"""Operator actions (S16-S18, S20). Each runs in one transaction, locks its target row,
+checks the state, changes it, and appends an audit entry with before/after.
+
+Read-only enforcement lives here (and in the read-only session setting of a read-only
+client), not only in the console.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from awa_tui.engine.db import set_context
+from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
+
+SCHEDULE_STATE_COLUMNS = (
+    "name, cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata, "
+    "missed_fire_policy, last_enqueued_at, paused_at, paused_by, owner, retired_at, retired_by"
+)
+
+
+def _jsonable(row: dict[str, Any] | None) -> Any:
+    if row is None:
+        return None
+    return json.loads(json.dumps(row, default=str))
+
+
+def record_audit(
+    conn: psycopg.Connection[Any],
+    operator: str,
+    action: str,
+    target: str,
+    before: Any,
+    after: Any,
+    detail: dict[str, Any] | None = None,
+) -> int:
+    """Append one audit entry (S20); returns its id."""
+    row = conn.execute(
+        "INSERT INTO awa.audit_log (operator, action, target, before, after, detail) "
+        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+        (operator, action, target, Jsonb(_jsonable(before)), Jsonb(_jsonable(after)), Jsonb(detail or {})),
+    ).fetchone()
+    assert row is not None
+    return int(row["id"])
+
+
+def require_writable(read_only: bool, action: str) -> None:
+    if read_only:
+        raise ReadOnly(f"{action} refused: this client is read-only")
+
+
+def check_operator(operator: str) -> str:
+    if not isinstance(operator, str) or not operator.strip() or len(operator) > 200:
+        raise ValidationError(f"operator: a label of 1..200 characters is required, got {operator!r}")
+    return operator.strip()
+
+
+def lock_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
+    row = conn.execute(
+        f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = %s FOR UPDATE", (name,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"unknown schedule {name!r}")
+    return row
+
+
+def _state(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("paused_at", "paused_by", "last_enqueued_at", "retired_at", "owner")}
+
+
+def pause(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
+    """S16: set paused_at (DB time) and paused_by; last_enqueued_at is untouched."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        before = lock_schedule(conn, name)
+        if before["paused_at"] is not None:
+            raise Conflict(f"schedule {name!r} is already paused (by {before['paused_by']})")
+        set_context(conn, "operator", operator)
+        after = conn.execute(
+            "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s WHERE name = %s "
+            f"RETURNING {SCHEDULE_STATE_COLUMNS}",
+            (operator, name),
+        ).fetchone()
+        assert after is not None
+        record_audit(conn, operator, "pause", name, _state(before), _state(after))
+    return after
+
+
+def resume(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
+    """S16: clear the pause; the schedule's policy decides what fires next pass."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        before = lock_schedule(conn, name)
+        if before["paused_at"] is None:
+            raise Conflict(f"schedule {name!r} is not paused")
+        set_context(conn, "operator", operator)
+        after = conn.execute(
+            "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL WHERE name = %s "
+            f"RETURNING {SCHEDULE_STATE_COLUMNS}",
+            (name,),
+        ).fetchone()
+        assert after is not None
+        record_audit(conn, operator, "resume", name, _state(before), _state(after))
+    return after
+
+
+def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
+    """S17: one job now, even while paused; refused for a retired schedule."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        row = lock_schedule(conn, name)
+        if row["retired_at"] is not None:
+            raise Conflict(f"schedule {name!r} is retired; restore it before triggering")
+        job = conn.execute(
+            "INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags) "
+            "SELECT kind, queue, args, 'available', priority, 0, max_attempts, "
+            "metadata || jsonb_build_object('cron_name', name, 'triggered_manually', true, "
+            "'triggered_by', %s::text), tags FROM awa.cron_jobs WHERE name = %s "
+            "RETURNING id, kind, queue, state, metadata, created_at",
+            (operator, name),
+        ).fetchone()
+        assert job is not None
+        record_audit(conn, operator, "trigger", name, None, {"job_id": job["id"]})
+    return job
+
+
+def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
+    """S6: delete a schedule row; code that still registers it brings it back at sync."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        before = lock_schedule(conn, name)
+        if before["retired_at"] is not None:
+            raise Conflict(f"schedule {name!r} is retired; a retired schedule cannot be removed")
+        set_context(conn, "operator", operator)
+        conn.execute("DELETE FROM awa.cron_jobs WHERE name = %s", (name,))
+        record_audit(conn, operator, "remove", name, before, None)
+    return before
+
+
+# --- queues (S18) -----------------------------------------------------------------------
+
+
+def _queue_row(conn: psycopg.Connection[Any], queue: str) -> dict[str, Any]:
+    conn.execute(
+        "INSERT INTO awa.queue_meta (queue) VALUES (%s) ON CONFLICT (queue) DO NOTHING", (queue,)
+    )
+    row = conn.execute(
+        "SELECT queue, paused, paused_at, paused_by FROM awa.queue_meta WHERE queue = %s FOR UPDATE",
+        (queue,),
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def _check_queue_name(queue: str) -> str:
+    if not isinstance(queue, str) or not 1 <= len(queue) <= 200:
+        raise ValidationError(f"queue: must be 1..200 characters, got {queue!r}")
+    return queue
+
+
+def _known_queue(conn: psycopg.Connection[Any], queue: str) -> None:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM awa.queue_meta WHERE queue = %(q)s)"
+        " OR EXISTS (SELECT 1 FROM awa.cron_jobs WHERE queue = %(q)s)"
+        " OR EXISTS (SELECT 1 FROM awa.jobs WHERE queue = %(q)s) AS known",
+        {"q": queue},
+    ).fetchone()
+    if not row or not row["known"]:
+        raise NotFound(f"unknown queue {queue!r} (no schedule or job uses it)")
+
+
+def queue_pause(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
+    operator = check_operator(operator)
+    _check_queue_name(queue)
+    with conn.transaction():
+        _known_queue(conn, queue)
+        before = _queue_row(conn, queue)
+        if before["paused"]:
+            raise Conflict(f"queue {queue!r} is already paused (by {before['paused_by']})")
+        after = conn.execute(
+            "UPDATE awa.queue_meta SET paused = true, paused_at = now(), paused_by = %s "
+            "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
+            (operator, queue),
+        ).fetchone()
+        record_audit(conn, operator, "queue_pause", f"queue:{queue}", before, after)
+    assert after is not None
+    return after
+
+
+def queue_resume(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
+    operator = check_operator(operator)
+    _check_queue_name(queue)
+    with conn.transaction():
+        _known_queue(conn, queue)
+        before = _queue_row(conn, queue)
+        if not before["paused"]:
+            raise Conflict(f"queue {queue!r} is not paused")
+        after = conn.execute(
+            "UPDATE awa.queue_meta SET paused = false, paused_at = NULL, paused_by = NULL "
+            "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
+            (queue,),
+        ).fetchone()
+        record_audit(conn, operator, "queue_resume", f"queue:{queue}", before, after)
+    assert after is not None
+    return after
+
+
+def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
+    """Cancel every job of the queue that is waiting (available or retryable).
+
+    Running jobs are left to finish: killing in-flight work is a separate decision.
+    """
+    operator = check_operator(operator)
+    _check_queue_name(queue)
+    with conn.transaction():
+        _known_queue(conn, queue)
+        _queue_row(conn, queue)  # serialise drains of one queue
+        rows = conn.execute(
+            "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() "
+            "WHERE queue = %s AND state IN ('available', 'retryable') RETURNING id",
+            (queue,),
+        ).fetchall()
+        result = {"queue": queue, "cancelled": len(rows)}
+        record_audit(conn, operator, "queue_drain", f"queue:{queue}", {"waiting": len(rows)}, {"waiting": 0}, result)
+    return result

@@ -1,0 +1,122 @@
+"""The Runtime: starts and stops the loops of one process (sync, reporter, election,
+evaluator, worker). It only composes the small modules; each loop has its own thread and
+its own connection, so a slow loop (or a slow console render) never delays another.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from awa_tui.engine.errors import AwaError
+from awa_tui.engine.leader import LeaderElector
+
+if TYPE_CHECKING:
+    from awa_tui.engine.client import Client
+
+log = logging.getLogger("awa_tui.runtime")
+
+SYNC_INTERVAL_S = 60.0
+EVALUATE_INTERVAL_S = 1.0
+WORKER_IDLE_S = 0.2
+MAX_BACKOFF_S = 5.0
+
+
+class Runtime:
+    def __init__(self, client: Client, *, run_worker: bool = True, lead: bool = True) -> None:
+        self.client = client
+        self.run_worker = run_worker
+        self.lead = lead
+        self.stop_event = threading.Event()
+        self.elector = LeaderElector(client.dsn, application_name=f"{client.application_name} leader")
+        self._threads: list[threading.Thread] = []
+        self.started = False
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector.is_leader
+
+    def start(self) -> None:
+        """Sync once (so bad definitions fail startup), then start every loop."""
+        self.client.sync()
+        self.client.snapshot(is_leader=False)
+        self.started = True
+        loops: list[tuple[str, Callable[[], None]]] = [
+            ("sync", self._sync_loop),
+            ("reporter", self._reporter_loop),
+        ]
+        if self.lead:
+            loops += [("leader", lambda: self.elector.run(self.stop_event)), ("evaluator", self._evaluator_loop)]
+        if self.run_worker and self.client.handlers:
+            loops.append(("worker", self._worker_loop))
+        for name, target in loops:
+            thread = threading.Thread(target=target, name=f"awa-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _guarded(self, what: str, step: Callable[[], float]) -> None:
+        """Run `step` until stopped; it returns how long to wait. Errors back off."""
+        failures = 0
+        while not self.stop_event.is_set():
+            try:
+                delay = step()
+                failures = 0
+            except AwaError as exc:
+                failures += 1
+                delay = min(MAX_BACKOFF_S, 0.25 * 2 ** failures)
+                log.warning("%s failed (retry in %.1fs): %s", what, delay, exc)
+            except Exception:  # keep the loop alive; a bug must not stop the scheduler
+                failures += 1
+                delay = min(MAX_BACKOFF_S, 0.25 * 2 ** failures)
+                log.exception("%s crashed (retry in %.1fs)", what, delay)
+            self.stop_event.wait(delay)
+
+    def _sync_loop(self) -> None:
+        def step() -> float:
+            self.client.sync()
+            return SYNC_INTERVAL_S
+
+        self.stop_event.wait(SYNC_INTERVAL_S)
+        self._guarded("sync", step)
+
+    def _reporter_loop(self) -> None:
+        interval = self.client.snapshot_interval.total_seconds()
+
+        def step() -> float:
+            self.client.snapshot(is_leader=self.is_leader)
+            return interval
+
+        self._guarded("snapshot", step)
+
+    def _evaluator_loop(self) -> None:
+        def step() -> float:
+            if self.elector.is_leader:
+                self.client.leader_pass()
+            # Wake just after the next whole second, when per-second fires fall due.
+            return EVALUATE_INTERVAL_S - (time.time() % EVALUATE_INTERVAL_S) + 0.005
+
+        self._guarded("evaluator", step)
+
+    def _worker_loop(self) -> None:
+        def step() -> float:
+            done = self.client.work_once()
+            return 0.0 if done else WORKER_IDLE_S
+
+        self._guarded("worker", step)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every loop, write the final snapshot, release the leader lock."""
+        self.stop_event.set()
+        for thread in self._threads:
+            thread.join(timeout)
+        self._threads.clear()
+        self.elector.release()
+        if self.started:
+            try:
+                self.client.snapshot(is_leader=False, stopped=True)
+            except AwaError as exc:
+                log.warning("final snapshot failed: %s", exc)
+        self.started = False

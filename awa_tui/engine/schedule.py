@@ -1,0 +1,394 @@
+"""Schedule definitions: validation (S1, S2) and fire arithmetic (S13, S14).
+
+Cron matching runs on naive *local wall-clock* times (croniter, which knows nothing of
+zones); every candidate is then mapped to one UTC instant by the DST rules of S14:
+a wall time inside a spring-forward gap fires at the first instant after the gap, a wall
+time that occurs twice fires at its first occurrence only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from awa_tui.engine.errors import ValidationError
+
+POLICIES = ("coalesce", "catch_up")
+NICKNAMES = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+FIELD_NAMES_5 = ("minute", "hour", "day-of-month", "month", "day-of-week")
+FIELD_NAMES_6 = ("second", *FIELD_NAMES_5)
+# Plain cron only: numbers, month/day names, * , - /. No L, W, #, ?, H extensions.
+_FIELD_RE = re.compile(r"^[0-9A-Za-z*,/\-]+$")
+_NAMES_OK = {
+    "month": {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"},
+    "day-of-week": {"sun", "mon", "tue", "wed", "thu", "fri", "sat"},
+}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+ONE_SECOND = timedelta(seconds=1)
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class CronSpec:
+    """A parsed cron expression: the croniter form and whether it has seconds."""
+
+    source: str
+    croniter_expr: str
+    has_seconds: bool
+
+
+@lru_cache(maxsize=65536)
+def parse_cron(expr: str) -> CronSpec:
+    """Validate a cron expression (S2) and return its croniter form."""
+    if not isinstance(expr, str):
+        raise ValidationError(f"cron_expr: expected a string, got {_short(expr)}")
+    text = " ".join(expr.split())
+    if not text:
+        raise ValidationError("cron_expr: empty expression")
+    if text.startswith("@"):
+        nick = NICKNAMES.get(text.lower())
+        if nick is None:
+            raise ValidationError(
+                f"cron_expr: unknown nickname {_short(expr)} (use one of {', '.join(NICKNAMES)})"
+            )
+        return CronSpec(expr, nick, False)
+    fields = text.split(" ")
+    if len(fields) == 5:
+        names = FIELD_NAMES_5
+    elif len(fields) == 6:
+        names = FIELD_NAMES_6
+    else:
+        raise ValidationError(
+            f"cron_expr: {_short(expr)} has {len(fields)} fields; expected 5 "
+            "(min hour dom month dow) or 6 (sec min hour dom month dow)"
+        )
+    for fname, value in zip(names, fields, strict=True):
+        if not _FIELD_RE.match(value):
+            raise ValidationError(f"cron_expr: invalid {fname} field {_short(value)} in {_short(expr)}")
+        for word in re.findall(r"[A-Za-z]+", value):
+            if word.lower() not in _NAMES_OK.get(fname, set()):
+                raise ValidationError(
+                    f"cron_expr: invalid {fname} field {_short(value)} in {_short(expr)}"
+                )
+    has_seconds = len(fields) == 6
+    body = " ".join(fields)
+    try:
+        croniter(body, datetime(2000, 1, 1), second_at_beginning=has_seconds)
+        # Construction validates ranges lazily for some fields; one step makes sure.
+        it = croniter(body, datetime(2000, 1, 1), second_at_beginning=has_seconds)
+        it.get_next(datetime)
+    except Exception as exc:  # croniter raises several unrelated types
+        raise ValidationError(f"cron_expr: invalid expression {_short(expr)}: {exc}") from None
+    return CronSpec(expr, body, has_seconds)
+
+
+@lru_cache(maxsize=1024)
+def parse_timezone(name: str) -> tzinfo:
+    """Resolve an IANA zone name (S2)."""
+    if not isinstance(name, str) or not name or _CONTROL.search(name) or len(name) > 100:
+        raise ValidationError(f"timezone: unknown time zone {_short(name)}")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValidationError(f"timezone: unknown time zone {_short(name)}") from None
+
+
+# --- wall clock <-> UTC under the S14 rules ---------------------------------------------
+
+
+def _resolve_local(naive: datetime, zone: tzinfo) -> tuple[datetime, str | None]:
+    """Map a naive local wall time to its one fire instant in UTC, and a DST mark.
+
+    Returns ("gap" if the wall time does not exist, "fold" if it occurs twice, else None).
+    """
+    first = naive.replace(tzinfo=zone, fold=0)
+    second = naive.replace(tzinfo=zone, fold=1)
+    u0 = first.astimezone(UTC)
+    u1 = second.astimezone(UTC)
+    if u0 == u1:
+        return u0, None
+    # zoneinfo: for a gap, fold=0 uses the offset before the gap (u0 later than u1);
+    # for a fold, fold=0 is the first occurrence (u0 earlier than u1).
+    if u0 < u1:
+        return u0, "fold"
+    # Inside a gap: the first instant after the gap is the transition itself, which is
+    # the wall time read with the *later* offset rounded up to the gap's end.
+    return _gap_end(naive, zone), "gap"
+
+
+def _gap_end(naive: datetime, zone: tzinfo) -> datetime:
+    """The UTC instant at which the gap containing `naive` ends (the transition)."""
+    # Search forward in wall time for the first existing minute; gaps are < 1 day.
+    lo = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)  # earlier estimate
+    hi = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)  # later estimate
+    # Binary search the UTC instant where the offset changes, between lo and hi.
+    while hi - lo > ONE_SECOND:
+        mid = lo + (hi - lo) / 2
+        mid = mid.replace(microsecond=0)
+        local_mid = mid.astimezone(zone).replace(tzinfo=None)
+        if local_mid < naive:
+            lo = mid
+        else:
+            hi = mid
+    # `hi` is the first second whose wall time is at or past `naive`: the transition.
+    return hi
+
+
+def _local_naive(instant: datetime, zone: tzinfo) -> tuple[datetime, bool]:
+    """Wall time of a UTC instant, and whether it is the second occurrence of a fold."""
+    local = instant.astimezone(zone)
+    naive = local.replace(tzinfo=None)
+    if local.fold == 1:
+        again = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        if again != instant.astimezone(UTC):
+            return naive, True
+    return naive, False
+
+
+def _fold_end(naive: datetime, zone: tzinfo) -> datetime:
+    """The first wall time after the fold that contains `naive` (both occurrences past)."""
+    # The fold's length is the offset difference; its end in wall time is naive + rest.
+    first = naive.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    second = naive.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    length = second - first
+    # Wall times from (transition wall time) to +length repeat; step forward by minutes
+    # until the wall time is no longer ambiguous.
+    probe = naive
+    step = timedelta(minutes=1)
+    limit = naive + length + step
+    while probe <= limit:
+        a = probe.replace(tzinfo=zone, fold=0).astimezone(UTC)
+        b = probe.replace(tzinfo=zone, fold=1).astimezone(UTC)
+        if a == b:
+            return probe.replace(second=0, microsecond=0)
+        probe = (probe + step).replace(second=0, microsecond=0)
+    return limit
+
+
+@dataclass(frozen=True)
+class Fire:
+    at: datetime  # UTC instant
+    mark: str | None = None  # "gap" | "fold" when DST moved or de-duplicated it
+
+
+@lru_cache(maxsize=262144)
+def _next_after(croniter_expr: str, has_seconds: bool, zone_name: str, after: datetime) -> Fire:
+    zone = parse_timezone(zone_name)
+    naive, second_occurrence = _local_naive(after, zone)
+    if second_occurrence:
+        # Every wall time left in this fold maps to its first occurrence, already past.
+        naive = _fold_end(naive, zone) - ONE_SECOND
+    naive = naive.replace(microsecond=0)
+    it = croniter(croniter_expr, naive, second_at_beginning=has_seconds)
+    for _ in range(100000):
+        candidate = it.get_next(datetime)
+        at, mark = _resolve_local(candidate, zone)
+        if at > after:
+            return Fire(at, mark)
+    raise ValidationError(f"cron_expr: {croniter_expr!r} never fires")
+
+
+@lru_cache(maxsize=262144)
+def _latest_at_or_before(
+    croniter_expr: str, has_seconds: bool, zone_name: str, at_or_before: datetime
+) -> Fire | None:
+    zone = parse_timezone(zone_name)
+    naive, second_occurrence = _local_naive(at_or_before, zone)
+    start = _fold_end(naive, zone) if second_occurrence else naive.replace(microsecond=0) + ONE_SECOND
+    it = croniter(croniter_expr, start, is_prev=True, second_at_beginning=has_seconds)
+    for _ in range(100000):
+        try:
+            candidate = it.get_prev(datetime)
+        except Exception:  # croniter gives up far in the past
+            return None
+        at, mark = _resolve_local(candidate, zone)
+        if at <= at_or_before:
+            return Fire(at, mark)
+    return None
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("aware datetime required")
+    return value.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One periodic schedule, validated at construction (S1, S2)."""
+
+    name: str
+    cron_expr: str
+    kind: str
+    args: dict[str, Any] = field(default_factory=dict)
+    timezone: str = "UTC"
+    queue: str = "default"
+    priority: int = 2
+    max_attempts: int = 25
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    missed_fire_policy: str = "coalesce"
+
+    def __post_init__(self) -> None:
+        _check_text("name", self.name)
+        parse_cron(self.cron_expr)
+        parse_timezone(self.timezone)
+        _check_text("kind", self.kind)
+        _check_text("queue", self.queue)
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4:
+            raise ValidationError(f"priority: must be an integer 1..4, got {_short(self.priority)}")
+        if (
+            isinstance(self.max_attempts, bool)
+            or not isinstance(self.max_attempts, int)
+            or not 1 <= self.max_attempts <= 1000
+        ):
+            raise ValidationError(
+                f"max_attempts: must be an integer 1..1000, got {_short(self.max_attempts)}"
+            )
+        if isinstance(self.tags, str) or not isinstance(self.tags, (tuple, list)):
+            raise ValidationError(f"tags: must be a list of strings, got {_short(self.tags)}")
+        if len(self.tags) > 20:
+            raise ValidationError(f"tags: at most 20 tags, got {len(self.tags)}")
+        for tag in self.tags:
+            _check_text("tags", tag)
+        object.__setattr__(self, "tags", tuple(self.tags))
+        _check_json_object("args", self.args)
+        _check_json_object("metadata", self.metadata)
+        if self.missed_fire_policy not in POLICIES:
+            raise ValidationError(
+                f"missed_fire_policy: must be 'coalesce' or 'catch_up', got {_short(self.missed_fire_policy)}"
+            )
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        cron_expr: str,
+        kind: str,
+        args: dict[str, Any] | None = None,
+        *,
+        timezone: str = "UTC",
+        queue: str = "default",
+        priority: int = 2,
+        max_attempts: int = 25,
+        tags: tuple[str, ...] | list[str] = (),
+        metadata: dict[str, Any] | None = None,
+        missed_fire_policy: str = "coalesce",
+    ) -> Schedule:
+        """The `periodic()` signature of S1."""
+        return cls(
+            name=name,
+            cron_expr=cron_expr,
+            kind=kind,
+            args={} if args is None else args,
+            timezone=timezone,
+            queue=queue,
+            priority=priority,
+            max_attempts=max_attempts,
+            tags=tuple(tags) if isinstance(tags, (list, tuple)) else tags,  # type: ignore[arg-type]
+            metadata={} if metadata is None else metadata,
+            missed_fire_policy=missed_fire_policy,
+        )
+
+    def definition(self) -> dict[str, Any]:
+        """The definition columns, canonical (used for sync and manifests)."""
+        return {
+            "name": self.name,
+            "cron_expr": self.cron_expr,
+            "timezone": self.timezone,
+            "kind": self.kind,
+            "queue": self.queue,
+            "args": self.args,
+            "priority": self.priority,
+            "max_attempts": self.max_attempts,
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+            "missed_fire_policy": self.missed_fire_policy,
+        }
+
+
+def _check_text(fname: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ValidationError(f"{fname}: expected a string, got {_short(value)}")
+    if not 1 <= len(value) <= 200:
+        raise ValidationError(f"{fname}: must be 1..200 characters, got {len(value)}")
+    if _CONTROL.search(value):
+        raise ValidationError(f"{fname}: must not contain control characters: {_short(value)}")
+
+
+def _check_json_object(fname: str, value: object) -> None:
+    if not isinstance(value, dict):
+        raise ValidationError(f"{fname}: must be a JSON object (dict), got {_short(value)}")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{fname}: not JSON-serialisable: {exc}") from None
+    if "\x00" in json.dumps(value):
+        raise ValidationError(f"{fname}: must not contain NUL characters")
+
+
+# --- public fire arithmetic ------------------------------------------------------------
+
+
+def next_fire(cron_expr: str, timezone: str, after: datetime) -> Fire:
+    """The first fire strictly after `after` (UTC instants)."""
+    spec = parse_cron(cron_expr)
+    return _next_after(spec.croniter_expr, spec.has_seconds, timezone, _utc(after))
+
+
+def latest_fire(cron_expr: str, timezone: str, at_or_before: datetime) -> Fire | None:
+    """The most recent fire at or before `at_or_before`, computed directly (S13 coalesce)."""
+    spec = parse_cron(cron_expr)
+    return _latest_at_or_before(spec.croniter_expr, spec.has_seconds, timezone, _utc(at_or_before))
+
+
+def fires_between(
+    cron_expr: str, timezone: str, after: datetime, until: datetime, limit: int
+) -> list[Fire]:
+    """Fires in (after, until], ascending, at most `limit` (S13 catch_up)."""
+    out: list[Fire] = []
+    cursor = _utc(after)
+    end = _utc(until)
+    while len(out) < limit:
+        fire = next_fire(cron_expr, timezone, cursor)
+        if fire.at > end:
+            break
+        out.append(fire)
+        cursor = fire.at
+    return out
+
+
+def upcoming_fires(cron_expr: str, timezone: str, after: datetime, count: int) -> list[Fire]:
+    """The next `count` fires after `after`, for previews (`cron next`, detail views)."""
+    out: list[Fire] = []
+    cursor = _utc(after)
+    for _ in range(count):
+        fire = next_fire(cron_expr, timezone, cursor)
+        out.append(fire)
+        cursor = fire.at
+    return out
+
+
+def iso_utc(instant: datetime) -> str:
+    """ISO-8601 UTC with a Z suffix, as stamped into job metadata (S12)."""
+    text = _utc(instant).strftime("%Y-%m-%dT%H:%M:%S")
+    micro = _utc(instant).microsecond
+    return f"{text}.{micro:06d}Z" if micro else f"{text}Z"

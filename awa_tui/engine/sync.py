@@ -1,0 +1,67 @@
+"""Additive sync of registered schedules into awa.cron_jobs (S5).
+
+One statement UPSERTs the whole registry. A row is rewritten only when its definition
+differs, so a steady-state sync writes nothing; owned and retired rows are left alone
+(reconciliation alone updates owned definitions, S25; tombstones survive, S27).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.schedule import Schedule
+
+DEFINITION_COLUMNS = (
+    "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts",
+    "tags", "metadata", "missed_fire_policy",
+)
+
+# The input rows, typed, from one jsonb parameter (one round trip for 100k rows).
+INPUT_CTE = """
+input AS (
+    SELECT x.name, x.cron_expr, x.timezone, x.kind, x.queue, x.args, x.priority,
+           x.max_attempts, ARRAY(SELECT jsonb_array_elements_text(x.tags)) AS tags,
+           x.metadata, x.missed_fire_policy
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(
+        name text, cron_expr text, timezone text, kind text, queue text, args jsonb,
+        priority smallint, max_attempts smallint, tags jsonb, metadata jsonb,
+        missed_fire_policy text)
+)"""
+
+_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in DEFINITION_COLUMNS)
+_DIFFERS = "({old}) IS DISTINCT FROM ({new})".format(
+    old=", ".join(f"c.{c}" for c in DEFINITION_COLUMNS),
+    new=", ".join(f"EXCLUDED.{c}" for c in DEFINITION_COLUMNS),
+)
+
+UPSERT_SQL = f"""
+WITH {INPUT_CTE}
+INSERT INTO awa.cron_jobs AS c (name, {", ".join(DEFINITION_COLUMNS)})
+SELECT name, {", ".join(DEFINITION_COLUMNS)} FROM input ORDER BY name
+ON CONFLICT (name) DO UPDATE SET {_SET},
+    updated_at = now(),
+    -- Only the expression and zone decide fire instants; keep the hint otherwise.
+    next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM
+                             (EXCLUDED.cron_expr, EXCLUDED.timezone)
+                        THEN NULL ELSE c.next_fire_at END
+WHERE c.owner IS NULL AND c.retired_at IS NULL AND {_DIFFERS}
+RETURNING (xmax = 0) AS inserted
+"""
+
+
+def rows_json(schedules: Iterable[Schedule]) -> str:
+    return json.dumps([s.definition() for s in schedules], separators=(",", ":"))
+
+
+def sync_schedules(conn: psycopg.Connection[Any], schedules: Iterable[Schedule]) -> dict[str, int]:
+    """UPSERT every schedule; returns how many rows were inserted and updated."""
+    payload = rows_json(schedules)
+    if payload == "[]":
+        return {"inserted": 0, "updated": 0}
+    rows = conn.execute(UPSERT_SQL, {"rows": payload}).fetchall()  # type: ignore[arg-type]
+    inserted = sum(1 for r in rows if r["inserted"])
+    return {"inserted": inserted, "updated": len(rows) - inserted}

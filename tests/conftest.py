@@ -1,0 +1,110 @@
+"""A real Postgres for every test (never a mock).
+
+`AWA_TEST_DATABASE_URL` points at an external server; otherwise one embedded server is
+started per test session (per xdist worker) with durability off for speed. A template
+database is migrated once; each test gets a fresh clone of it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+
+from awa_tui.engine import embedded
+from awa_tui.engine.migrations import migrate
+
+TEST_FLAGS = ("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=300")
+
+
+def with_db(dsn: str, dbname: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = dbname
+    return make_conninfo(**params)
+
+
+def _worker_id() -> str:
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@pytest.fixture(scope="session")
+def pg_admin_dsn() -> Iterator[str]:
+    """DSN of a maintenance database on the test server."""
+    external = os.environ.get("AWA_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
+    home = Path(tempfile.mkdtemp(prefix=f"awa-test-{_worker_id()}-", dir=base))
+    server = embedded.ensure_running(home, server_flags=TEST_FLAGS, dbname="postgres")
+    yield server.dsn("postgres")
+    embedded.stop(home)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_admin_dsn: str) -> str:
+    name = f"awa_tpl_{uuid.uuid4().hex[:8]}_{_worker_id()}"
+    with psycopg.connect(pg_admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    migrate(with_db(pg_admin_dsn, name))
+    yield name
+    with psycopg.connect(pg_admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def clone_database(admin_dsn: str, template: str) -> str:
+    name = f"awa_t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+                sql.Identifier(name), sql.Identifier(template)
+            )
+        )
+    return name
+
+
+def drop_database(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def dsn(pg_admin_dsn: str, template_db: str) -> Iterator[str]:
+    """A fresh, migrated database for this test."""
+    name = clone_database(pg_admin_dsn, template_db)
+    yield with_db(pg_admin_dsn, name)
+    drop_database(pg_admin_dsn, name)
+
+
+@pytest.fixture
+def empty_dsn(pg_admin_dsn: str) -> Iterator[str]:
+    """A fresh database with no awa schema at all."""
+    name = f"awa_e_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield with_db(pg_admin_dsn, name)
+    drop_database(pg_admin_dsn, name)
+
+
+@pytest.fixture
+def conn(dsn: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as c:
+        yield c
+
+
+@pytest.fixture
+def client(dsn: str) -> Iterator[Any]:
+    from awa_tui import Client
+
+    c = Client(dsn, operator="tester@test")
+    yield c
+    c.close()
