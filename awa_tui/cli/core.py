@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 from typing import Annotated, Any
 
 import typer
 
+from awa_tui.bootstrap import build_client, dsn_or_embedded
 from awa_tui.cli import app
 from awa_tui.cli.common import (
     DsnOpt,
@@ -22,55 +22,12 @@ from awa_tui.cli.common import (
     make_client,
     out,
 )
-from awa_tui.config import resolve_dsn
 from awa_tui.engine import embedded
-from awa_tui.engine.errors import AwaError
 
 db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
 runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(runtime_app, name="runtime")
-
-
-def load_app(ref: str) -> Any:
-    """Resolve `module:attribute`; the attribute is a callable taking the Client."""
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise AwaError(f"--app: expected module:attribute, got {ref!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AwaError(f"--app: cannot import {module_name!r}: {exc}") from None
-    try:
-        target = getattr(module, attr)
-    except AttributeError:
-        raise AwaError(f"--app: {module_name!r} has no attribute {attr!r}") from None
-    if not callable(target):
-        raise AwaError(f"--app: {ref!r} is not callable (expected setup(client))")
-    return target
-
-
-def dsn_or_embedded(flag: str | None, say: Any) -> str:
-    """The configured DSN, or the embedded Postgres (started if needed), announced."""
-    dsn = resolve_dsn(flag)
-    if dsn is not None:
-        return dsn
-    server = embedded.ensure_running()
-    say(f"no database configured: using embedded Postgres at {server.home} (data: {server.data_dir})")
-    return server.dsn()
-
-
-def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, **kwargs: Any) -> Any:
-    from awa_tui.engine.client import Client
-
-    client = Client(dsn, operator=operator, **kwargs)
-    if demo:
-        from awa_tui.engine.demo import setup
-
-        setup(client)
-    if app_ref:
-        load_app(app_ref)(client)
-    return client
 
 
 def _log_fires(result: Any) -> None:
@@ -98,7 +55,7 @@ def run(
     with errors_as_lines():
         if not demo and not app_ref:
             fail("nothing to run: pass --demo or --app module:attribute")
-        dsn_value = dsn_or_embedded(dsn, lambda m: logging.getLogger("awa_tui").info("%s", m))
+        dsn_value, _ = dsn_or_embedded(dsn, lambda m: logging.getLogger("awa_tui").info("%s", m))
         client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run")
         client.on_pass.append(_log_fires)
         jobs_log = logging.getLogger("awa_tui.jobs")
@@ -114,7 +71,7 @@ def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     from awa_tui.engine import migrations
 
     with errors_as_lines():
-        applied = migrations.migrate(dsn_or_embedded(dsn, lambda m: out.print(m, markup=False)))
+        applied = migrations.migrate(dsn_or_embedded(dsn, lambda m: out.print(m, markup=False))[0])
         data = {"applied": applied, "version": migrations.code_version()}
         emit(data, as_json, lambda: out.print(
             f"applied {', '.join(f'v{v:03d}' for v in applied)}" if applied else

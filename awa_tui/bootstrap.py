@@ -1,0 +1,56 @@
+"""Shared start-up steps of the CLI and the console: which database, which schedules."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from awa_tui.config import resolve_dsn
+from awa_tui.engine import embedded
+from awa_tui.engine.errors import AwaError
+
+
+def load_app(ref: str) -> Callable[[Any], None]:
+    """Resolve `module:attribute`; the attribute is a callable `setup(client)`."""
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise AwaError(f"--app: expected module:attribute, got {ref!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AwaError(f"--app: cannot import {module_name!r}: {exc}") from None
+    try:
+        target = getattr(module, attr)
+    except AttributeError:
+        raise AwaError(f"--app: {module_name!r} has no attribute {attr!r}") from None
+    if not callable(target):
+        raise AwaError(f"--app: {ref!r} is not callable (expected setup(client))")
+    return target
+
+
+def dsn_or_embedded(flag: str | None, say: Callable[[str], None]) -> tuple[str, bool]:
+    """The configured DSN, or the embedded Postgres (started if needed), announced.
+
+    Returns (dsn, embedded?).
+    """
+    dsn = resolve_dsn(flag)
+    if dsn is not None:
+        return dsn, False
+    server = embedded.ensure_running()
+    say(f"no database configured: using embedded Postgres at {server.home} (data: {server.data_dir})")
+    return server.dsn(), True
+
+
+def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, **kwargs: Any) -> Any:
+    """A Client with the demo set and/or the app's schedules and handlers registered."""
+    from awa_tui.engine.client import Client
+
+    client = Client(dsn, operator=operator, **kwargs)
+    if demo:
+        from awa_tui.engine.demo import setup
+
+        setup(client)
+    if app_ref:
+        load_app(app_ref)(client)
+    return client
