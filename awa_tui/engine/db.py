@@ -108,35 +108,56 @@ def connect(
 
 
 class ConnectionSource:
-    """One lazily opened connection per thread, reopened after a failure."""
+    """A small pool: idle connections are reused LIFO, broken ones dropped and reopened.
+
+    No thread affinity, so short-lived threads (console workers) never leak connections;
+    each loop of a runtime holds one connection only for the duration of a call.
+    """
+
+    MAX_IDLE = 8
 
     def __init__(self, dsn: str, application_name: str, *, read_only: bool = False) -> None:
         self.dsn = dsn
         self.application_name = application_name
         self.read_only = read_only
-        self._local = threading.local()
-        self._all: set[psycopg.Connection[Any]] = set()
+        self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
+        self._closed = False
 
-    def _get(self) -> psycopg.Connection[Any]:
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        if conn is None or conn.closed or conn.broken:
-            conn = connect(self.dsn, application_name=self.application_name, read_only=self.read_only)
-            self._local.conn = conn
-            with self._lock:
-                self._all.add(conn)
-        return conn
+    def _checkout(self) -> psycopg.Connection[Any]:
+        with self._lock:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.closed and not conn.broken:
+                    return conn
+        return connect(self.dsn, application_name=self.application_name, read_only=self.read_only)
+
+    def _checkin(self, conn: psycopg.Connection[Any]) -> None:
+        reusable = (
+            not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        )
+        with self._lock:
+            if reusable and not self._closed and len(self._idle) < self.MAX_IDLE:
+                self._idle.append(conn)
+                return
+        _close_quietly(conn)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """Yield this thread's connection (autocommit); errors come out translated."""
-        conn = self._get()
+        """Yield a connection (autocommit); errors come out translated."""
+        conn = self._checkout()
         try:
             yield conn
         except psycopg.Error as exc:
-            if conn.broken or isinstance(exc, psycopg.OperationalError):
-                self.discard(conn)
+            _close_quietly(conn)
             raise translate(exc) from None
+        except BaseException:
+            self._checkin(conn)  # our own errors (NotFound...) leave the connection usable
+            raise
+        else:
+            self._checkin(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
@@ -144,26 +165,18 @@ class ConnectionSource:
         with self.connection() as conn, conn.transaction():
             yield conn
 
-    def discard(self, conn: psycopg.Connection[Any]) -> None:
-        with self._lock:
-            self._all.discard(conn)
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
-        try:
-            conn.close()
-        except Exception:  # closing a dead socket may fail; it is gone either way
-            pass
-
     def close_all(self) -> None:
         with self._lock:
-            conns = list(self._all)
-            self._all.clear()
-        for conn in conns:
-            try:
-                conn.close()
-            except Exception:
-                pass
-        self._local = threading.local()
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            _close_quietly(conn)
+
+
+def _close_quietly(conn: psycopg.Connection[Any]) -> None:
+    try:
+        conn.close()
+    except Exception:  # closing a dead socket may fail; it is gone either way
+        pass
 
 
 def set_context(conn: psycopg.Connection[Any], name: str, value: str) -> None:
