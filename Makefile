@@ -18,6 +18,16 @@ run: install
 console: install
 	$(BIN)/awa-tui --lead --demo
 
+# PNG + SVG of each console panel and dialog, from a seeded scratch database
+# (AWA_TEST_DATABASE_URL's server, else the embedded Postgres). PNGs need rsvg-convert.
+screenshots: install
+	$(BIN)/python screenshots/render.py
+
+# Benchmarks (bench/README.md): quick sizes, a few minutes, table + JSON in bench/results/.
+# BENCH_ARGS="--full" for the 100k targets, "--compare" to run awa-pg side by side.
+bench: install
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 

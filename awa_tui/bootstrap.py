@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +18,10 @@ def load_app(ref: str) -> Callable[[Any], None]:
     module_name, _, attr = ref.partition(":")
     if not module_name or not attr:
         raise AwaError(f"--app: expected module:attribute, got {ref!r}")
+    # Like other app runners, find the app in the current directory (a console script's
+    # sys.path starts at its own bin/ directory, not where the operator stands).
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -52,5 +58,11 @@ def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None
 
         setup(client)
     if app_ref:
-        load_app(app_ref)(client)
+        setup_app = load_app(app_ref)
+        try:
+            setup_app(client)
+        except AwaError:
+            raise
+        except Exception as exc:  # the app's own bug: one line, like every other start-up error
+            raise AwaError(f"--app {app_ref}: setup failed: {type(exc).__name__}: {exc}") from None
     return client

@@ -8,6 +8,7 @@ database is migrated once; each test gets a fresh clone of it.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -22,6 +23,9 @@ from psycopg.rows import dict_row
 
 from awa_tui.engine import embedded
 from awa_tui.engine.migrations import migrate
+
+# The reliability suite's --soak options and summary table (tests/reliability/plugin.py).
+pytest_plugins = ["reliability.plugin"]
 
 TEST_FLAGS = ("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=300")
 
@@ -48,6 +52,7 @@ def pg_admin_dsn() -> Iterator[str]:
     server = embedded.ensure_running(home, server_flags=TEST_FLAGS, dbname="postgres")
     yield server.dsn("postgres")
     embedded.stop(home)
+    shutil.rmtree(home, ignore_errors=True)  # 39 MB per session, in RAM when under /dev/shm
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 app = typer.Typer(
@@ -14,6 +16,23 @@ app = typer.Typer(
 
 
 def main() -> None:
-    from awa_tui.cli import console, core, cron, queue  # noqa: F401  (register commands)
+    from awa_tui.cli import console, core, cron, owners, queue  # noqa: F401  (register commands)
 
-    app()
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        sys.stderr.write("error: interrupted\n")
+        sys.exit(130)
+    except typer.TyperException as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help is the answer
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)  # type: ignore[arg-type]
+        else:
+            # A usage error is one line like every other error (S38), naming the help to read.
+            message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            sys.stderr.write(f"error: {message}{hint}\n")
+        sys.exit(getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)

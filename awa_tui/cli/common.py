@@ -13,6 +13,7 @@ from uuid import UUID
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from awa_tui.config import resolve_dsn
 from awa_tui.engine.errors import AwaError
@@ -91,7 +92,8 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: st
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(fmt(row.get(c)) for c in columns))
+        # Text, not markup: values from the database ("[queue paused]", names) print as is.
+        table.add_row(*(Text(fmt(row.get(c))) for c in columns))
     out.print(table)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +19,7 @@ from awa_tui.cli.common import (
     make_client,
     out,
 )
+from awa_tui.engine.errors import ValidationError
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
@@ -65,9 +67,25 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
             for key, value in row.items():
                 if key not in ("recent_fires",):
                     out.print(f"{key:20} {fmt(value)}", markup=False)
-            out.print(f"{'queue state':20} {_state_text(row)}", markup=False)
+            out.print(f"{'status':20} {_state_text(row)}", markup=False)
             emit_table(row["recent_fires"], ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
         emit(row, as_json, render)
+
+
+DST_MARKS = {
+    "gap": "DST gap: this wall time does not exist; fires at the end of the gap",
+    "fold": "DST fold: this wall time occurs twice; fires at the first occurrence only",
+}
+
+
+def _parse_instant(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"--after: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value  # a bare time is UTC
 
 
 @cron_app.command("next")
@@ -76,15 +94,23 @@ def cron_next(
     dsn: DsnOpt = None,
     as_json: JsonOpt = False,
     count: Annotated[int, typer.Option("-n", "--count", min=1, max=1000)] = 5,
+    after: Annotated[
+        str | None, typer.Option("--after", help="Preview from this ISO-8601 instant (default: now, DB time).")
+    ] = None,
 ) -> None:
-    """The next fires in the schedule's zone and UTC, with DST marks."""
+    """The next fires in the schedule's zone and in UTC, with DST gap/fold marks."""
     with errors_as_lines():
-        fires = make_client(dsn, read_only=True).next_fires(name, count)
+        start = _parse_instant(after) if after is not None else None
+        fires = make_client(dsn, read_only=True).next_fires(name, count, after=start)
+
         def render() -> None:
+            if fires:
+                out.print(f"next fires of {name} (zone {fires[0]['timezone']}; local time, then UTC):", markup=False)
             for f in fires:
-                mark = {"gap": "  (DST gap: moved to the end of the gap)",
-                        "fold": "  (DST fold: first occurrence only)"}.get(f["dst"] or "", "")
-                out.print(f"{f['local'].isoformat()}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}", markup=False)
+                local = f["local"].strftime("%Y-%m-%d %H:%M:%S %Z (UTC%z)")
+                mark = f"  [{DST_MARKS[f['dst']]}]" if f["dst"] else ""
+                out.print(f"  {local}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}", markup=False)
+
         emit(fires, as_json, render)
 
 

@@ -7,20 +7,27 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
-from awa_tui.engine import evaluator, migrations, ops, reporter, views, worker
+from awa_tui.engine import evaluator, lifecycle, migrations, ops, reconcile, reporter, views, worker
 from awa_tui.engine.db import ConnectionSource
+from awa_tui.engine.declaration import sync_declared
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.manifest import Manifest, build_manifest, check_owner
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 
 log = logging.getLogger("awa_tui")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# The leader reconciles owners at this cadence (monotonic seconds), not every pass: the
+# evidence windows it works with are at least 30 s long.
+RECONCILE_INTERVAL_S = 5.0
 
 
 def package_version() -> str:
@@ -50,6 +57,10 @@ class Client:
             raise AwaError("no database configured: pass dsn= or set AWA_DATABASE_URL")
         if authoritative and not owner:
             raise ValidationError("owner: an authoritative runtime must name its owner")
+        if owner is not None:
+            check_owner(owner)
+        if retire_grace < timedelta(0):
+            raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
         if snapshot_interval <= timedelta(0):
             raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
         self.dsn = resolved
@@ -58,7 +69,8 @@ class Client:
         self.retire_grace = retire_grace
         self.snapshot_interval = snapshot_interval
         self.read_only = read_only
-        self.operator = operator or default_operator()
+        # An explicit label is checked now (an empty one is an error, not a default).
+        self.operator = default_operator() if operator is None else ops.check_operator(operator)
         self.catch_up_limit = catch_up_limit
         self.worker_queues = worker_queues
         self.worker_batch = worker_batch
@@ -71,8 +83,13 @@ class Client:
             snapshot_interval=snapshot_interval,
             owner=owner,
             authoritative=authoritative,
+            retire_grace=retire_grace if authoritative else None,
         )
         self._runtime: Any = None
+        self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
+        self._declared = False  # a snapshot was written outside a Runtime: close() ends it
+        self._next_reconcile = 0.0
+        self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
@@ -103,6 +120,7 @@ class Client:
         if name in self._schedules:
             raise ValidationError(f"name: schedule {name!r} is already registered in this process")
         self._schedules[name] = schedule
+        self._manifest = None
         return schedule
 
     @property
@@ -134,9 +152,12 @@ class Client:
             return migrations.check_version(conn)
 
     def sync(self) -> dict[str, int]:
-        """Additive UPSERT of this process's schedules (S5)."""
+        """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
+        insert its new names owned by its owner and fail on a foreign-owned name (S23)."""
         ops.require_writable(self.read_only, "sync")
         with self.db.connection() as conn:
+            if self.authoritative and self.owner:
+                return sync_declared(conn, self.owner, self.schedules)
             return sync_schedules(conn, self.schedules)
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
@@ -150,8 +171,53 @@ class Client:
         return result
 
     def leader_pass(self) -> None:
-        """What the leader does every second."""
+        """What the leader does every second: evaluate, and reconcile owners every
+        RECONCILE_INTERVAL_S. A failed reconciliation is logged and never stops firing."""
         self.evaluate()
+        if time.monotonic() >= self._next_reconcile:
+            self._next_reconcile = time.monotonic() + RECONCILE_INTERVAL_S
+            try:
+                for result in self.reconcile(wait=False):
+                    if result["skipped"]:
+                        self._next_reconcile = 0.0  # the protocol lock was busy: next pass
+                    elif result["inserted"] or result["updated"] or result["retired"]:
+                        log.info("reconciled %s", reconcile.describe(result))
+            except AwaError as exc:
+                log.warning("reconciliation failed: %s", exc)
+
+    def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]:
+        """One reconciliation pass over every owner (S25, S26); DB time when `now` is omitted.
+
+        Returns one dict per owner: owner, now, manifest_hash, inserted / updated / retired
+        (schedule names), certified, agreement_since, grace_remaining_s, blockers, skipped
+        (only with wait=False, when the protocol lock was busy).
+        """
+        ops.require_writable(self.read_only, "reconcile")
+        with self.db.connection() as conn:
+            results = reconcile.reconcile(conn, now, wait=wait)
+        self.last_reconcile = results
+        return results
+
+    def plan(self, owner: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Preview of reconciliation per owner, from one snapshot, changing nothing (S34).
+
+        See `awa_tui.engine.reconcile.plan` for the shape of each dict (inserts, updates,
+        retirements, conflicts, blockers with code and message, agreement clock).
+        """
+        return self._view(reconcile.plan, owner, now)
+
+    def list_owners(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """One summary dict per owner; see `awa_tui.engine.reconcile.list_owners`."""
+        return self._view(reconcile.list_owners, now)
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The canonical manifest of an authoritative runtime (None otherwise)."""
+        if not (self.authoritative and self.owner):
+            return None
+        if self._manifest is None:
+            self._manifest = build_manifest(self.owner, self.schedules)
+        return self._manifest
 
     def work_once(self, limit: int | None = None) -> list[tuple[worker.Job, str]]:
         ops.require_writable(self.read_only, "work")
@@ -164,11 +230,29 @@ class Client:
                 callback(job, state)
         return outcomes
 
-    def snapshot(self, *, is_leader: bool = False, stopped: bool = False) -> None:
+    def snapshot(
+        self, *, is_leader: bool = False, stopped: bool = False, now: datetime | None = None
+    ) -> dict[str, Any] | None:
+        """Write this runtime's snapshot and, when authoritative, publish its manifest (S24)."""
         if self.read_only:
-            return  # a read-only console is an observer, not a runtime
+            return None  # a read-only console is an observer, not a runtime
         with self.db.connection() as conn:
-            reporter.write_snapshot(conn, self.identity, is_leader=is_leader, stopped=stopped)
+            return reporter.write_snapshot(
+                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now
+            )
+
+    def publish(self, now: datetime | None = None) -> dict[str, Any]:
+        """Publish the snapshot and declaration now (what the reporter loop does).
+
+        Returns {instance_id, owner, at, stopped, manifest_hash, agreement_since?}. A
+        Client that published without start() ends its declaration on close().
+        """
+        ops.require_writable(self.read_only, "publish")
+        if self._runtime is None:
+            self._declared = True
+        published = self.snapshot(is_leader=self.is_leader, now=now)
+        assert published is not None
+        return published
 
     # --- the runtime ----------------------------------------------------------------------
 
@@ -209,6 +293,13 @@ class Client:
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.stop()
+        elif self._declared:
+            # A clean close ends the declaration at once; a dead runtime just goes stale.
+            try:
+                self.snapshot(stopped=True)
+            except AwaError as exc:
+                log.warning("final snapshot failed: %s", exc)
+        self._declared = False
         self.db.close_all()
 
     def __enter__(self) -> Client:
@@ -222,7 +313,7 @@ class Client:
     def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
-            return fn(conn, *args, operator or self.operator)
+            return fn(conn, *args, self.operator if operator is None else operator)
 
     def pause(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._op("pause", ops.pause, name, operator=operator)
@@ -235,6 +326,42 @@ class Client:
 
     def remove(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._op("remove", ops.remove, name, operator=operator)
+
+    # --- owner lifecycle (S23, S27-S29, S31) ------------------------------------------------
+
+    def _lifecycle(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None,
+                   now: datetime | None) -> Any:
+        ops.require_writable(self.read_only, action)
+        with self.db.connection() as conn:
+            return fn(conn, *args, self.operator if operator is None else operator, now)
+
+    def adopt(self, name: str, owner: str, *, operator: str | None = None,
+              now: datetime | None = None) -> dict[str, Any]:
+        """Give an unowned schedule to `owner`; returns the schedule's state after."""
+        return self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now)
+
+    def transfer(self, name: str, to_owner: str, *, operator: str | None = None,
+                 now: datetime | None = None) -> dict[str, Any]:
+        """Move an owned schedule to another owner; voids both owners' certificates."""
+        return self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now)
+
+    def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+        """Tombstone a schedule: it keeps its row, never fires, cannot be triggered."""
+        return self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now)
+
+    def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+        """Clear a tombstone; evaluation resumes from now, nothing from the retired period."""
+        return self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now)
+
+    def retire_owner(self, owner: str, *, operator: str | None = None,
+                     now: datetime | None = None) -> dict[str, Any]:
+        """Retire every active schedule of an owner: {owner, at, names, count}."""
+        return self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now)
+
+    def restore_owner(self, owner: str, *, operator: str | None = None,
+                      now: datetime | None = None) -> dict[str, Any]:
+        """Restore every retired schedule of an owner: {owner, at, names, count}."""
+        return self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now)
 
     def queue_pause(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._op("queue pause", ops.queue_pause, queue, operator=operator)
@@ -257,8 +384,8 @@ class Client:
     def get_schedule(self, name: str) -> dict[str, Any]:
         return self._view(views.get_schedule, name)
 
-    def next_fires(self, name: str, count: int = 5) -> list[dict[str, Any]]:
-        return self._view(views.next_fires, name, count)
+    def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[dict[str, Any]]:
+        return self._view(views.next_fires, name, count, after=after)
 
     def recent_fires(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         return self._view(views.recent_fires, name, limit)
@@ -266,11 +393,36 @@ class Client:
     def list_queues(self) -> list[dict[str, Any]]:
         return self._view(views.list_queues)
 
-    def list_runtimes(self) -> list[dict[str, Any]]:
-        return self._view(views.list_runtimes)
+    def list_runtimes(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        return self._view(views.list_runtimes, now)
+
+    def schedule_page(
+        self,
+        filter_text: str | None = None,
+        *,
+        sort: str = "name",
+        descending: bool = False,
+        limit: int = 1000,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """One filtered, sorted page of schedules with counts (the console's schedules panel)."""
+        return self._view(
+            views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now
+        )
+
+    def schedule_detail(self, name: str, *, now: datetime | None = None) -> dict[str, Any]:
+        """Definition, next fires, recent fires and audit entries of one schedule."""
+        return self._view(views.schedule_detail, name, now=now)
 
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         return self._view(views.list_audit, target=target, limit=limit)
 
     def db_time(self) -> datetime:
         return self._view(views.db_time)
+
+    def write_refusal(self) -> str | None:
+        """Why operator actions would be refused here (read-only client, SELECT-only role,
+        standby), as one line; None when they can run."""
+        if self.read_only:
+            return "this client is read-only"
+        return self._view(ops.write_refusal)

@@ -24,6 +24,7 @@ from awa_tui.engine.errors import (
     NotFound,
     ReadOnly,
     SchemaError,
+    ValidationError,
 )
 
 # Advisory lock keys (one 64-bit key space, ours is the 'awa' prefix).
@@ -32,6 +33,13 @@ MIGRATION_LOCK_KEY = 0x617761_0002
 PROTOCOL_LOCK_KEY = 0x617761_0003
 
 CONNECT_TIMEOUT_S = 5
+# Client-side TCP liveness (libpq ignores it on Unix sockets): a connection whose peer went
+# silent fails within ~10 s instead of hanging until the OS gives up (~15 min). A value
+# given in the DSN wins.
+TCP_LIVENESS = {
+    "keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
+    "tcp_user_timeout": "10000",
+}
 
 _PASSWORD_KV = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 _PASSWORD_URL = re.compile(r"(://[^:/@\s]*:)([^@\s]*)(@)")
@@ -93,6 +101,11 @@ def connect(
     """
     extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
     try:
+        given = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        given = {}  # psycopg.connect reports the bad DSN below
+    extra.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
+    try:
         return psycopg.connect(
             dsn,
             autocommit=autocommit,
@@ -153,6 +166,14 @@ class ConnectionSource:
         except psycopg.Error as exc:
             _close_quietly(conn)
             raise translate(exc) from None
+        except UnicodeEncodeError as exc:
+            # Text Postgres cannot store (invalid UTF-8 bytes in argv arrive as lone
+            # surrogates): refused before anything was sent, the connection stays usable.
+            self._checkin(conn)
+            text = repr(exc.object)
+            raise ValidationError(
+                f"not valid Unicode text: {text if len(text) <= 60 else text[:57] + '...'}"
+            ) from None
         except BaseException:
             self._checkin(conn)  # our own errors (NotFound...) leave the connection usable
             raise

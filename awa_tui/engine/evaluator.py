@@ -8,6 +8,8 @@ and inserts jobs for a whole chunk of schedules in one statement.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +46,8 @@ WHERE paused_at IS NULL AND retired_at IS NULL AND next_fire_at IS NULL
 
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
+# Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
+# lets the planner see the batch size, which it needs to pick hash joins.
 FIRE_BATCH_SQL = """
 WITH plan AS (
     SELECT * FROM unnest(%(names)s::text[], %(expected)s::timestamptz[],
@@ -70,7 +74,7 @@ mark AS (
     RETURNING c.name, c.kind, c.queue, c.args, c.priority, c.max_attempts, c.tags, c.metadata
 ),
 fires AS (
-    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_seq)s::int[])
+    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[]) WITH ORDINALITY
         AS f(name, fire_iso, seq)
 )
 INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
@@ -93,6 +97,28 @@ WHERE c.name = h.name
   AND c.cron_expr = h.cron_expr AND c.timezone = h.timezone
   AND c.next_fire_at IS NULL
 """
+
+
+def _array(values: Iterable[str | datetime | None]) -> str:
+    """A Postgres array literal, every element quoted (names may hold , { } " \\ spaces).
+
+    psycopg dumps a Python list element by element in Python (~11 ms per 5000 strings,
+    eight lists per batch); joining one literal is several times cheaper. The statement
+    casts it (`::text[]`), so the planner still sees a constant array and its length."""
+    seen: dict[object, str] = {}  # a batch repeats the same instants, zones and expressions
+    out = []
+    for v in values:
+        text = seen.get(v)
+        if text is None:
+            if v is None:
+                text = "NULL"
+            elif isinstance(v, datetime):
+                text = v.isoformat()
+            else:
+                text = '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            seen[v] = text
+        out.append(text)
+    return "{" + ",".join(out) + "}"
 
 
 @dataclass
@@ -173,33 +199,32 @@ def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[Fir
             fire_names.append(plan.name)
             fire_iso.append(iso_utc(fire.at))
     params = {
-        "names": [p.name for p in plans],
-        "expected": [p.expected for p in plans],
-        "new_last": [p.fires[-1].at for p in plans],
-        "next_hint": [p.next_hint for p in plans],
-        "exprs": [p.cron_expr for p in plans],
-        "zones": [p.timezone for p in plans],
-        "fire_names": fire_names,
-        "fire_iso": fire_iso,
-        "fire_seq": list(range(len(fire_names))),
+        "names": _array(p.name for p in plans),
+        "expected": _array(p.expected for p in plans),
+        "new_last": _array(p.fires[-1].at for p in plans),
+        "next_hint": _array(p.next_hint for p in plans),
+        "exprs": _array(p.cron_expr for p in plans),
+        "zones": _array(p.timezone for p in plans),
+        "fire_names": _array(fire_names),
+        "fire_iso": _array(fire_iso),
     }
-    rows = conn.execute(FIRE_BATCH_SQL, params).fetchall()
+    # Never prepared: after ten runs Postgres would switch to a generic plan that cannot
+    # see the batch size and turns a 0.1 s chunk into 1 s (bench/README.md, profiles).
+    rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
     return [FiredJob(r["id"], r["name"], r["fire_time"]) for r in rows]
 
 
 def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any], datetime]]) -> None:
     if not hints:
         return
-    conn.execute(
-        HINT_SQL,
-        {
-            "names": [r["name"] for r, _ in hints],
-            "expected": [r["last_enqueued_at"] for r, _ in hints],
-            "next_hint": [h for _, h in hints],
-            "exprs": [r["cron_expr"] for r, _ in hints],
-            "zones": [r["timezone"] for r, _ in hints],
-        },
-    )
+    params = {
+        "names": _array(r["name"] for r, _ in hints),
+        "expected": _array(r["last_enqueued_at"] for r, _ in hints),
+        "next_hint": _array(h for _, h in hints),
+        "exprs": _array(r["cron_expr"] for r, _ in hints),
+        "zones": _array(r["timezone"] for r, _ in hints),
+    }
+    conn.execute(HINT_SQL, params, prepare=False)  # see fire_batch
 
 
 def evaluate(
@@ -219,6 +244,12 @@ def evaluate(
     result.examined = len(rows)
     plans: list[FirePlan] = []
     hints: list[tuple[dict[str, Any], datetime]] = []
+
+    def fire(part: list[FirePlan]) -> None:
+        jobs = fire_batch(conn, part)
+        result.jobs.extend(jobs)
+        result.lost_races += len(part) - len({j.name for j in jobs})
+
     for row in rows:
         try:
             plan, hint = plan_fires(row, now, catch_up_limit)
@@ -230,13 +261,46 @@ def evaluate(
         if plan is None:
             if row["next_fire_at"] is None:
                 hints.append((row, hint))
-        else:
-            plans.append(plan)
-    result.planned = len(plans)
-    for start in range(0, len(plans), chunk):
-        part = plans[start : start + chunk]
-        jobs = fire_batch(conn, part)
-        result.jobs.extend(jobs)
-        result.lost_races += len(part) - len({j.name for j in jobs})
+            continue
+        plans.append(plan)
+        result.planned += 1
+        if len(plans) >= chunk:
+            # Fire each chunk as soon as it is planned: with 100k due, the first jobs
+            # commit while the rest are still being computed.
+            fire(plans)
+            plans = []
+    if plans:
+        fire(plans)
     write_hints(conn, hints)
+    refresh_planner_stats(conn, result.planned + len(hints))
     return result
+
+
+ANALYZE_MIN_ROWS = 5000
+ANALYZE_EVERY_S = 30.0
+_last_analyze: dict[tuple[str, int, str], float] = {}  # database -> time.monotonic() of our last ANALYZE
+
+
+def refresh_planner_stats(conn: psycopg.Connection[Any], rows_written: int) -> None:
+    """ANALYZE the planning columns after a pass that moved many hints (S10).
+
+    The due query is an index probe only while the planner knows how few rows are due.
+    Right after a pass that moved thousands of hints (a first pass, a mass fire), the
+    statistics still describe the old hints, the probe turns into a sequential scan of
+    every schedule (20 ms at 100k instead of 1 ms) until autovacuum gets round to it.
+    Three columns of 100k rows analyse in ~20 ms; at most once per ANALYZE_EVERY_S."""
+    if rows_written < ANALYZE_MIN_ROWS:
+        return
+    database = (conn.info.host, conn.info.port, conn.info.dbname)
+    if time.monotonic() - _last_analyze.get(database, -ANALYZE_EVERY_S) < ANALYZE_EVERY_S:
+        return
+    _last_analyze[database] = time.monotonic()
+    try:
+        # ANALYZE waits behind a running autovacuum of the table (seen: seconds, which
+        # delayed the next pass); autovacuum is refreshing the statistics then anyway.
+        # A role that does not own the table gets a warning and no statistics: harmless.
+        with conn.transaction():
+            conn.execute("SET LOCAL lock_timeout = '50ms'")
+            conn.execute("ANALYZE awa.cron_jobs (next_fire_at, paused_at, retired_at)")
+    except psycopg.Error as exc:
+        log.debug("ANALYZE awa.cron_jobs skipped: %s", exc)

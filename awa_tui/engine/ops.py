@@ -8,12 +8,14 @@ client), not only in the console.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine.db import set_context
+from awa_tui.engine.agreement import invalidate_certificates, lock_owner
+from awa_tui.engine.db import PROTOCOL_LOCK_KEY, set_context
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
 
 SCHEDULE_STATE_COLUMNS = (
@@ -22,10 +24,15 @@ SCHEDULE_STATE_COLUMNS = (
 )
 
 
+def _json_default(value: Any) -> str:
+    # Instants in the audit trail are ISO-8601, like every other instant we print.
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
 def _jsonable(row: dict[str, Any] | None) -> Any:
     if row is None:
         return None
-    return json.loads(json.dumps(row, default=str))
+    return json.loads(json.dumps(row, default=_json_default))
 
 
 def record_audit(
@@ -52,9 +59,46 @@ def require_writable(read_only: bool, action: str) -> None:
         raise ReadOnly(f"{action} refused: this client is read-only")
 
 
+WRITE_ACCESS_SQL = """
+SELECT current_user AS role, pg_is_in_recovery() AS standby,
+       current_setting('transaction_read_only') = 'on' AS read_only_session,
+       has_table_privilege('awa.cron_jobs', 'UPDATE') AS schedules,
+       has_table_privilege('awa.jobs', 'INSERT') AS jobs,
+       has_table_privilege('awa.audit_log', 'INSERT') AS audit
+"""
+
+
+def write_refusal(conn: psycopg.Connection[Any]) -> str | None:
+    """Why this session cannot perform operator actions (one line), or None if it can.
+
+    Lets a console on a SELECT-only role or a standby say READ-ONLY up front, instead of
+    offering actions that the database would refuse one by one.
+    """
+    row = conn.execute(WRITE_ACCESS_SQL).fetchone()
+    assert row is not None
+    if row["standby"]:
+        return "the database is a read-only standby"
+    if row["read_only_session"]:
+        return "the session is read-only (default_transaction_read_only)"
+    missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),
+                                     ("INSERT on awa.jobs", row["jobs"]),
+                                     ("INSERT on awa.audit_log", row["audit"])) if not ok]
+    if missing:
+        return f"role {row['role']} lacks {', '.join(missing)}"
+    return None
+
+
 def check_operator(operator: str) -> str:
-    if not isinstance(operator, str) or not operator.strip() or len(operator) > 200:
-        raise ValidationError(f"operator: a label of 1..200 characters is required, got {operator!r}")
+    """A label of 1..200 printable characters: audit lines are shown one per row."""
+    if (
+        not isinstance(operator, str)
+        or not operator.strip()
+        or len(operator) > 200
+        or any(not ch.isprintable() for ch in operator)
+    ):
+        raise ValidationError(
+            f"operator: a label of 1..200 printable characters is required, got {operator!r}"
+        )
     return operator.strip()
 
 
@@ -131,11 +175,19 @@ def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str,
     """S6: delete a schedule row; code that still registers it brings it back at sync."""
     operator = check_operator(operator)
     with conn.transaction():
+        # S31/S32: removing an owned row voids its owner's certificate; owner state changes
+        # under the protocol lock, then the owner row, then the schedule row.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
+        peek = conn.execute("SELECT owner FROM awa.cron_jobs WHERE name = %s", (name,)).fetchone()
+        if peek and peek["owner"] is not None:
+            lock_owner(conn, peek["owner"])
         before = lock_schedule(conn, name)
         if before["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; a retired schedule cannot be removed")
         set_context(conn, "operator", operator)
         conn.execute("DELETE FROM awa.cron_jobs WHERE name = %s", (name,))
+        if before["owner"] is not None:
+            invalidate_certificates(conn, [before["owner"]])
         record_audit(conn, operator, "remove", name, before, None)
     return before
 

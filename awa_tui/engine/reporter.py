@@ -1,4 +1,6 @@
-"""Runtime snapshots (S21): one row per runtime, written under the protocol lock (S32)."""
+"""Runtime snapshots (S21) and declaration publication (S24): one row per runtime, written
+under the protocol lock (S32) together with, for an authoritative runtime, its canonical
+manifest and hash, and the owner's agreement evidence (S26)."""
 
 from __future__ import annotations
 
@@ -6,14 +8,15 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
+from awa_tui.engine import agreement
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-
-PROTOCOL_VERSION = 1
+from awa_tui.engine.manifest import PROTOCOL_VERSION, Manifest
 
 
 @dataclass
@@ -26,20 +29,27 @@ class RuntimeIdentity:
     protocol_version: int = PROTOCOL_VERSION
     owner: str | None = None
     authoritative: bool = False
+    retire_grace: timedelta | None = None
 
 
 SNAPSHOT_SQL = """
 INSERT INTO awa.runtime_instances AS r (
     instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
-    snapshot_interval, is_leader, health, stopped_at, owner, authoritative)
-VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, now(), now(),
+    snapshot_interval, is_leader, health, stopped_at, owner, authoritative,
+    manifest, manifest_hash, retire_grace)
+VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, %(now)s, %(now)s,
         %(snapshot_interval)s, %(is_leader)s, %(health)s,
-        CASE WHEN %(stopped)s THEN now() END, %(owner)s, %(authoritative)s)
+        CASE WHEN %(stopped)s THEN %(now)s::timestamptz END, %(owner)s, %(authoritative)s,
+        %(manifest)s, %(manifest_hash)s, %(retire_grace)s)
 ON CONFLICT (instance_id) DO UPDATE SET
-    last_seen_at = now(), is_leader = EXCLUDED.is_leader, health = EXCLUDED.health,
+    last_seen_at = EXCLUDED.last_seen_at, is_leader = EXCLUDED.is_leader, health = EXCLUDED.health,
     stopped_at = EXCLUDED.stopped_at, snapshot_interval = EXCLUDED.snapshot_interval,
     protocol_version = EXCLUDED.protocol_version, version = EXCLUDED.version,
-    owner = EXCLUDED.owner, authoritative = EXCLUDED.authoritative
+    owner = EXCLUDED.owner, authoritative = EXCLUDED.authoritative,
+    -- Rewrite the (possibly large) manifest only when it changed.
+    manifest = CASE WHEN r.manifest_hash IS NOT DISTINCT FROM EXCLUDED.manifest_hash
+                    THEN r.manifest ELSE EXCLUDED.manifest END,
+    manifest_hash = EXCLUDED.manifest_hash, retire_grace = EXCLUDED.retire_grace
 """
 
 
@@ -50,10 +60,22 @@ def write_snapshot(
     is_leader: bool,
     health: str = "healthy",
     stopped: bool = False,
-) -> None:
-    """Write this runtime's snapshot in one transaction under the protocol lock."""
+    manifest: Manifest | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Write this runtime's snapshot in one transaction under the protocol lock (S24, S32).
+
+    An authoritative runtime passes its manifest: it is published in the same transaction,
+    and the owner's agreement evidence is recorded after the conflicts were checked (S26).
+    A stopped snapshot ends the declaration at once. `now` defaults to DB time.
+    """
+    declaring = ident.authoritative and ident.owner is not None
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
+        if now is None:
+            row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
+            assert row is not None
+            now = row["now"]
         conn.execute(
             SNAPSHOT_SQL,
             {
@@ -68,5 +90,19 @@ def write_snapshot(
                 "stopped": stopped,
                 "owner": ident.owner,
                 "authoritative": ident.authoritative,
+                "manifest": Jsonb(manifest.definitions) if declaring and manifest else None,
+                "manifest_hash": manifest.hash if declaring and manifest else None,
+                "retire_grace": ident.retire_grace if declaring else None,
+                "now": now,
             },
         )
+        published: dict[str, Any] = {
+            "instance_id": ident.instance_id, "owner": ident.owner, "at": now, "stopped": stopped,
+            "manifest_hash": manifest.hash if declaring and manifest else None,
+        }
+        if declaring:
+            assert ident.owner is not None
+            state = agreement.assess(conn, ident.owner, now, agreement.lock_owner(conn, ident.owner))
+            evidence = agreement.record_evidence(conn, state)
+            published["agreement_since"] = evidence.since
+    return published

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.errors import NotFound
-from awa_tui.engine.schedule import upcoming_fires
+from awa_tui.engine.schedule import next_fire, parse_timezone, upcoming_fires
 
 FRESH_MIN = timedelta(seconds=30)
 
@@ -61,17 +61,20 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     return row
 
 
-def next_fires(conn: psycopg.Connection[Any], name: str, count: int = 5) -> list[dict[str, Any]]:
-    """The next fires after now (DB time) in UTC and the schedule's zone, with DST marks."""
+def next_fires(
+    conn: psycopg.Connection[Any], name: str, count: int = 5, *, after: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The next fires after `after` (default: now in DB time, or the last fire if later),
+    in UTC and the schedule's zone, with DST marks."""
     row = get_schedule(conn, name)
-    now = db_time(conn)
-    start = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
-    from zoneinfo import ZoneInfo
-
-    zone = ZoneInfo(row["timezone"])
+    if after is None:
+        now = db_time(conn)
+        after = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
+    # A hand-written bad zone (S15) is a one-line ValidationError, not a crash.
+    zone = parse_timezone(row["timezone"])
     return [
-        {"utc": f.at, "local": f.at.astimezone(zone), "dst": f.mark}
-        for f in upcoming_fires(row["cron_expr"], row["timezone"], start, count)
+        {"utc": f.at, "local": f.at.astimezone(zone), "timezone": row["timezone"], "dst": f.mark}
+        for f in upcoming_fires(row["cron_expr"], row["timezone"], after, count)
     ]
 
 
@@ -107,18 +110,18 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     ).fetchall()
 
 
-def list_runtimes(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """Runtime snapshots with freshness judged in DB time (S21)."""
+def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[dict[str, Any]]:
+    """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given."""
     return conn.execute(
         """
         SELECT instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
                snapshot_interval, is_leader, health, stopped_at, owner, authoritative, manifest_hash,
-               (stopped_at IS NULL AND now() - last_seen_at
+               (stopped_at IS NULL AND coalesce(%(now)s::timestamptz, now()) - last_seen_at
                    <= greatest(%(fresh_min)s::interval, 3 * snapshot_interval)) AS fresh
         FROM awa.runtime_instances
         ORDER BY (stopped_at IS NULL) DESC, last_seen_at DESC
         """,
-        {"fresh_min": FRESH_MIN},
+        {"fresh_min": FRESH_MIN, "now": now},
     ).fetchall()
 
 
@@ -130,3 +133,131 @@ def list_audit(
         "WHERE %(target)s::text IS NULL OR target = %(target)s ORDER BY id DESC LIMIT %(limit)s",
         {"target": target, "limit": limit},
     ).fetchall()
+
+
+# --- console read models: one page of schedules, one schedule in detail ------------------
+# Callers may pass `now` (tests inject a fixed clock); otherwise DB time is used (S9).
+
+SCHEDULE_SORTS = {
+    "name": "c.name",
+    "next": "c.next_fire_at",
+    "last": "c.last_enqueued_at",
+    "state": "(CASE WHEN c.retired_at IS NOT NULL THEN 0 WHEN c.paused_at IS NOT NULL THEN 1 ELSE 2 END)",
+    "queue": "c.queue",
+    "owner": "c.owner",
+}
+
+_FILTER = (
+    "(%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s "
+    "OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)"
+)
+
+SCHEDULE_COUNTS_SQL = f"""
+SELECT count(*) AS total,
+       count(*) FILTER (WHERE c.paused_at IS NOT NULL AND c.retired_at IS NULL) AS paused,
+       count(*) FILTER (WHERE c.retired_at IS NOT NULL) AS retired,
+       count(*) FILTER (WHERE {_FILTER}) AS matched
+FROM awa.cron_jobs c
+"""
+
+# The page is cut server-side (filter, sort, limit) so 100k schedules never cross the wire
+# at once; the last fire's job is probed per row of the page only (jobs_cron_name_idx).
+SCHEDULE_PAGE_SQL = """
+SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
+       c.missed_fire_policy, c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at,
+       c.paused_at, c.paused_by, c.owner, c.retired_at, c.retired_by,
+       coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
+       q.paused_at AS queue_paused_at,
+       CASE WHEN c.retired_at IS NOT NULL THEN 'retired'
+            WHEN c.paused_at IS NOT NULL THEN 'paused'
+            ELSE 'active' END AS state,
+       j.state AS last_job_state,
+       j.created_at - (j.metadata ->> 'cron_fire_time')::timestamptz AS lateness
+FROM awa.cron_jobs c
+LEFT JOIN awa.queue_meta q ON q.queue = c.queue
+LEFT JOIN LATERAL (
+    SELECT jb.state, jb.created_at, jb.metadata FROM awa.jobs jb
+    WHERE jb.metadata ? 'cron_name' AND jb.metadata ->> 'cron_name' = c.name
+      AND jb.metadata ? 'cron_fire_time'
+    ORDER BY jb.id DESC LIMIT 1
+) j ON c.last_enqueued_at IS NOT NULL
+WHERE {filter}
+ORDER BY {order} {direction} NULLS LAST, c.name {direction}
+LIMIT %(limit)s
+"""
+
+
+def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, str], Any]) -> tuple[Any, bool]:
+    """(next fire instant, due?) for one schedule row, as the evaluator would see it.
+
+    The stored hint is the first fire that is new; a hint at or before `now` means a fire
+    is due (or, for a paused schedule, will fire on resume). Without a hint the next fire
+    after `now` is computed, once per (expression, zone) for the whole page.
+    """
+    if row["retired_at"] is not None:
+        return None, False
+    hint = row["next_fire_at"]
+    if hint is not None:
+        return hint, hint <= now
+    key = (row["cron_expr"], row["timezone"])
+    if key not in cache:
+        try:
+            cache[key] = next_fire(row["cron_expr"], row["timezone"], now).at
+        except (ValueError, LookupError):  # a hand-written bad row (S15) has no next fire
+            cache[key] = None
+    return cache[key], False
+
+
+def schedule_page(
+    conn: psycopg.Connection[Any],
+    *,
+    filter_text: str | None = None,
+    sort: str = "name",
+    descending: bool = False,
+    limit: int = 1000,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """One page of schedules for the console: rows with next fire and last-fire lateness,
+    plus counts (all, matching the filter, paused, retired) and the `now` used."""
+    if sort not in SCHEDULE_SORTS:
+        raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
+    now = now or db_time(conn)
+    params = {"pattern": _like(filter_text), "limit": max(1, limit)}
+    counts = conn.execute(SCHEDULE_COUNTS_SQL, params).fetchone()
+    sql = SCHEDULE_PAGE_SQL.format(
+        filter=_FILTER, order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
+    )
+    rows = conn.execute(sql, params).fetchall()
+    cache: dict[tuple[str, str], Any] = {}
+    for row in rows:
+        row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
+    return {"now": now, "rows": rows, **(counts or {})}
+
+
+def schedule_detail(
+    conn: psycopg.Connection[Any],
+    name: str,
+    *,
+    now: datetime | None = None,
+    fires: int = 5,
+    recent: int = 10,
+    audit: int = 20,
+) -> dict[str, Any]:
+    """Everything the console's detail view shows about one schedule."""
+    from zoneinfo import ZoneInfo
+
+    now = now or db_time(conn)
+    row = get_schedule(conn, name)
+    start = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
+    zone = ZoneInfo(row["timezone"])
+    upcoming = [] if row["retired_at"] else [
+        {"utc": f.at, "local": f.at.astimezone(zone), "dst": f.mark}
+        for f in upcoming_fires(row["cron_expr"], row["timezone"], start, fires)
+    ]
+    return {
+        "now": now,
+        "schedule": row,
+        "next": upcoming,
+        "recent": recent_fires(conn, name, recent),
+        "audit": list_audit(conn, target=name, limit=audit),
+    }

@@ -108,12 +108,14 @@ def _lock_in_enqueue_order(conn: psycopg.Connection[Any]) -> None:
     """S35: lock cron_jobs before jobs, the order the atomic enqueue takes them.
 
     A migration that touches both tables then waits behind a live fire instead of
-    deadlocking with it.
+    deadlocking with it. The locks are taken at the strongest mode up front: a weaker
+    one that the migration later upgrades (any ALTER TABLE) deadlocks with a fire that
+    already holds the RowShare lock of its FOR UPDATE step and waits for the migration.
     """
     row = conn.execute(
         "SELECT to_regclass('awa.cron_jobs') IS NOT NULL AS c, to_regclass('awa.jobs') IS NOT NULL AS j"
     ).fetchone()
     if row and row["c"]:
-        conn.execute("LOCK TABLE awa.cron_jobs IN SHARE ROW EXCLUSIVE MODE")
+        conn.execute("LOCK TABLE awa.cron_jobs IN ACCESS EXCLUSIVE MODE")
     if row and row["j"]:
-        conn.execute("LOCK TABLE awa.jobs IN SHARE ROW EXCLUSIVE MODE")
+        conn.execute("LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE")

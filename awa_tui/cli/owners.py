@@ -1,0 +1,147 @@
+"""`awa-tui owner list|retire|restore`, `awa-tui plan`, and the owner lifecycle of one
+schedule: `awa-tui cron retire|restore|adopt|transfer` (S38)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import (
+    DsnOpt,
+    JsonOpt,
+    OperatorOpt,
+    emit,
+    emit_table,
+    errors_as_lines,
+    fmt,
+    make_client,
+    out,
+)
+from awa_tui.cli.cron import cron_app
+from awa_tui.engine.manifest import short_hash
+
+owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
+app.add_typer(owner_app, name="owner")
+
+NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
+OwnerArg = Annotated[str, typer.Argument(help="Owner name (e.g. billing).")]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}s"
+
+
+def _codes(blockers: list[dict[str, Any]]) -> str:
+    return ", ".join(sorted({b["code"] for b in blockers})) or "-"
+
+
+@owner_app.command("list")
+def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Every owner: fresh declarations, manifests, certificate, schedules, grace clock, blockers."""
+    with errors_as_lines():
+        owners = make_client(dsn, read_only=True).list_owners()
+
+        def render() -> None:
+            rows = [
+                {
+                    **o,
+                    "manifests": ", ".join(short_hash(h) for h in o["manifest_hashes"]) or "-",
+                    "certificate": short_hash(o["certificate_hash"]),
+                    "grace left": _seconds(o["grace_remaining_s"]),
+                    "blocked by": _codes(o["blockers"]),
+                }
+                for o in owners
+            ]
+            emit_table(rows, ["owner", "fresh_runtimes", "manifests", "certificate", "schedules_owned",
+                              "schedules_retired", "agreement_since", "grace left", "blocked by"])
+
+        emit(owners, as_json, render)
+
+
+def _owner_action(verb: str, owner: str, dsn: str | None, operator: str | None, as_json: bool) -> None:
+    with errors_as_lines():
+        result = getattr(make_client(dsn, operator), verb)(owner)
+        past = "retired" if verb == "retire_owner" else "restored"
+        emit(result, as_json, lambda: out.print(
+            f"{past} {result['count']} schedule(s) of owner {owner}: {', '.join(result['names'])}", markup=False))
+
+
+@owner_app.command("retire")
+def owner_retire(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Retire every active schedule of an owner (S29); no live runtime needed."""
+    _owner_action("retire_owner", owner, dsn, operator, as_json)
+
+
+@owner_app.command("restore")
+def owner_restore(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Restore every retired schedule of an owner, each from now: nothing replays (S28)."""
+    _owner_action("restore_owner", owner, dsn, operator, as_json)
+
+
+@app.command("plan")
+def plan(
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+    owner: Annotated[str | None, typer.Option("--owner", help="Only this owner.")] = None,
+) -> None:
+    """Preview what reconciliation would do, per owner, and what blocks it (S34). Changes nothing."""
+    with errors_as_lines():
+        plans = make_client(dsn, read_only=True).plan(owner)
+        emit(plans, as_json, lambda: _render_plans(plans))
+
+
+def _render_plans(plans: list[dict[str, Any]]) -> None:
+    if not plans:
+        out.print("no owners: no runtime declares ownership and no schedule is owned", markup=False)
+    for p in plans:
+        hashes = ", ".join(short_hash(h) for h in p["manifest_hashes"]) or "none"
+        out.print(f"owner {p['owner']}: {p['fresh_declarations']} fresh declaration(s), manifest {hashes}",
+                  markup=False)
+        for key, will, label in (("inserts", "will_insert", "insert"), ("updates", "will_update", "update"),
+                                 ("retirements", "will_retire", "retire")):
+            names = [item if isinstance(item, str) else item["name"] for item in p[key]]
+            if names:
+                state = "" if p[will] else " (blocked)"
+                out.print(f"  {label}{state}: {', '.join(names)}", markup=False)
+        for update in p["updates"]:
+            for column, change in update["changes"].items():
+                out.print(f"    {update['name']}.{column}: {fmt(change['from'])} -> {fmt(change['to'])}", markup=False)
+        for blocker in p["blockers"]:
+            out.print(f"  blocked [{blocker['code']}]: {blocker['message']}", markup=False)
+        if not (p["inserts"] or p["updates"] or p["retirements"] or p["blockers"]):
+            out.print("  in sync: nothing to do", markup=False)
+
+
+def _schedule_action(verb: str, args: tuple[str, ...], dsn: str | None, operator: str | None, as_json: bool,
+                     summary: str) -> None:
+    with errors_as_lines():
+        result = getattr(make_client(dsn, operator), verb)(*args)
+        emit(result, as_json, lambda: out.print(summary, markup=False))
+
+
+@cron_app.command("retire")
+def cron_retire(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Retire a schedule: a tombstone that never fires, distinct from pause (S27)."""
+    _schedule_action("retire", (name,), dsn, operator, as_json, f"retired {name}")
+
+
+@cron_app.command("restore")
+def cron_restore(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Restore a retired schedule from now; nothing from the retired period replays (S28)."""
+    _schedule_action("restore", (name,), dsn, operator, as_json, f"restored {name}")
+
+
+@cron_app.command("adopt")
+def cron_adopt(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
+               as_json: JsonOpt = False) -> None:
+    """Give an unowned schedule to an owner (S23)."""
+    _schedule_action("adopt", (name, owner), dsn, operator, as_json, f"adopted {name} for owner {owner}")
+
+
+@cron_app.command("transfer")
+def cron_transfer(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
+                  as_json: JsonOpt = False) -> None:
+    """Move an owned schedule to another owner (S23, S31)."""
+    _schedule_action("transfer", (name, owner), dsn, operator, as_json, f"transferred {name} to owner {owner}")

@@ -1,0 +1,60 @@
+"""Sync of an authoritative runtime's declared schedules (S22, S23).
+
+New names are inserted at once, owned by the declaring owner. Existing rows are never
+changed here: owned definitions are updated by reconciliation alone (S25), unowned names
+stay unowned and show up as plan conflicts until an operator adopts them, retired names
+stay inert (S30). A name owned by another owner fails startup, naming both owners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.db import PROTOCOL_LOCK_KEY
+from awa_tui.engine.errors import Conflict
+from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.sync import DEFINITION_COLUMNS, INPUT_CTE, rows_json
+
+INSERT_OWNED_SQL = f"""
+WITH {INPUT_CTE}
+INSERT INTO awa.cron_jobs (name, {", ".join(DEFINITION_COLUMNS)}, owner)
+SELECT name, {", ".join(DEFINITION_COLUMNS)}, %(owner)s FROM input ORDER BY name
+ON CONFLICT (name) DO NOTHING
+RETURNING name
+"""
+
+FOREIGN_SQL = """
+SELECT name, owner FROM awa.cron_jobs
+WHERE name = ANY(%(names)s::text[]) AND owner IS NOT NULL AND owner <> %(owner)s
+ORDER BY name
+"""
+
+
+def sync_declared(conn: psycopg.Connection[Any], owner: str, schedules: Iterable[Schedule]) -> dict[str, int]:
+    """Insert the declared names that do not exist yet; refuse foreign-owned names.
+
+    Runs under the protocol lock so that it serialises with adopt/transfer (S32). Raises
+    Conflict (and writes nothing) when a declared name belongs to another owner.
+    """
+    schedules = list(schedules)
+    names = [s.name for s in schedules]
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
+        conn.execute("INSERT INTO awa.owners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (owner,))
+        inserted = []
+        if schedules:
+            inserted = conn.execute(
+                INSERT_OWNED_SQL, {"rows": rows_json(schedules), "owner": owner}  # type: ignore[arg-type]
+            ).fetchall()
+        foreign = conn.execute(FOREIGN_SQL, {"names": names, "owner": owner}).fetchall()
+        if foreign:
+            first = foreign[0]
+            more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+            raise Conflict(
+                f"schedule {first['name']!r} is owned by {first['owner']!r}, but this runtime declares it for "
+                f"owner {owner!r}{more}; transfer it with `awa-tui cron transfer` or rename it"
+            )
+    return {"inserted": len(inserted), "updated": 0}

@@ -1,0 +1,210 @@
+"""Operator lifecycle of owned schedules (S23, S27-S29, S31): adopt, transfer, retire,
+restore, retire_owner, restore_owner.
+
+Each runs in one transaction: protocol lock, then the owner rows it touches (sorted), then
+schedule rows in name order (S32); it checks the state, changes it under the operator
+context (S33), appends audit entries with before/after (S20), and voids the certificates
+of exactly the owners it touched (S31). `now` defaults to DB time, read after the lock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.agreement import invalidate_certificates, lock_owner
+from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
+from awa_tui.engine.errors import Conflict, NotFound
+from awa_tui.engine.manifest import check_owner
+from awa_tui.engine.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule, record_audit
+
+
+def lifecycle_state(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("owner", "retired_at", "retired_by", "paused_at", "last_enqueued_at")}
+
+
+def _begin(conn: psycopg.Connection[Any], now: datetime | None) -> datetime:
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
+    return now or db_now(conn)
+
+
+def _peek(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
+    """The row before its owner rows are locked; owners only change under the protocol
+    lock, which the caller holds, so what is read here stays true."""
+    row = conn.execute(f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = %s", (name,)).fetchone()
+    if row is None:
+        raise NotFound(f"unknown schedule {name!r}")
+    return row
+
+
+def _lock_owners(conn: psycopg.Connection[Any], owners: list[str | None]) -> list[str]:
+    touched = sorted({o for o in owners if o is not None})
+    for owner in touched:
+        lock_owner(conn, owner)
+    return touched
+
+
+def _update(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> dict[str, Any]:
+    row = conn.execute(f"{sql} RETURNING {SCHEDULE_STATE_COLUMNS}", params).fetchone()  # type: ignore[arg-type]
+    if row is None:  # the row is locked, so only the fence can have suppressed the change
+        raise Conflict(f"schedule {params['name']!r} could not be changed (refused by the database fence)")
+    return row
+
+
+def adopt(
+    conn: psycopg.Connection[Any], name: str, owner: str, operator: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """S23: give an unowned schedule to `owner` (its manifest may then manage it)."""
+    operator, owner = check_operator(operator), check_owner(owner)
+    with conn.transaction():
+        _begin(conn, now)
+        current = _peek(conn, name)
+        if current["owner"] == owner:
+            raise Conflict(f"schedule {name!r} is already owned by {owner!r}")
+        if current["owner"] is not None:
+            raise Conflict(f"schedule {name!r} is owned by {current['owner']!r}; use transfer to move it to {owner!r}")
+        touched = _lock_owners(conn, [owner])
+        before = lock_schedule(conn, name)
+        set_context(conn, "operator", operator)
+        after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
+                        {"owner": owner, "name": name})
+        invalidate_certificates(conn, touched)
+        record_audit(conn, operator, "adopt", name, lifecycle_state(before), lifecycle_state(after), {"owner": owner})
+    return after
+
+
+def transfer(
+    conn: psycopg.Connection[Any], name: str, to_owner: str, operator: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """S23/S31: move an owned schedule to another owner; voids both owners' certificates."""
+    operator, to_owner = check_operator(operator), check_owner(to_owner)
+    with conn.transaction():
+        _begin(conn, now)
+        current = _peek(conn, name)
+        from_owner = current["owner"]
+        if from_owner is None:
+            raise Conflict(f"schedule {name!r} is unowned; use adopt to give it to {to_owner!r}")
+        if from_owner == to_owner:
+            raise Conflict(f"schedule {name!r} is already owned by {to_owner!r}")
+        touched = _lock_owners(conn, [from_owner, to_owner])
+        before = lock_schedule(conn, name)
+        set_context(conn, "operator", operator)
+        after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
+                        {"owner": to_owner, "name": name})
+        invalidate_certificates(conn, touched)
+        record_audit(conn, operator, "transfer", name, lifecycle_state(before), lifecycle_state(after),
+                     {"from_owner": from_owner, "to_owner": to_owner})
+    return after
+
+
+def retire(conn: psycopg.Connection[Any], name: str, operator: str, now: datetime | None = None) -> dict[str, Any]:
+    """S27: tombstone one schedule (owned or not). It keeps its row and never fires."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        at = _begin(conn, now)
+        current = _peek(conn, name)
+        if current["retired_at"] is not None:
+            raise Conflict(f"schedule {name!r} is already retired (by {current['retired_by']})")
+        touched = _lock_owners(conn, [current["owner"]])
+        before = lock_schedule(conn, name)
+        set_context(conn, "operator", operator)
+        after = _update(conn, "UPDATE awa.cron_jobs SET retired_at = %(at)s, retired_by = %(by)s WHERE name = %(name)s",
+                        {"at": at, "by": operator, "name": name})
+        invalidate_certificates(conn, touched)
+        record_audit(conn, operator, "retire", name, lifecycle_state(before), lifecycle_state(after))
+    return after
+
+
+# S28: the boundary is the restore instant, so no fire of the retired period is replayed
+# whatever the policy; greatest() never moves the CAS token backwards. Pause is kept.
+RESTORE_SET = (
+    "retired_at = NULL, retired_by = NULL, "
+    "last_enqueued_at = greatest(last_enqueued_at, %(at)s::timestamptz), next_fire_at = NULL"
+)
+
+
+def restore(conn: psycopg.Connection[Any], name: str, operator: str, now: datetime | None = None) -> dict[str, Any]:
+    """S28: clear the tombstone; evaluation resumes from now (DB time), nothing replays."""
+    operator = check_operator(operator)
+    with conn.transaction():
+        at = _begin(conn, now)
+        current = _peek(conn, name)
+        if current["retired_at"] is None:
+            raise Conflict(f"schedule {name!r} is not retired")
+        touched = _lock_owners(conn, [current["owner"]])
+        before = lock_schedule(conn, name)
+        set_context(conn, "operator", operator)
+        after = _update(conn, f"UPDATE awa.cron_jobs SET {RESTORE_SET} WHERE name = %(name)s", {"at": at, "name": name})
+        invalidate_certificates(conn, touched)
+        record_audit(conn, operator, "restore", name, lifecycle_state(before), lifecycle_state(after))
+    return after
+
+
+def _owner_rows(conn: psycopg.Connection[Any], owner: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT name, retired_at FROM awa.cron_jobs WHERE owner = %s ORDER BY name", (owner,)
+    ).fetchall()
+    if not rows:
+        raise NotFound(f"owner {owner!r} has no schedules")
+    return rows
+
+
+def _bulk(
+    conn: psycopg.Connection[Any], owner: str, operator: str, action: str, names: list[str], set_sql: str,
+    at: datetime,
+) -> dict[str, Any]:
+    lock_owner(conn, owner)
+    befores = conn.execute(
+        f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = ANY(%s::text[]) ORDER BY name FOR UPDATE",
+        (names,),
+    ).fetchall()
+    set_context(conn, "operator", operator)
+    afters = conn.execute(
+        f"UPDATE awa.cron_jobs SET {set_sql} WHERE name = ANY(%(names)s::text[]) AND owner = %(owner)s "
+        f"RETURNING {SCHEDULE_STATE_COLUMNS}",
+        {"names": names, "owner": owner, "at": at, "by": operator},
+    ).fetchall()
+    after_by_name = {r["name"]: r for r in afters}
+    for before in befores:
+        after = after_by_name[before["name"]]
+        record_audit(conn, operator, action, before["name"], lifecycle_state(before), lifecycle_state(after),
+                     {"owner": owner})
+    done = sorted(after_by_name)
+    record_audit(conn, operator, action, f"owner:{owner}", {"names": done}, None, {"count": len(done)})
+    invalidate_certificates(conn, [owner])
+    return {"owner": owner, "at": at, "names": done, "count": len(done)}
+
+
+def retire_owner(
+    conn: psycopg.Connection[Any], owner: str, operator: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """S29: retire every active schedule of `owner`; needs no live runtime of that owner.
+
+    Returns {owner, at, names (retired now), count}.
+    """
+    operator, owner = check_operator(operator), check_owner(owner)
+    with conn.transaction():
+        at = _begin(conn, now)
+        active = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is None]
+        if not active:
+            raise Conflict(f"every schedule of owner {owner!r} is already retired")
+        return _bulk(conn, owner, operator, "retire_owner", active,
+                     "retired_at = %(at)s, retired_by = %(by)s", at)
+
+
+def restore_owner(
+    conn: psycopg.Connection[Any], owner: str, operator: str, now: datetime | None = None
+) -> dict[str, Any]:
+    """S28: restore every retired schedule of `owner`, each from now (nothing replays).
+
+    Returns {owner, at, names (restored now), count}.
+    """
+    operator, owner = check_operator(operator), check_owner(owner)
+    with conn.transaction():
+        at = _begin(conn, now)
+        retired = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is not None]
+        if not retired:
+            raise Conflict(f"owner {owner!r} has no retired schedules")
+        return _bulk(conn, owner, operator, "restore_owner", retired, RESTORE_SET, at)

@@ -1,0 +1,352 @@
+"""The console App. It composes the pieces (main screen, poller, database threads, screens)
+and owns the state they share; panels render, operations describe actions, the engine's
+Client does all database work on the two DbThreads."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from textual.app import App
+from textual.screen import ModalScreen, Screen
+
+from awa_tui.tui import actions
+from awa_tui.tui.commands import ConsoleCommands
+from awa_tui.tui.config import ConsoleConfig
+from awa_tui.tui.dbthread import DbResult, DbThread
+from awa_tui.tui.formatting import utc
+from awa_tui.tui.operations import Operation
+from awa_tui.tui.panels.base import Panel
+from awa_tui.tui.panels.runtimes import attention
+from awa_tui.tui.poller import Poller
+from awa_tui.tui.screens.audit import AuditScreen
+from awa_tui.tui.screens.confirm import ConfirmScreen
+from awa_tui.tui.screens.detail import DetailScreen
+from awa_tui.tui.screens.help import HelpScreen
+from awa_tui.tui.screens.jump import JumpScreen
+from awa_tui.tui.screens.main import MainScreen
+from awa_tui.tui.widgets.status import Freshness, StatusBar
+
+# Client methods an action needs beyond the core engine (owner-scoped reconciliation).
+FEATURES = {
+    "adopt": "adopt",
+    "retire": "retire",
+    "restore": "restore",
+    "retire_owner": "retire_owner",
+    "restore_owner": "restore_owner",
+}
+REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
+
+
+@dataclass
+class PollData:
+    now: datetime
+    runtimes: list[dict[str, Any]]
+    panel_id: str
+    data: Any
+    write_refusal: str | None = None  # why actions would be refused (a role without write grants, a standby)
+
+
+class ConsoleApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "awa-tui"
+    BINDINGS = actions.bindings("app")
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+
+    def __init__(self, config: ConsoleConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.client = config.client
+        self.engine = config.engine
+        self.read_only: bool = bool(config.client.read_only)
+        self.read_only_reason: str | None = None  # set when the database, not --read-only, says so
+        self.operator: str = config.client.operator
+        self.database = config.database
+        self.known_owners: tuple[str, ...] = ()
+        self.active_panel = "schedules"
+        self.freshness = Freshness(interval=config.refresh, read_only=self.read_only)
+        self.reader = DbThread("reader", self)
+        self.writer = DbThread("writer", self)
+        self.poller = Poller(self, self.reader, self._poll_work, self._poll_data, self._poll_error, config.refresh)
+        self._pending: PollData | None = None
+        self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
+        self.exit_reason: str | None = None
+
+    # --- composition -------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[Any]:
+        return MainScreen(self.config.page_size)
+
+    @property
+    def main(self) -> MainScreen:
+        screen = self.screen_stack[0]  # the default screen is always at the bottom
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    def on_mount(self) -> None:
+        where = f"embedded Postgres at {self.config.embedded_at}" if self.config.embedded_at else self.database
+        self.sub_title = f"{where} · operator {self.operator}"
+        self.freshness.leader = self._leader_badge()
+        self._status()
+        self.poller.start()
+        self.set_interval(1.0, self._watchdog, name="watchdog")
+        if self.config.handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+
+    def _exit_on_signal(self, sig: int) -> None:
+        # The terminal is gone or we are told to stop: no question, leave cleanly (the
+        # launcher then releases the leader lock).
+        self.exit_reason = signal.Signals(sig).name
+        self.exit()
+
+    def on_unmount(self) -> None:
+        self.reader.stop()
+        self.writer.stop()
+
+    def on_db_result(self, message: DbResult) -> None:
+        message.done(message.value, message.error)
+
+    # --- refresh -----------------------------------------------------------------------------
+
+    def _poll_work(self) -> Callable[[], PollData]:
+        panel = self.main.panel(self.active_panel)
+        panel_work, panel_id = panel.work(), panel.panel_id
+        client, clock = self.client, self.config.clock
+
+        def work() -> PollData:
+            now = clock() if clock else client.db_time()
+            runtimes = client.list_runtimes(now=now)
+            refusal = None if client.read_only else client.write_refusal()
+            return PollData(now, runtimes, panel_id, panel_work(client, now), refusal)
+
+        return work
+
+    def _poll_data(self, data: PollData, elapsed: float) -> None:
+        self.freshness.stale = False
+        self.freshness.updated = utc(data.now, date=False)
+        self._write_access(data.write_refusal)
+        if len(self.screen_stack) > 1:
+            self._pending = data  # never re-render under a dialog (Dolphie)
+            self._status()
+            return
+        self._apply(data)
+
+    def _write_access(self, refusal: str | None) -> None:
+        """A console whose role (or server) cannot write says READ-ONLY and drops its
+        mutations as soon as it knows, instead of offering actions the database refuses;
+        it follows GRANT/REVOKE. --read-only stays read-only whatever the role may do."""
+        if self.client.read_only or refusal == self.read_only_reason:
+            return
+        self.read_only_reason = refusal
+        self.read_only = self.freshness.read_only = refusal is not None
+        if refusal:
+            self.notify(f"read-only: {refusal}", severity="warning", markup=False, timeout=10)
+        self.refresh_bindings()
+        self._status()
+
+    def apply_pending(self) -> None:
+        data, self._pending = self._pending, None
+        if data is not None:
+            self._apply(data)
+
+    def _own_runtime_truth(self, runtimes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """This process's snapshot row lags its election by up to one snapshot interval;
+        for that one row the in-process engine knows better (no false "no leader")."""
+        if self.engine is None:
+            return runtimes
+        me, leading = self.engine.identity.instance_id, self.engine.is_leader
+        return [{**r, "is_leader": leading} if r["instance_id"] == me else r for r in runtimes]
+
+    def _apply(self, data: PollData) -> None:
+        started = time.perf_counter()
+        runtimes = self._own_runtime_truth(data.runtimes)
+        self.freshness.attention = attention(runtimes)
+        self.remember_owners(r.get("owner") for r in runtimes)
+        self.freshness.leader = self._leader_badge()
+        self.main.panel("runtimes").show(runtimes, data.now)
+        if data.panel_id != "runtimes":
+            self.main.panel(data.panel_id).show(data.data, data.now)
+        self._status()
+        self.apply_times.append(time.perf_counter() - started)
+
+    def _poll_error(self, error: str, elapsed: float) -> None:
+        if not self.freshness.stale:
+            self.notify(f"database not answering: {error}", severity="error", markup=False, timeout=8)
+        self.freshness.stale = True
+        self.freshness.stale_reason = "database not answering; reconnecting with backoff"
+        self._status()
+
+    def _watchdog(self) -> None:
+        running = self.poller.overdue()
+        if running is not None and not self.freshness.stale:
+            self.freshness.stale = True
+            self.freshness.stale_reason = f"no answer for {int(running)}s"
+            self._status()
+        badge = self._leader_badge()
+        if badge != self.freshness.leader:
+            self.freshness.leader = badge
+            self._status()
+
+    def _leader_badge(self) -> str | None:
+        if self.engine is None:
+            return None
+        return "LEADER" if self.engine.is_leader else "FOLLOWER"
+
+    def _status(self) -> None:
+        for bar in self.query(StatusBar):
+            bar.show(self.freshness)
+
+    def refresh_now(self) -> None:
+        self.poller.refresh_now()
+
+    def refresh_soon(self) -> None:
+        self.poller.refresh_soon()
+
+    # --- what may run ------------------------------------------------------------------------
+
+    def supports(self, method: str) -> bool:
+        return callable(getattr(self.client, method, None))
+
+    def action_allowed(self, scope: str, action: str) -> bool:
+        """False removes the binding from footer, help and palette (not greyed)."""
+        if actions.is_mutation(scope, action):
+            if self.read_only:
+                return False
+            feature = FEATURES.get(action)
+            if feature and not self.supports(feature):
+                return False
+        return True
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The console's app keys act on the panels: not while a dialog is up (its own keys
+        # answer it), and only help and quit over the detail and audit screens.
+        if action not in APP_ACTIONS:
+            return True
+        if isinstance(self.screen, ModalScreen):
+            return False
+        return isinstance(self.screen, MainScreen) or action in ("help", "quit")
+
+    def palette_allowed(self, act: actions.Act) -> bool:
+        return act.scope in ("app", *actions.PANELS) and self.action_allowed(act.scope, act.action)
+
+    async def run_palette_act(self, act: actions.Act) -> None:
+        if act.scope == "app":
+            await self.run_action(act.action)
+            return
+        self.action_show_panel(act.scope)
+        await self.run_action(act.action, self.main.panel(act.scope))
+
+    # --- app keys ----------------------------------------------------------------------------
+
+    def action_show_panel(self, panel_id: str) -> None:
+        self.active_panel = panel_id
+        self.main.show_panel(panel_id)
+        self.refresh_now()
+
+    def action_jump(self) -> None:
+        def go(target: str | None) -> None:
+            if target == "audit":
+                self.action_audit()
+            elif target:
+                self.action_show_panel(target)
+
+        self.push_screen(JumpScreen(), go)
+
+    def action_help(self) -> None:
+        scope_ok = lambda act: self.action_allowed(act.scope, act.action)  # noqa: E731
+        self.push_screen(HelpScreen(scope_ok, self.read_only))
+
+    def action_audit(self) -> None:
+        self.push_screen(AuditScreen())
+
+    def action_refresh_now(self) -> None:
+        self.refresh_now()
+
+    def _set_interval(self, step: int) -> None:
+        current = self.poller.interval
+        index = min(range(len(REFRESH_STEPS)), key=lambda i: abs(REFRESH_STEPS[i] - current))
+        value = REFRESH_STEPS[max(0, min(len(REFRESH_STEPS) - 1, index + step))]
+        self.poller.interval = self.freshness.interval = value
+        self._status()
+        self.notify(f"refreshing every {value:g}s", markup=False, timeout=2)
+        self.refresh_now()
+
+    def action_faster(self) -> None:
+        self._set_interval(-1)
+
+    def action_slower(self) -> None:
+        self._set_interval(+1)
+
+    async def action_quit(self) -> None:
+        if self.engine is None:
+            self.exit()
+            return
+        role = "the LEADER" if self.engine.is_leader else "running the engine (follower)"
+        dialog = ConfirmScreen(
+            "Quit the console?", "Quit",
+            [("Database", self.database), ("This process", role),
+             ("Consequence", "The in-process engine stops and releases the leader lock; schedules fire "
+              "only if another runtime takes over (within about 2 s when one is running).")],
+        )
+
+        def answered(value: str | None) -> None:
+            if value is not None:
+                self.exit_reason = "quit"
+                self.exit()
+
+        self.push_screen(dialog, answered)
+
+    # --- operations --------------------------------------------------------------------------
+
+    def confirm_and_run(self, op: Operation, after: Callable[[], None] | None = None) -> None:
+        if self.read_only:  # defence in depth: the keys are gone, and the engine refuses too
+            self.notify("read-only console: no action can change anything", severity="warning", markup=False)
+            return
+
+        def answered(value: str | None) -> None:
+            if value is None:
+                self.notify(f"cancelled: {op.title.lower()} {op.target}", markup=False, timeout=3)
+                return
+            self.writer.submit(lambda: op.execute(self.client, value), done)
+
+        def done(result: str | None, error: str | None) -> None:
+            if error:
+                self.notify(error, severity="error", markup=False, timeout=10)
+            else:
+                self.notify(f"{result} (as {self.operator}; see audit log: l)", markup=False, timeout=6)
+            self.refresh_now()
+            if after is not None:
+                after()
+
+        self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator), answered)
+
+    # --- screens that load on demand -------------------------------------------------------------
+
+    def open_detail(self, name: str) -> None:
+        self.push_screen(DetailScreen(name))
+
+    def load_detail(self, name: str, show: Callable[[Any, str | None], None]) -> None:
+        clock, client = self.config.clock, self.client
+        self.reader.submit(lambda: client.schedule_detail(name, now=clock() if clock else None), show)
+
+    def load_audit(self, show: Callable[[Any, str | None], None]) -> None:
+        client = self.client
+        self.reader.submit(lambda: client.list_audit(limit=200), show)
+
+    def current_panel(self) -> Panel:
+        return self.main.panel(self.active_panel)
+
+    def remember_owners(self, *sources: Any) -> None:
+        """Owner names offered when adopting/transferring: from every panel that saw one."""
+        names = set(self.known_owners)
+        for source in sources:
+            names.update(o for o in source if o)
+        self.known_owners = tuple(sorted(names))

@@ -1,0 +1,85 @@
+"""How values look on screen: times, durations, states. Pure functions, no Textual."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+
+def clip(text: str, width: int) -> str:
+    """Cut `text` to `width` cells with an ellipsis (fixed-width columns, NOTES.md)."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def span(seconds: float) -> str:
+    """A compact duration: 45s, 12m, 3h, 2d (the largest unit, floored)."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m"
+    if seconds < 86400 * 2:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def span_precise(seconds: float) -> str:
+    """A duration with two units (1h05m, 3m20s), for countdowns that matter."""
+    seconds = int(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
+
+
+def relative(at: datetime | None, now: datetime) -> str:
+    """'in 4m12s' / '3m ago' relative to `now` (DB time or the injected clock)."""
+    if at is None:
+        return "-"
+    delta = (at - now).total_seconds()
+    if abs(delta) < 1:
+        return "now"
+    return f"in {span_precise(delta)}" if delta > 0 else f"{span(delta)} ago"
+
+
+def utc(at: datetime | None, *, date: bool = True) -> str:
+    """Absolute UTC time, 'Z' suffixed so nobody mistakes it for local time."""
+    if at is None:
+        return "-"
+    at = at.astimezone(UTC)
+    return at.strftime("%Y-%m-%d %H:%M:%SZ" if date else "%H:%M:%SZ")
+
+
+def short_utc(at: datetime | None) -> str:
+    """'03-08 12:05:00' for table cells (the header says UTC)."""
+    if at is None:
+        return "-"
+    return at.astimezone(UTC).strftime("%m-%d %H:%M:%S")
+
+
+def lateness(value: timedelta | None) -> str:
+    if value is None:
+        return "-"
+    seconds = value.total_seconds()
+    if seconds < 0.001:
+        return "0s"
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    return span(seconds)
+
+
+def compact_json(value: Any, width: int | None = None) -> str:
+    text = json.dumps(value, default=str, separators=(", ", ": "), sort_keys=True)
+    return clip(text, width) if width else text
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, default=str, indent=2, sort_keys=True)
+
+
+def yes_no(value: Any) -> str:
+    return "yes" if value else "no"

@@ -1,0 +1,109 @@
+"""`awa-tui [--lead] [--demo] [--app m:attr] [--read-only]`: build the console and run it.
+
+The console always has its own Client (reads and operator actions, read-only if asked).
+Under --lead a second Client runs the engine in-process (sync, snapshots, election,
+evaluator, worker) on its own threads and connections, so rendering never delays a pass.
+Whatever ends the console (q, SIGHUP, SIGTERM, a lost terminal, a crash) ends in
+`finally`, which stops the engine and releases the leader lock.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from awa_tui.engine.errors import AwaError
+from awa_tui.tui.config import ConsoleConfig
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+
+def create_app(config: ConsoleConfig) -> ConsoleApp:
+    """The one factory of the console: the CLI and the tests both build it here."""
+    from awa_tui.tui.app import ConsoleApp
+
+    return ConsoleApp(config)
+
+
+def console_client(dsn: str, operator: str | None, read_only: bool) -> Any:
+    """The console's own Client: reads and operator actions, never the engine's loops."""
+    from awa_tui.engine.client import Client
+
+    return Client(dsn, operator=operator, read_only=read_only, application_name="awa-tui console")
+
+
+def build_config(
+    *,
+    dsn: str | None,
+    lead: bool,
+    app_ref: str | None,
+    demo: bool,
+    read_only: bool,
+    operator: str | None,
+    refresh: float,
+    say: Callable[[str], None],
+    clock: Callable[[], datetime] | None = None,
+) -> ConsoleConfig:
+    """Resolve the database (embedded when none is configured), build the clients, and
+    start the engine under --lead. Raises AwaError with a one-line message."""
+    from awa_tui.bootstrap import build_client, dsn_or_embedded
+    from awa_tui.engine import embedded
+    from awa_tui.engine.client import Client
+
+    if refresh <= 0:
+        raise AwaError(f"--refresh: must be positive, got {refresh:g}")
+    if (app_ref or demo) and not lead:
+        raise AwaError("--app and --demo register schedules for the engine: add --lead")
+    resolved, is_embedded = dsn_or_embedded(dsn, say)
+    engine = None
+    if lead:
+        engine = build_client(resolved, app_ref, demo, operator, application_name="awa-tui console leader")
+        engine.start()  # migrates, syncs (bad definitions fail here), then runs the loops
+    elif is_embedded and not read_only:
+        Client(resolved, operator=operator).migrate()  # the zero-config database starts empty
+    return ConsoleConfig(
+        client=console_client(resolved, operator, read_only),
+        engine=engine,
+        embedded_at=str(embedded.default_home()) if is_embedded else None,
+        refresh=refresh,
+        clock=clock,
+        handle_signals=True,
+    )
+
+
+def launch_console(
+    *,
+    dsn: str | None,
+    lead: bool,
+    app_ref: str | None,
+    demo: bool,
+    read_only: bool,
+    operator: str | None,
+    refresh: float,
+) -> None:
+    from awa_tui.cli.common import fail
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        config = build_config(
+            dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
+            operator=operator, refresh=refresh, say=say,
+        )
+    except AwaError as exc:
+        fail(str(exc))
+    app = create_app(config)
+    try:
+        app.run()
+    finally:
+        # Release leadership first: it is what other runtimes are waiting for.
+        if config.engine is not None:
+            config.engine.close()
+            say("engine stopped, leader lock released")
+        config.client.close()
+    if app.return_code:
+        sys.exit(app.return_code)

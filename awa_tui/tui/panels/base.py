@@ -1,0 +1,76 @@
+"""What every panel shares: a title line, a keyed table, and the fetch/show split.
+
+`work()` runs on the UI thread and captures the panel's parameters (filter, sort); the
+function it returns runs on the reader thread with the client and `now`; `show()` runs
+back on the UI thread with the result. Panels never touch the database directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from awa_tui.tui.operations import NotPossible, Operation
+from awa_tui.tui.widgets.keyed_table import KeyedTable
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+Work = Callable[[Any, datetime | None], Any]
+
+
+class Panel(Vertical):
+    panel_id: ClassVar[str]
+    title: ClassVar[str]
+
+    def __init__(self) -> None:
+        super().__init__(id=f"panel-{self.panel_id}", classes="panel")
+        self.now: datetime | None = None
+
+    @property
+    def console(self) -> ConsoleApp:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def table(self) -> KeyedTable:
+        return self.query_one(KeyedTable)
+
+    def title_line(self, text: Text | str) -> None:
+        self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
+
+    def work(self) -> Work:
+        raise NotImplementedError
+
+    def show(self, data: Any, now: datetime) -> None:
+        raise NotImplementedError
+
+    def focus_main(self) -> None:
+        tables = self.query(KeyedTable)
+        if tables and tables.first().display:
+            tables.first().focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.console.action_allowed(self.panel_id, action)
+
+    def operate(self, build: Callable[[], Operation]) -> None:
+        """Build the operation from the row under the cursor now, then ask to confirm."""
+        try:
+            operation = build()
+        except NotPossible as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            return
+        self.console.confirm_and_run(operation)
+
+
+def unavailable(feature: str, method: str) -> Text:
+    """The honest state of a panel whose engine part is not in this build."""
+    return Text.assemble(
+        (f"{feature} are not available in this build.\n\n", "bold"),
+        f"The engine has no Client.{method}() yet (owner-scoped reconciliation is not installed). "
+        "Everything else in the console works; the schedules panel still shows each schedule's owner.",
+    )

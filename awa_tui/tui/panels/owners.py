@@ -1,0 +1,156 @@
+"""Owners (S22-S31): who manages which schedules, whether the live manifest is
+synchronised (certificate), the grace clock of automatic retirement, and what blocks
+reconciliation. Owner-wide retire and restore act from here.
+
+Needs `Client.list_owners()` (owner-scoped reconciliation); without it the panel says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from awa_tui.tui import actions, operations
+from awa_tui.tui.formatting import relative, span_precise
+from awa_tui.tui.panels.base import Panel, Work, unavailable
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+
+COLUMNS = (
+    Column("owner", "OWNER", 14),
+    Column("manifest", "MANIFEST", 19),
+    Column("blocked", "BLOCKED BY", 24),
+    Column("runtimes", "FRESH RT", 8),
+    Column("owned", "OWNED", 5),
+    Column("retired", "RETIRED", 7),
+    Column("grace", "GRACE", 11),
+    Column("pending", "PENDING", 12),
+)
+
+
+def manifest_text(row: dict[str, Any]) -> str:
+    """'9a8b7c6d synced' / '9a8b7c6d NOT SYNCED' / 'MIXED x2' / 'none live'."""
+    hashes = row.get("manifest_hashes") or []
+    if len(hashes) > 1:
+        return f"MIXED x{len(hashes)}"
+    if not hashes:
+        return "none live"
+    return f"{hashes[0][:8]} {'synced' if row.get('certified') else 'NOT SYNCED'}"
+
+
+def grace_text(row: dict[str, Any]) -> str:
+    remaining, required = row.get("grace_remaining_s"), row.get("grace_required_s")
+    if remaining is None:
+        return "-"
+    if remaining <= 0:
+        return "met"
+    return f"{span_precise(remaining)} left" if required else "-"
+
+
+def pending_text(row: dict[str, Any]) -> str:
+    pending = row.get("pending") or {}
+    parts = [f"{sign}{pending[key]}" for key, sign in (("inserts", "+"), ("updates", "~"), ("retirements", "-"))
+             if pending.get(key)]
+    return " ".join(parts) or "none"
+
+
+def blocker_codes(row: dict[str, Any]) -> str:
+    return ", ".join(b.get("code", "?") for b in row.get("blockers") or []) or "-"
+
+
+def cells(row: dict[str, Any]) -> tuple[Text, ...]:
+    blocked = bool(row.get("blockers"))
+    return (
+        cell(row["owner"]),
+        cell(manifest_text(row), "" if row.get("certified") else "bold"),
+        cell(blocker_codes(row), "bold" if blocked else ""),
+        cell(row.get("fresh_runtimes", 0)),
+        cell(row.get("schedules_owned", 0)),
+        cell(row.get("schedules_retired", 0)),
+        cell(grace_text(row)),
+        cell(pending_text(row)),
+    )
+
+
+class OwnersPanel(Panel):
+    panel_id = "owners"
+    title = "Owners"
+    BINDINGS = actions.bindings("owners")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="panel-title")
+        yield Static(id="owners-unavailable", classes="unavailable")
+        yield KeyedTable(COLUMNS, id="owners-table")
+        yield Static(id="owners-summary", classes="row-summary")
+
+    def on_mount(self) -> None:
+        self.title_line("Owners: loading…")
+        available = self.console.supports("list_owners")
+        self.query_one("#owners-unavailable").display = not available
+        self.query_one("#owners-unavailable", Static).update(unavailable("Owners", "list_owners"))
+        self.table.display = available
+        self.query_one("#owners-summary").display = available
+
+    def work(self) -> Work:
+        if not self.console.supports("list_owners"):
+            return lambda client, now: None
+        return lambda client, now: client.list_owners(now=now)
+
+    def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
+        if data is None:
+            self.title_line(Text.assemble(("Owners ", "bold"), "not available in this build"))
+            return
+        self.now = now
+        self.rows = {row["owner"]: row for row in data}
+        blocked = sum(1 for r in data if r.get("blockers"))
+        unsynced = sum(1 for r in data if not r.get("certified"))
+        self.title_line(Text.assemble(
+            ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
+            "PENDING: +insert ~update -retire",
+        ))
+        self.table.sync([(o, cells(r)) for o, r in self.rows.items()])
+        self.console.remember_owners(self.rows)
+        self._summary()
+
+    def on_data_table_row_highlighted(self) -> None:
+        self._summary()
+
+    def _summary(self) -> None:
+        row = self.selected_row()
+        widget = self.query_one("#owners-summary", Static)
+        if row is None or self.now is None:
+            widget.update("No owner has declared a manifest or owns a schedule.")
+            return
+        text = Text.assemble((row["owner"], "bold"), ": ")
+        blockers = row.get("blockers") or []
+        if blockers:
+            text.append("BLOCKED", style="bold")
+            text.append(": " + "; ".join(b.get("message", b.get("code", "?")) for b in blockers))
+        else:
+            text.append("reconciles freely")
+        if row.get("certified_at"):
+            text.append(f" · certified {relative(row['certified_at'], self.now)}")
+        widget.update(text)
+
+    def selected_row(self) -> dict[str, Any] | None:
+        key = self.table.selected_key
+        return self.rows.get(key) if key else None
+
+    def _with_row(self) -> dict[str, Any]:
+        row = self.selected_row()
+        if row is None:
+            raise operations.NotPossible("no owner selected")
+        return row
+
+    def action_retire_owner(self) -> None:
+        self.operate(lambda: operations.retire_owner(self._with_row()))
+
+    def action_restore_owner(self) -> None:
+        self.operate(lambda: operations.restore_owner(self._with_row()))

@@ -1,0 +1,95 @@
+"""Plan: what reconciliation would do now (S34), per owner: inserts, definition updates,
+retirements, conflicts, and every reason that blocks them. A preview: it changes
+nothing, and the leader's apply re-checks everything under the protocol lock.
+
+Needs `Client.plan()`; without it the panel says so.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from awa_tui.tui.panels.base import Panel, Work, unavailable
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+
+COLUMNS = (
+    Column("key", "#", 3),
+    Column("owner", "OWNER", 14),
+    Column("change", "CHANGE", 8),
+    Column("now", "NOW?", 4),
+    Column("schedule", "SCHEDULE", 26),
+    Column("detail", "DETAIL", 70),
+)
+
+Line = tuple[str, str, str, str, str]  # owner, change, applies now?, schedule, detail
+
+
+def _changes(update: dict[str, Any]) -> str:
+    changes = update.get("changes") or {}
+    return "; ".join(f"{col}: {c.get('from')} -> {c.get('to')}" for col, c in changes.items()) or "definition"
+
+
+def owner_lines(entry: dict[str, Any]) -> list[Line]:
+    """One owner's plan, blockers first (they explain why the changes below may wait)."""
+    owner = entry["owner"]
+    lines: list[Line] = [
+        (owner, "BLOCKED", "-", "-", f"{b.get('code')}: {b.get('message', '')}") for b in entry.get("blockers") or []
+    ]
+    def applies(flag: str) -> str:
+        return "yes" if entry.get(flag) else "no"
+
+    lines += [(owner, "CONFLICT", "no", c["name"], c.get("message", c.get("kind", "")))
+              for c in entry.get("conflicts") or []]
+    lines += [(owner, "INSERT", applies("will_insert"), i["name"], "new in the manifest")
+              for i in entry.get("inserts") or []]
+    lines += [(owner, "UPDATE", applies("will_update"), u["name"], _changes(u)) for u in entry.get("updates") or []]
+    lines += [(owner, "RETIRE", applies("will_retire"), name, "absent from the manifest")
+              for name in entry.get("retirements") or []]
+    if len(lines) == 0:
+        lines.append((owner, "none", "-", "-", "in sync: nothing to do"))
+    return lines
+
+
+class PlanPanel(Panel):
+    panel_id = "plan"
+    title = "Plan"
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="panel-title")
+        yield Static(id="plan-unavailable", classes="unavailable")
+        yield KeyedTable(COLUMNS, id="plan-table")
+
+    def on_mount(self) -> None:
+        self.title_line("Plan: loading…")
+        available = self.console.supports("plan")
+        self.query_one("#plan-unavailable").display = not available
+        self.query_one("#plan-unavailable", Static).update(unavailable("Reconciliation plans", "plan"))
+        self.table.display = available
+
+    def work(self) -> Work:
+        if not self.console.supports("plan"):
+            return lambda client, now: None
+        return lambda client, now: client.plan(now=now)
+
+    def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
+        if data is None:
+            self.title_line(Text.assemble(("Plan ", "bold"), "not available in this build"))
+            return
+        lines = [line for entry in data for line in owner_lines(entry)]
+        blocked = sum(1 for line in lines if line[1] == "BLOCKED")
+        changes = sum(1 for line in lines if line[1] in ("INSERT", "UPDATE", "RETIRE"))
+        self.title_line(Text.assemble(
+            ("Plan ", "bold"),
+            f"preview, changes nothing: {len(data)} owner(s), {changes} change(s), {blocked} blocker(s)",
+        ))
+        rows = []
+        for index, (owner, change, applies, name, detail) in enumerate(lines, start=1):
+            style = "bold" if change in ("BLOCKED", "RETIRE", "CONFLICT") else ""
+            rows.append((str(index), (cell(index), cell(owner), cell(change, style), cell(applies), cell(name),
+                                      cell(detail))))
+        self.table.sync(rows)

@@ -1,0 +1,99 @@
+"""Queues: pause state (S18), waiting and running jobs, schedules that target each."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from awa_tui.tui import actions, operations
+from awa_tui.tui.formatting import relative, short_utc
+from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+
+COLUMNS = (
+    Column("queue", "QUEUE", 20),
+    Column("state", "STATE", 7),
+    Column("available", "WAITING", 8),
+    Column("running", "RUNNING", 8),
+    Column("schedules", "SCHEDULES", 9),
+    Column("by", "PAUSED BY", 16),
+    Column("since", "SINCE (UTC)", 14),
+)
+
+
+def cells(row: dict[str, Any], now: datetime) -> tuple[Text, ...]:
+    paused = row["paused"]
+    return (
+        cell(row["queue"]),
+        cell("PAUSED" if paused else "active", "bold yellow" if paused else ""),
+        cell(f"{row['available']:,}"),
+        cell(f"{row['running']:,}"),
+        cell(f"{row['schedules']:,}"),
+        cell(row["paused_by"] if paused else "-"),
+        cell(f"{short_utc(row['paused_at'])}" if paused else "-"),
+    )
+
+
+class QueuesPanel(Panel):
+    panel_id = "queues"
+    title = "Queues"
+    BINDINGS = actions.bindings("queues")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="panel-title")
+        yield KeyedTable(COLUMNS, id="queues-table")
+        yield Static(id="queues-summary", classes="row-summary")
+
+    def on_mount(self) -> None:
+        self.title_line("Queues: loading…")
+
+    def work(self) -> Work:
+        return lambda client, now: client.list_queues()
+
+    def show(self, data: list[dict[str, Any]], now: datetime) -> None:
+        self.now = now
+        self.rows = {row["queue"]: row for row in data}
+        paused = sum(1 for r in data if r["paused"])
+        self.title_line(
+            Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
+        )
+        self.table.sync([(q, cells(r, now)) for q, r in self.rows.items()])
+        self._summary()
+
+    def on_data_table_row_highlighted(self) -> None:
+        self._summary()
+
+    def _summary(self) -> None:
+        row = self.selected_row()
+        widget = self.query_one("#queues-summary", Static)
+        if row is None or self.now is None:
+            widget.update("No queues yet.")
+            return
+        text = Text.assemble((row["queue"], "bold"), ": ")
+        if row["paused"]:
+            text.append("PAUSED", style="bold")
+            text.append(f" by {row['paused_by']} {relative(row['paused_at'], self.now)}; schedules keep firing into it")
+        else:
+            text.append("active; workers claim from it")
+        widget.update(text)
+
+    def selected_row(self) -> dict[str, Any] | None:
+        key = self.table.selected_key
+        return self.rows.get(key) if key else None
+
+    def action_toggle_pause(self) -> None:
+        def build() -> operations.Operation:
+            row = self.selected_row()
+            if row is None:
+                raise operations.NotPossible("no queue selected")
+            return operations.toggle_queue(row)
+
+        self.operate(build)

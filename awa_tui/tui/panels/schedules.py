@@ -1,0 +1,298 @@
+"""Schedules: every schedule with its state, next and last fire, filter, sort, actions.
+
+Only one page is fetched (server-side filter, sort and LIMIT): with 100k schedules the
+console never holds or renders them all. Moving the cursor onto the last row loads the
+next page; the keyed table keeps the cursor on the same schedule across refreshes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Input, Static
+
+from awa_tui.tui import actions, operations
+from awa_tui.tui.cron_text import describe
+from awa_tui.tui.formatting import lateness, relative, short_utc, utc
+from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.live import Clock, LiveCell
+
+SORTS = ("name", "next", "last", "state", "queue", "owner")
+COLUMNS = (
+    Column("name", "NAME", 22),
+    Column("state", "STATE", 16),
+    Column("next", "NEXT FIRE", 19),
+    Column("next_at", "NEXT (UTC)", 14),
+    Column("last", "LAST FIRE", 10),
+    Column("late", "LATE", 6),
+    Column("cron", "CRON", 16),
+    Column("describe", "MEANING", 24),
+    Column("zone", "ZONE", 18),
+    Column("policy", "POLICY", 8),
+    Column("owner", "OWNER", 12),
+    Column("queue", "QUEUE", 14),
+    Column("by", "PAUSED/RETIRED BY", 26),
+)
+
+
+def state_cell(row: dict[str, Any]) -> Text:
+    label, style = {"paused": ("PAUSED", "bold yellow"), "retired": ("RETIRED", "bold red")}.get(
+        row["state"], ("active", "")
+    )
+    text = Text(label, style=style, no_wrap=True, overflow="ellipsis", end="")
+    if row.get("queue_paused"):
+        text.append(", ")
+        text.append("Q PAUSED", style="bold yellow")
+    return text
+
+
+def next_text(row: dict[str, Any], now: datetime) -> str:
+    return _next_live((row["state"], row.get("next_fire"), row.get("next_fire_due")), now)
+
+
+def _next_live(value: tuple[str, datetime | None, bool], now: datetime) -> str:
+    state, at, due = value
+    if state == "retired" or at is None:
+        return "-"
+    if due:
+        return "on resume" if state == "paused" else "due now"
+    text = relative(at, now)
+    return f"{text} if resumed" if state == "paused" else text
+
+
+def _last_live(at: datetime | None, now: datetime) -> str:
+    return relative(at, now) if at else "never"
+
+
+def _who_live(value: tuple[str | None, datetime | None], now: datetime) -> str:
+    who, since = value
+    return f"{who} {relative(since, now)}" if who else "-"
+
+
+# The fields a row's cells are made from: a row whose signature did not change keeps
+# its cells (and its relative times re-render from the clock, see widgets/live.py).
+SIGNATURE = (
+    "state", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
+    "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
+)
+
+
+def cells(row: dict[str, Any], clock: Clock) -> tuple[Any, ...]:
+    who = (row["retired_by"], row["retired_at"]) if row["state"] == "retired" else (row["paused_by"], row["paused_at"])
+    return (
+        cell(row["name"]),
+        state_cell(row),
+        LiveCell((row["state"], row.get("next_fire"), row.get("next_fire_due")), _next_live, clock),
+        cell(short_utc(row["next_fire"]) if row["state"] != "retired" else "-"),
+        LiveCell(row["last_enqueued_at"], _last_live, clock),
+        cell(lateness(row.get("lateness"))),
+        cell(row["cron_expr"]),
+        cell(describe(row["cron_expr"])),
+        cell(row["timezone"]),
+        cell(row["missed_fire_policy"]),
+        cell(row["owner"] or "-"),
+        cell(row["queue"]),
+        LiveCell(who, _who_live, clock),
+    )
+
+
+def summary(row: dict[str, Any], now: datetime) -> Text:
+    """The selected schedule in full, under the table (everything the narrow columns cut)."""
+    text = Text(no_wrap=False, end="")
+    text.append(row["name"], style="bold")
+    text.append(": ")
+    if row["state"] == "paused":
+        text.append("PAUSED", style="bold")
+        text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
+    elif row["state"] == "retired":
+        text.append("RETIRED", style="bold")
+        text.append(f" by {row['retired_by']} at {utc(row['retired_at'])}")
+    else:
+        text.append("active")
+    text.append(f" · {row['cron_expr']} ({describe(row['cron_expr'])}) {row['timezone']}")
+    text.append("\n")
+    if row["state"] != "retired" and row.get("next_fire"):
+        prefix = "next fire if resumed" if row["state"] == "paused" else "next fire"
+        text.append(f"{prefix} {utc(row['next_fire'])} ({next_text(row, now)})")
+    if row["last_enqueued_at"]:
+        state = row.get("last_job_state") or "?"
+        text.append(f" · last {utc(row['last_enqueued_at'])} job {state}, late {lateness(row.get('lateness'))}")
+    text.append(f" · queue {row['queue']}")
+    if row.get("queue_paused"):
+        text.append(" QUEUE PAUSED", style="bold")
+        text.append(f" by {row.get('queue_paused_by')}")
+    return text
+
+
+class SchedulesPanel(Panel):
+    panel_id = "schedules"
+    title = "Schedules"
+    BINDINGS = actions.bindings("schedules")
+
+    def __init__(self, page_size: int = 1000) -> None:
+        super().__init__()
+        self.page_size = page_size
+        self.limit = page_size
+        self.filter_text = ""
+        self.sort = "name"
+        self.descending = False
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.counts: dict[str, int] = {}
+        self.clock = Clock()
+        self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="panel-title")
+        yield Input(placeholder="filter: name, kind, queue or owner (enter keeps, esc clears)", id="filter")
+        yield KeyedTable(COLUMNS, id="schedules-table")
+        yield Static(id="schedules-summary", classes="row-summary")
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.title_line("Schedules: loading…")
+
+    # --- data -----------------------------------------------------------------------------
+
+    def work(self) -> Work:
+        filter_text, sort, descending, limit = self.filter_text or None, self.sort, self.descending, self.limit
+
+        def fetch(client: Any, now: datetime | None) -> Any:
+            return client.schedule_page(filter_text, sort=sort, descending=descending, limit=limit, now=now)
+
+        return fetch
+
+    def show(self, data: dict[str, Any], now: datetime) -> None:
+        moved = now != self.now
+        self.now = self.clock.now = now
+        self.rows = {row["name"]: row for row in data["rows"]}
+        self.counts = {k: data[k] for k in ("total", "matched", "paused", "retired")}
+        table = self.table
+        table.sync([(name, self._row_cells(row)) for name, row in self.rows.items()])
+        if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
+            table.tick()  # relative times of the visible rows
+        self._cells = {name: self._cells[name] for name in self.rows}
+        self._title()
+        self._summary()
+
+    def _row_cells(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        signature = tuple(row.get(field) for field in SIGNATURE)
+        cached = self._cells.get(row["name"])
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        made = cells(row, self.clock)
+        self._cells[row["name"]] = (signature, made)
+        return made
+
+    def _title(self) -> None:
+        c = self.counts
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        text.append("Schedules ", style="bold")
+        if self.filter_text:
+            text.append(f"{len(self.rows):,} of {c['matched']:,} matching ({c['total']:,} total)")
+        else:
+            text.append(f"{len(self.rows):,} of {c['total']:,}")
+        text.append(f" · {c['paused']:,} PAUSED · {c['retired']:,} RETIRED · sort {self.sort}")
+        text.append(" ↓" if self.descending else " ↑")
+        if self.filter_text:
+            text.append(" · filter: ")
+            text.append(self.filter_text, style="bold")
+        if len(self.rows) < c["matched"]:
+            text.append(" · end of list loads more")
+        self.title_line(text)
+
+    def _summary(self) -> None:
+        row = self.selected_row()
+        widget = self.query_one("#schedules-summary", Static)
+        if row is None or self.now is None:
+            widget.update(Text("No schedule matches." if self.filter_text else "No schedules yet."))
+        else:
+            widget.update(summary(row, self.now))
+
+    def selected_row(self) -> dict[str, Any] | None:
+        key = self.table.selected_key
+        return self.rows.get(key) if key else None
+
+    @on(DataTable.RowHighlighted, "#schedules-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._summary()
+        at_end = event.cursor_row >= self.table.row_count - 1
+        if at_end and self.counts and len(self.rows) < self.counts.get("matched", 0) and self.limit <= len(self.rows):
+            self.limit += self.page_size
+            self.console.refresh_now()
+
+    @on(DataTable.RowSelected, "#schedules-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    # --- filter and sort ----------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = self.filter_text
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        # Debounced: a refresh starts once typing pauses, server-side filtering does the rest.
+        self.filter_text = event.value.strip()
+        self.limit = self.page_size
+        self.console.refresh_soon()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = bool(self.filter_text)
+        self.table.focus()
+
+    def key_escape(self) -> None:
+        """Esc clears the filter (k9s habit)."""
+        if self.filter_text or self.query_one("#filter", Input).display:
+            box = self.query_one("#filter", Input)
+            box.value = ""
+            box.display = False
+            self.filter_text = ""
+            self.table.focus()
+            self.console.refresh_now()
+
+    def action_cycle_sort(self) -> None:
+        self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
+        self.limit = self.page_size
+        self.console.refresh_now()
+
+    def action_reverse_sort(self) -> None:
+        self.descending = not self.descending
+        self.console.refresh_now()
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _with_row(self) -> dict[str, Any]:
+        row = self.selected_row()
+        if row is None:
+            raise operations.NotPossible("no schedule selected")
+        return row
+
+    def action_details(self) -> None:
+        row = self.selected_row()
+        if row is not None:
+            self.console.open_detail(row["name"])
+
+    def action_toggle_pause(self) -> None:
+        self.operate(lambda: operations.toggle_pause(self._with_row()))
+
+    def action_trigger(self) -> None:
+        self.operate(lambda: operations.trigger(self._with_row()))
+
+    def action_adopt(self) -> None:
+        self.operate(lambda: operations.adopt_or_transfer(self._with_row(), self.console.known_owners))
+
+    def action_retire(self) -> None:
+        self.operate(lambda: operations.retire(self._with_row()))
+
+    def action_restore(self) -> None:
+        self.operate(lambda: operations.restore(self._with_row()))

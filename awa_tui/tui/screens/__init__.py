@@ -1,0 +1,1 @@
+"""Screens pushed over the panels: confirm, help, jump, schedule detail, audit log."""

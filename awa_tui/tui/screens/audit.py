@@ -1,0 +1,75 @@
+"""`l`: the audit trail (S20): who did what, when (DB time), before and after."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from awa_tui.tui.formatting import compact_json, utc
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+COLUMNS = (
+    Column("id", "#", 5),
+    Column("at", "AT (UTC)", 20),
+    Column("operator", "OPERATOR", 18),
+    Column("action", "ACTION", 13),
+    Column("target", "TARGET", 24),
+    Column("change", "BEFORE -> AFTER", 70),
+)
+
+
+def _change(entry: dict[str, Any]) -> str:
+    before, after = entry.get("before"), entry.get("after")
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = [k for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+        return "; ".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in keys) or "no change"
+    return f"{compact_json(before)} -> {compact_json(after)}"
+
+
+class AuditScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "close", "back"),
+        Binding("q", "close", "back", show=False),
+        Binding("r", "reload", "reload"),
+    ]
+
+    @property
+    def console(self) -> ConsoleApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield Static(Text("Audit log: loading…"), classes="panel-title", id="audit-title")
+        yield KeyedTable(COLUMNS, id="audit-table")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.action_reload()
+        self.query_one(KeyedTable).focus()
+
+    def action_reload(self) -> None:
+        self.console.load_audit(self.show)
+
+    def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
+        title = self.query_one("#audit-title", Static)
+        if error:
+            title.update(Text(f"Audit log: {error}"))
+            return
+        assert data is not None
+        title.update(Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first"))
+        self.query_one(KeyedTable).sync([
+            (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(e["operator"]), cell(e["action"]),
+                            cell(e["target"]), cell(_change(e))))
+            for e in data
+        ])
+
+    def action_close(self) -> None:
+        self.dismiss()

@@ -1,0 +1,209 @@
+"""One schedule in full: definition, args, metadata, the next 5 fires with DST marks,
+recent fires with their job states, and its audit entries. Actions work here too."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from awa_tui.tui import actions, operations
+from awa_tui.tui.cron_text import describe
+from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, utc
+from awa_tui.tui.screens.confirm import facts
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+DST_WORDS = {
+    "gap": "DST gap: wall time skipped, fires at the gap's end",
+    "fold": "DST fold: wall time repeats, fires at the first",
+}
+WIDE = 110  # from this width, definition and args/metadata sit side by side
+
+
+def _table(*headers: str) -> Table:
+    """Columns keep their full width (times must never be cut); the last one wraps."""
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for index, header in enumerate(headers):
+        last = index == len(headers) - 1
+        table.add_column(header, no_wrap=not last, overflow="fold" if last else "ignore")
+    return table
+
+
+def state_line(row: dict[str, Any], now: datetime) -> Text:
+    text = Text.assemble((row["name"], "bold"), "  ")
+    if row["state"] == "retired":
+        text.append("RETIRED", style="bold reverse")
+        text.append(f" by {row['retired_by']} at {utc(row['retired_at'])} ({relative(row['retired_at'], now)})")
+    elif row["state"] == "paused":
+        text.append("PAUSED", style="bold reverse")
+        text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
+    else:
+        text.append("active")
+    if row.get("queue_paused"):
+        text.append("  ")
+        text.append("QUEUE PAUSED", style="bold reverse")
+        text.append(f" ({row['queue']}, by {row.get('queue_paused_by')}): fires continue, dispatch waits")
+    return text
+
+
+def definition(row: dict[str, Any], now: datetime) -> Table:
+    last = f"{utc(row['last_enqueued_at'])} ({relative(row['last_enqueued_at'], now)})" if row[
+        "last_enqueued_at"] else "never"
+    return facts([
+        ("cron", f"{row['cron_expr']}  ({describe(row['cron_expr'])})"),
+        ("zone", row["timezone"]),
+        ("kind", row["kind"]),
+        ("queue", row["queue"]),
+        ("policy", row["missed_fire_policy"]),
+        ("priority", f"{row['priority']}   max attempts {row['max_attempts']}"),
+        ("tags", ", ".join(row.get("tags") or []) or "-"),
+        ("owner", row.get("owner") or "- (unowned)"),
+        ("last fire", last),
+        ("created", utc(row["created_at"])),
+        ("updated", utc(row["updated_at"])),
+    ])
+
+
+def next_fires(data: dict[str, Any]) -> Table | Text:
+    if not data["next"]:
+        return Text("none: a retired schedule never fires")
+    table = _table("UTC", f"LOCAL ({data['schedule']['timezone']})", "IN", "DST")
+    for fire in data["next"]:
+        table.add_row(
+            Text(utc(fire["utc"])), Text(fire["local"].strftime("%Y-%m-%d %H:%M:%S %Z")),
+            Text(relative(fire["utc"], data["now"])), Text(DST_WORDS.get(fire["dst"] or "", "-")),
+        )
+    return table
+
+
+def recent(data: dict[str, Any]) -> Table | Text:
+    if not data["recent"]:
+        return Text("no jobs yet")
+    table = _table("JOB", "FIRE (UTC)", "STATE", "TRY", "LATE", "HOW")
+    for job in data["recent"]:
+        table.add_row(
+            Text(str(job["id"])), Text(fire_time(job)), Text(job["state"]),
+            Text(str(job["attempt"])), Text(lateness(job["lateness"])),
+            Text("manual trigger" if job["manual"] else "scheduled"),
+        )
+    return table
+
+
+def audit(data: dict[str, Any]) -> Table | Text:
+    if not data["audit"]:
+        return Text("no operator action recorded")
+    table = _table("AT (UTC)", "OPERATOR", "ACTION", "CHANGE")
+    for entry in data["audit"]:
+        table.add_row(
+            Text(utc(entry["at"])), Text(entry["operator"]), Text(entry["action"]),
+            Text(compact_json(entry.get("after"), 60)),
+        )
+    return table
+
+
+def section(title: str) -> Text:
+    return Text.assemble("\n", (title, "bold underline"))
+
+
+def fire_time(job: dict[str, Any]) -> str:
+    """The fire instant stamped into the job (S12), shown like every other time."""
+    stamp = job.get("fire_time")
+    if not stamp:
+        return "- (manual)"
+    try:
+        return utc(datetime.fromisoformat(stamp.replace("Z", "+00:00")))
+    except ValueError:
+        return stamp
+
+
+class DetailScreen(Screen[None]):
+    BINDINGS = actions.bindings("detail")
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.schedule_name = name
+        self.data: dict[str, Any] | None = None
+
+    @property
+    def console(self) -> ConsoleApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with VerticalScroll(id="detail"):
+            yield Static(Text(f"{self.schedule_name}: loading…"), id="detail-body")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#detail", VerticalScroll).focus()  # arrows and page keys scroll it
+        self.action_reload()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.console.action_allowed("detail", action)
+
+    def action_reload(self) -> None:
+        self.console.load_detail(self.schedule_name, self.show)
+
+    def show(self, data: dict[str, Any] | None, error: str | None) -> None:
+        body = self.query_one("#detail-body", Static)
+        if error:
+            body.update(Text(f"{self.schedule_name}: {error}"))
+            return
+        assert data is not None
+        self.data = data
+        row, now = data["schedule"], data["now"]
+        paused = " (if resumed)" if row["state"] == "paused" else ""
+        definition_part = Group(section("Definition"), definition(row, now))
+        payload_part = Group(
+            section("Args"), Text(pretty_json(row.get("args") or {})),
+            section("Metadata"), Text(pretty_json(row.get("metadata") or {})),
+        )
+        if self.size.width >= WIDE:
+            top: Any = Table.grid(padding=(0, 4))
+            top.add_row(definition_part, payload_part)
+        else:
+            top = Group(definition_part, payload_part)
+        body.update(Group(
+            state_line(row, now),
+            top,
+            section(f"Next {len(data['next'])} fires{paused}"), next_fires(data),
+            section("Recent fires"), recent(data),
+            section("Audit"), audit(data),
+        ))
+
+    def action_close(self) -> None:
+        self.dismiss()
+
+    def _operate(self, build: Any) -> None:
+        if self.data is None:
+            return
+        try:
+            operation = build(self.data["schedule"])
+        except operations.NotPossible as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            return
+        self.console.confirm_and_run(operation, after=self.action_reload)
+
+    def action_toggle_pause(self) -> None:
+        self._operate(operations.toggle_pause)
+
+    def action_trigger(self) -> None:
+        self._operate(operations.trigger)
+
+    def action_adopt(self) -> None:
+        self._operate(lambda row: operations.adopt_or_transfer(row, self.console.known_owners))
+
+    def action_retire(self) -> None:
+        self._operate(operations.retire)
+
+    def action_restore(self) -> None:
+        self._operate(operations.restore)

@@ -1,0 +1,69 @@
+"""`?`: every key that can be used now, from the action registry (so read-only mode and
+features missing from this build are left out here exactly as in the footer)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from awa_tui.tui.actions import ACTS, Act
+
+SCOPES = (
+    ("app", "Everywhere"),
+    ("schedules", "Schedules panel"),
+    ("owners", "Owners panel"),
+    ("queues", "Queues panel"),
+    ("detail", "Schedule detail"),
+)
+
+LEGEND = (
+    "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "
+    "fires continue, dispatch waits), STALE (data not refreshed; the database is not answering), "
+    "LEADER, READ-ONLY, ATTENTION. Times are UTC unless a zone is named. Every action asks first, "
+    "names its target, database and operator, and is written to the audit log (l)."
+)
+
+
+def help_table(allowed: Callable[[Act], bool]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
+    for scope, title in SCOPES:
+        rows = [a for a in ACTS if a.scope == scope and allowed(a)]
+        if scope == "app":
+            rows.insert(2, Act("app", "1-5", "", "", "panels: schedules, owners, runtimes, plan, queues"))
+            rows = [a for a in rows if not a.action.startswith("show_panel")]
+        for index, act in enumerate(rows):
+            table.add_row(Text(title if index == 0 else "", style="bold"), Text(act.key_label), Text(act.help))
+        if rows:
+            table.add_row("", "", "")
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape", "dismiss", "close"),
+        Binding("question_mark", "dismiss", "close", key_display="?"),
+        Binding("q", "dismiss", "close"),
+    ]
+
+    def __init__(self, allowed: Callable[[Act], bool], read_only: bool) -> None:
+        super().__init__()
+        self.allowed = allowed
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            mode = " (READ-ONLY: no action can change anything)" if self.read_only else ""
+            yield Static(Text(f"Keys{mode}", style="bold"))
+            yield Static(help_table(self.allowed))
+            yield Static(Text(LEGEND))
+            yield Static(Text("esc, ? or q closes this help", style="dim"))

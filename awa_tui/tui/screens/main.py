@@ -1,0 +1,74 @@
+"""The panels screen: header, panel bar, status bar, the five panels, footer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Header, Static
+
+from awa_tui.tui.panels.base import Panel
+from awa_tui.tui.panels.owners import OwnersPanel
+from awa_tui.tui.panels.plan import PlanPanel
+from awa_tui.tui.panels.queues import QueuesPanel
+from awa_tui.tui.panels.runtimes import RuntimesPanel
+from awa_tui.tui.panels.schedules import SchedulesPanel
+from awa_tui.tui.widgets.status import PanelBar, StatusBar
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+MIN_WIDTH, MIN_HEIGHT = 64, 16
+
+
+class MainScreen(Screen[None]):
+    def __init__(self, page_size: int) -> None:
+        super().__init__()
+        self.page_size = page_size
+
+    @property
+    def console(self) -> ConsoleApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        yield PanelBar(id="panel-bar")
+        yield StatusBar(id="status-bar")
+        with ContentSwitcher(initial="panel-schedules", id="panels"):
+            yield SchedulesPanel(self.page_size)
+            yield OwnersPanel()
+            yield RuntimesPanel()
+            yield PlanPanel()
+            yield QueuesPanel()
+        yield Static(id="too-small")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one(PanelBar).show("schedules")
+        self.panel("schedules").focus_main()
+
+    def panel(self, panel_id: str) -> Panel:
+        return self.query_one(f"#panel-{panel_id}", Panel)
+
+    def show_panel(self, panel_id: str) -> None:
+        self.query_one(ContentSwitcher).current = f"panel-{panel_id}"
+        self.query_one(PanelBar).show(panel_id)
+        self.panel(panel_id).focus_main()
+
+    def on_resize(self, event: events.Resize) -> None:
+        small = event.size.width < MIN_WIDTH or event.size.height < MIN_HEIGHT
+        self.set_class(small, "-too-small")
+        if small:
+            self.query_one("#too-small", Static).update(Text(
+                f"Terminal too small: {event.size.width}x{event.size.height}.\n"
+                f"The console needs at least {MIN_WIDTH}x{MIN_HEIGHT} (80x24 recommended).\n"
+                "Enlarge the window, or press q to quit.",
+                justify="center",
+            ))
+
+    def on_screen_resume(self) -> None:
+        # Data that arrived while a dialog or another screen was up is shown now, not under it.
+        self.console.apply_pending()

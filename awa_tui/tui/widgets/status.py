@@ -1,0 +1,64 @@
+"""The one-line bars under the header: which panel, and how fresh the data is.
+
+Every state is a word (LEADER, READ-ONLY, STALE, ATTENTION), never a colour alone, so the
+console reads the same with NO_COLOR or on a monochrome terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+from awa_tui.tui.actions import PANELS
+
+
+@dataclass
+class Freshness:
+    updated: str | None = None  # DB time (or injected clock) of the last good refresh
+    interval: float = 2.0
+    stale: bool = False
+    stale_reason: str = ""
+    leader: str | None = None  # "LEADER" / "FOLLOWER" when this process runs the engine
+    read_only: bool = False
+    attention: str | None = None  # cluster-level problem, e.g. no live leader
+
+
+class StatusBar(Static):
+    """Leadership, mode, last refresh time, STALE badge and the attention line."""
+
+    def show(self, state: Freshness) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        if state.leader:
+            text.append(f" {state.leader} ", style="bold reverse")
+            text.append(" ")
+        if state.read_only:
+            text.append(" READ-ONLY ", style="bold reverse")
+            text.append(" ")
+        if state.stale:
+            text.append(" STALE ", style="bold reverse red")
+            text.append(f" last good data {state.updated or 'never'} · {state.stale_reason}")
+        else:
+            text.append(f"updated {state.updated or '…'}")
+        text.append(f" · every {state.interval:g}s")
+        if state.attention:
+            text.append("\n")
+            text.append(" ATTENTION ", style="bold reverse red")
+            text.append(f" {state.attention}")
+        self.update(text)
+
+
+class PanelBar(Static):
+    """`1 Schedules  2 Owners ...`: the active panel is bracketed (not only highlighted)."""
+
+    def show(self, active: str) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        for index, name in enumerate(PANELS, start=1):
+            label = f"{index} {name.capitalize()}"
+            if name == active:
+                text.append(f"[{label}]", style="bold reverse")
+            else:
+                text.append(f" {label} ")
+            text.append(" ")
+        self.update(text)

@@ -1,0 +1,189 @@
+"""The two engines behind one small interface: start N registered schedules, stop, CPU.
+
+awa-tui runs in this process (its loops are threads); awa-pg runs in its own venv as a
+subprocess (bench/awa_pg_side.py) because it must never be installed beside the product.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, as_url
+
+UPSTREAM_VENV = BENCH_DIR / ".venv-awa-pg"
+UPSTREAM_REQUIREMENTS = BENCH_DIR / "requirements-awa-pg.txt"
+SIDE_SCRIPT = BENCH_DIR / "awa_pg_side.py"
+INSTALL_TIMEOUT_S = 300
+
+
+class Running(Protocol):
+    def stop(self) -> None: ...
+    def cpu_seconds(self) -> float: ...
+
+
+class Engine(Protocol):
+    name: str
+
+    def migrate(self, dsn: str) -> None: ...
+    def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> Running: ...
+
+
+# --- awa-tui -------------------------------------------------------------------------------------
+
+
+@dataclass
+class OursRunning:
+    client: Any
+    register_s: float
+    start_s: float
+
+    def stop(self) -> None:
+        self.client.close()
+
+    def cpu_seconds(self) -> float:
+        return time.process_time()
+
+
+class Ours:
+    name = "ours"
+
+    def migrate(self, dsn: str) -> None:
+        from awa_tui.engine.migrations import migrate
+
+        migrate(dsn)
+
+    def register(self, dsn: str, n: int, expr: str, policy: str) -> Any:
+        from awa_tui import Client
+
+        client = Client(dsn, application_name="bench-ours", operator="bench")
+        for i in range(1, n + 1):
+            client.periodic(f"bench-{i:06d}", expr, BENCH_KIND, None, queue=BENCH_QUEUE, missed_fire_policy=policy)
+        return client
+
+    def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> OursRunning:
+        began = time.perf_counter()
+        client = self.register(dsn, n, expr, policy)
+        registered = time.perf_counter()
+        client.start(run_worker=False)  # migrate check, sync, then the loops
+        return OursRunning(client, registered - began, time.perf_counter() - registered)
+
+
+# --- awa-pg (upstream) ------------------------------------------------------------------------
+
+
+def _proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+@dataclass
+class UpstreamRunning:
+    proc: subprocess.Popen[str]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    _last_cpu: float = 0.0
+
+    def __post_init__(self) -> None:
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.append(json.loads(line))
+            except ValueError:
+                self.events.append({"event": "output", "text": line.rstrip()})
+
+    def event(self, name: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e.get("event") == name), None)
+
+    def wait_event(self, name: str, timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        pause = threading.Event()
+        while time.monotonic() < deadline:
+            found = self.event(name) or self.event("error")
+            if found or self.proc.poll() is not None:
+                return self.event(name) or self.event("error")
+            pause.wait(0.05)
+        return None
+
+    def cpu_seconds(self) -> float:
+        try:
+            self._last_cpu = _proc_cpu_seconds(self.proc.pid)
+        except (OSError, IndexError, ValueError):
+            pass  # exited: keep the last reading
+        return self._last_cpu
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(2)
+
+
+class Upstream:
+    name = "upstream"
+
+    def __init__(self) -> None:
+        self.python = UPSTREAM_VENV / "bin" / "python"
+
+    def ensure_installed(self) -> str | None:
+        """Create bench/.venv-awa-pg with awa-pg once. Returns why it is unusable, or None."""
+        try:
+            if not self.python.exists():
+                subprocess.run([sys.executable, "-m", "venv", str(UPSTREAM_VENV)], check=True,
+                               capture_output=True, timeout=120)
+            probe = subprocess.run([str(self.python), "-c", "import awa"], capture_output=True, timeout=60)
+            if probe.returncode != 0:
+                pip = subprocess.run(
+                    [str(self.python), "-m", "pip", "install", "-q", "-r", str(UPSTREAM_REQUIREMENTS)],
+                    capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+                )
+                if pip.returncode != 0:
+                    tail = (pip.stderr or pip.stdout).strip().splitlines()[-1:]
+                    return f"pip install awa-pg failed: {' '.join(tail)}"
+                probe = subprocess.run([str(self.python), "-c", "import awa"], capture_output=True, text=True,
+                                       timeout=60)
+                if probe.returncode != 0:
+                    return f"awa-pg does not import: {probe.stderr.strip().splitlines()[-1:]}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"cannot set up bench/.venv-awa-pg: {exc}"
+        return None
+
+    def version(self) -> str:
+        out = subprocess.run([str(self.python), "-m", "pip", "show", "awa-pg"], capture_output=True, text=True)
+        return next((ln.split(":", 1)[1].strip() for ln in out.stdout.splitlines() if ln.startswith("Version")),
+                    "?")
+
+    def _spawn(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([str(self.python), str(SIDE_SCRIPT), *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, stdin=subprocess.DEVNULL)
+
+    def migrate(self, dsn: str) -> None:
+        proc = subprocess.run([str(self.python), str(SIDE_SCRIPT), "migrate", as_url(dsn)], capture_output=True,
+                              text=True, timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"awa-pg migrate failed: {proc.stdout.strip()[-300:]}")
+
+    def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> UpstreamRunning:
+        proc = self._spawn("run", as_url(dsn), "--n", str(n), "--expr", expr, "--policy", policy,
+                           "--seconds", str(max_seconds))
+        running = UpstreamRunning(proc)
+        started = running.wait_event("started", timeout=120)
+        if started is None or started.get("event") == "error":
+            running.stop()
+            raise RuntimeError(f"awa-pg did not start: {started}")
+        return running

@@ -1,0 +1,172 @@
+"""The one entry point: `python -m bench.run [--full] [--compare] [--only NAME ...]`.
+
+Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durability
+(fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
+server, runs every scenario at quick sizes (or the issue's full sizes with --full), prints
+one table and writes it as JSON to bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.common import RESULTS_DIR, Report, Row, Server, start_server
+from bench.engines import Engine, Ours, Upstream
+from bench.scenarios import console, cron_math, failover, fire_on_time, idle, per_second, sync
+
+# Sizes per scenario: quick (the default, minutes in all) and full (the issue's targets).
+QUICK = {
+    "cron_math": [10000],
+    "sync": [10000],
+    "idle": [10000],
+    "fire_on_time": [1000, 10000],
+    "per_second": [1000],
+    "failover": [100],
+    "console": [10000],
+}
+FULL = {
+    "cron_math": [100000],
+    "sync": [100000],
+    "idle": [100000],
+    "fire_on_time": [10000, 100000],
+    "per_second": [10000],
+    "failover": [1000],
+    "console": [100000],
+}
+# Side-by-side sizes (issue 6): the same scenarios against awa-pg.
+COMPARE = {
+    "sync": [10000],
+    "idle": [10000],
+    "fire_on_time": [1000, 10000, 50000],
+    "per_second": [100, 1000, 10000],
+}
+PER_SECOND_WINDOW = {"quick": 20, "full": 60}
+FAILOVER_REPEATS = {"quick": 2, "full": 5}
+
+Scenario = Callable[[Server, Engine, list[int], Report, Engine | None], None]
+
+
+def scenarios(mode: str) -> dict[str, Scenario]:
+    window_s, repeats = PER_SECOND_WINDOW[mode], FAILOVER_REPEATS[mode]
+    return {
+        "cron_math": lambda s, e, sizes, r, u: cron_math.run(s, sizes, r),
+        "sync": sync.run,
+        "idle": idle.run,
+        "fire_on_time": fire_on_time.run,
+        "per_second": lambda s, e, sizes, r, u: per_second.run(s, e, sizes, r, u, window_s),
+        "failover": lambda s, e, sizes, r, u: failover.run(s, sizes, r, repeats),
+        "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
+    }
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "%":
+        return f"{value:.1f} %"
+    if unit in ("s", "ms", "µs", "MB", "kB"):
+        return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+    return f"{value:g}"
+
+
+def print_table(report: Report, compare: bool) -> None:
+    headers = ["scenario", "size", "metric", "target", "awa-tui", "pass"]
+    if compare:
+        headers += ["awa-pg", "ratio (x better)"]
+    lines = []
+    for r in report.rows:
+        cells = [r.scenario, r.size, r.metric, r.target or "", fmt(r.ours, r.unit),
+                 {True: "PASS", False: "FAIL", None: ""}[r.passed]]
+        if compare:
+            ratio = r.ratio
+            cells += [fmt(r.upstream, r.unit), f"{ratio:.1f}x" if ratio is not None else ""]
+        lines.append(cells)
+    widths = [max(len(h), *(len(c[i]) for c in lines)) if lines else len(h) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for cells in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+    for note in report.notes:
+        print(f"note: {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the issue's full sizes (100k; tens of minutes)")
+    parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
+    parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
+    parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+
+    mode = "full" if args.full else "quick"
+    sizes = FULL if args.full else QUICK
+    names = args.only or list(sizes)
+    unknown = [n for n in names if n not in sizes]
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown}; choose from {list(sizes)}")
+
+    report = Report()
+    upstream: Upstream | None = None
+    if args.compare:
+        upstream = Upstream()
+        why = upstream.ensure_installed()
+        if why:
+            report.note(f"side-by-side skipped: {why}")
+            upstream = None
+        else:
+            report.note(f"side by side with awa-pg {upstream.version()} (bench/.venv-awa-pg)")
+
+    server = start_server()
+    report.note(f"server: {'embedded PG under bench/.pg' if server.started_here else 'AWA_BENCH_DATABASE_URL'}; "
+                f"commit timestamps {'on' if server.commit_ts else 'off'}; "
+                f"pg_stat_statements {'on' if server.stat_statements else 'off'}")
+    began = time.monotonic()
+    table = scenarios(mode)
+    try:
+        for name in names:
+            ours_sizes = sizes[name]
+            if upstream is not None and name in COMPARE:
+                ours_sizes = sorted(set(ours_sizes) | set(COMPARE[name]))
+            print(f"== {name} {ours_sizes}", file=sys.stderr, flush=True)
+            t0 = time.monotonic()
+            try:
+                table[name](server, Ours(), ours_sizes, report, upstream if name in COMPARE else None)
+            except Exception as exc:  # one broken scenario must not hide the others
+                traceback.print_exc()
+                report.add(Row(name, "-", "error", "", None, "", False, note=str(exc)[:200]))
+            print(f"   {name} took {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+    finally:
+        if not args.keep_server:
+            server.stop()
+
+    print_table(report, compare=upstream is not None)
+    RESULTS_DIR.mkdir(exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or RESULTS_DIR / f"bench-{mode}{'-compare' if upstream else ''}-{stamp}.json"
+    out.write_text(json.dumps({
+        "mode": mode,
+        "compare": upstream is not None,
+        "started": stamp,
+        "seconds": round(time.monotonic() - began, 1),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
+        "notes": report.notes,
+        "rows": report.as_json(),
+    }, indent=2, default=str))
+    print(f"results: {out}")
+    return 0 if all(r.passed is not False for r in report.rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

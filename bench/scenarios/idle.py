@@ -1,0 +1,104 @@
+"""Idle cost: N schedules with nothing due.
+
+Two measurements:
+- awa-tui, one evaluator pass called directly (the target: < 5 ms database time and
+  < 2 ms Python CPU per pass), after a first pass has stored every next-fire hint;
+- both engines as running runtimes over a quiet window: process CPU and database time
+  per second (each engine does its own housekeeping too; awa-pg runs its queue
+  maintenance, awa-tui its leader ping and snapshots).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from bench.common import (
+    Report,
+    Row,
+    Server,
+    connect,
+    reset_stat_statements,
+    seed_schedules,
+    stat_statements_ms,
+)
+from bench.engines import Engine
+
+DB_TARGET_MS = 5.0
+CPU_TARGET_MS = 2.0
+PASSES = 50
+WINDOW_S = 10.0
+YEARLY = "0 0 1 1 *"
+
+
+def last_new_year() -> datetime:
+    return datetime(datetime.now(UTC).year, 1, 1, tzinfo=UTC)
+
+
+def direct_passes(server: Server, dsn: str) -> dict[str, float | None]:
+    from awa_tui.engine import evaluator
+
+    with connect(dsn) as conn:
+        began = time.perf_counter()
+        first = evaluator.evaluate(conn)  # computes and stores every hint
+        hint_fill_s = time.perf_counter() - began
+        assert first.fired == 0, "idle scenario fired something"
+        evaluator.evaluate(conn)  # warm caches and plans
+        if server.stat_statements:
+            reset_stat_statements(dsn)
+        cpu, wall = [], []
+        for _ in range(PASSES):
+            c0, w0 = time.thread_time(), time.perf_counter()
+            result = evaluator.evaluate(conn)
+            cpu.append((time.thread_time() - c0) * 1000)
+            wall.append((time.perf_counter() - w0) * 1000)
+            assert result.examined == 0 and result.fired == 0
+        db_ms = stat_statements_ms(dsn) / PASSES if server.stat_statements else None
+    return {
+        "hint_fill": hint_fill_s,
+        "cpu": sorted(cpu)[len(cpu) // 2],
+        "wall": sorted(wall)[len(wall) // 2],
+        "db": db_ms,
+    }
+
+
+def window(server: Server, engine: Engine, dsn: str, n: int) -> dict[str, float | None]:
+    running = engine.start(dsn, n, YEARLY, "coalesce", max_seconds=600)
+    try:
+        time.sleep(3.0)  # the first pass stores the hints; measure after it
+        if server.stat_statements:
+            reset_stat_statements(dsn)
+        cpu0, t0 = running.cpu_seconds(), time.monotonic()
+        time.sleep(WINDOW_S)
+        elapsed = time.monotonic() - t0
+        cpu_ms = (running.cpu_seconds() - cpu0) * 1000 / elapsed
+        db_ms = stat_statements_ms(dsn) / elapsed if server.stat_statements else None
+    finally:
+        running.stop()
+    return {"cpu_per_s": cpu_ms, "db_per_s": db_ms}
+
+
+def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
+    for n in sizes:
+        with server.database(f"idle_ours_{n}") as dsn:
+            engine.migrate(dsn)
+            seed_schedules(dsn, n, YEARLY, "coalesce", last_new_year())
+            direct = direct_passes(server, dsn)
+            win = window(server, engine, dsn, n)
+        theirs: dict[str, float | None] = {}
+        if upstream is not None:
+            with server.database(f"idle_up_{n}") as dsn:
+                upstream.migrate(dsn)
+                seed_schedules(dsn, n, YEARLY, "coalesce", last_new_year())
+                theirs = window(server, upstream, dsn, n)
+        size = f"{n:,} idle"
+        report.add(Row("idle pass", size, "DB time / pass", f"< {DB_TARGET_MS:g} ms", direct["db"], "ms",
+                       direct["db"] is not None and direct["db"] < DB_TARGET_MS))
+        report.add(Row("idle pass", size, "Python CPU / pass", f"< {CPU_TARGET_MS:g} ms", direct["cpu"], "ms",
+                       direct["cpu"] is not None and direct["cpu"] < CPU_TARGET_MS))
+        report.add(Row("idle pass", size, "wall / pass", "", direct["wall"], "ms"))
+        report.add(Row("idle pass", size, "first pass (all hints)", "", direct["hint_fill"], "s"))
+        report.add(Row("idle runtime", size, "process CPU / s", "", win["cpu_per_s"], "ms",
+                       upstream=theirs.get("cpu_per_s")))
+        report.add(Row("idle runtime", size, "DB time / s", "", win["db_per_s"], "ms",
+                       upstream=theirs.get("db_per_s")))

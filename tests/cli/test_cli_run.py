@@ -1,0 +1,106 @@
+"""README's headless runtime path (`awa-tui run`): fires, then stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from cli_helpers import COMMAND, HERE, awa, cli_env, one_line_error
+from helpers import wait_for
+
+
+def _jobs_of(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
+    return conn.execute(
+        "SELECT state, metadata FROM awa.jobs WHERE metadata ->> 'cron_name' = %s ORDER BY id", (name,)
+    ).fetchall()
+
+
+@pytest.mark.parametrize(
+    ("source", "schedule"),
+    [(["--app", "cli_app:setup"], "cli.tick"), (["--demo"], "demo.heartbeat")],
+)
+def test_run_fires_then_stops_cleanly_on_sigterm(
+    dsn: str, conn: psycopg.Connection[Any], tmp_path: Path, source: list[str], schedule: str
+) -> None:
+    # A row written by hand with a bad zone: logged once per pass, never stopping the rest (S15).
+    conn.execute(
+        "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind) VALUES ('bad-row', '* * * * *', 'Mars/X', 'k')"
+    )
+    log_path = tmp_path / "run.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [*COMMAND, "run", *source, "--dsn", dsn], stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env=cli_env(),
+        )
+        try:
+            wait_for(lambda: _jobs_of(conn, schedule), timeout=20, what=f"a fire of {schedule} in awa.jobs")
+            # Its worker runs the handler too.
+            wait_for(lambda: any(j["state"] == "completed" for j in _jobs_of(conn, schedule)), timeout=10,
+                     what="the fired job to complete")
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=20) == 0, log_path.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    output = log_path.read_text()
+    assert "Traceback" not in output
+    assert "stopped cleanly (leader lock released)" in output
+    reports = [line for line in output.splitlines() if "schedule 'bad-row' skipped" in line]
+    stamps = [line.split(" ")[1] for line in reports]  # one report per pass, not two
+    assert reports and len(stamps) == len(set(stamps)), reports
+    snapshots = conn.execute("SELECT * FROM awa.runtime_instances").fetchall()
+    assert len(snapshots) == 1
+    assert (snapshots[0]["health"], snapshots[0]["is_leader"], snapshots[0]["pid"]) == ("stopped", False, process.pid)
+    assert snapshots[0]["stopped_at"] is not None
+    locks = conn.execute(
+        "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    ).fetchone()
+    assert locks == {"n": 0}
+    sessions = conn.execute(
+        "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    ).fetchone()
+    assert sessions == {"n": 0}
+    metadata = _jobs_of(conn, schedule)[0]["metadata"]
+    assert metadata["cron_name"] == schedule and metadata["cron_fire_time"].endswith("Z")
+
+
+def test_run_imports_the_app_from_the_current_directory(dsn: str) -> None:
+    env = cli_env()
+    env.pop("PYTHONPATH")
+    result = subprocess.run(
+        [*COMMAND, "run", "--app", "cli_app:invalid_setup", "--dsn", dsn], capture_output=True, text=True,
+        env=env, cwd=HERE, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert one_line_error(result) == (
+        "error: cron_expr: 'every day at noon' has 4 fields; expected 5 (min hour dom month dow) "
+        "or 6 (sec min hour dom month dow)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("app_ref", "message"),
+    [
+        ("cli_app:broken_setup", "error: --app cli_app:broken_setup: setup failed: RuntimeError: the app's own bug"),
+        ("cli_app:missing", "error: --app: 'cli_app' has no attribute 'missing'"),
+        ("no_such_module:setup", "error: --app: cannot import 'no_such_module': No module named 'no_such_module'"),
+        ("cli_app", "error: --app: expected module:attribute, got 'cli_app'"),
+    ],
+)
+def test_run_with_a_bad_app_is_one_line(dsn: str, conn: psycopg.Connection[Any], app_ref: str, message: str) -> None:
+    assert one_line_error(awa("run", "--app", app_ref, "--dsn", dsn)) == message
+    assert conn.execute("SELECT count(*) AS n FROM awa.runtime_instances").fetchone() == {"n": 0}
+
+
+def test_run_against_an_unreachable_database_ends_with_one_error_line() -> None:
+    result = awa("run", "--app", "cli_app:setup", "--dsn", "postgresql://nobody:secret@127.0.0.1:1/x")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()  # `run` logs to stderr; the error is its last line, and the only one
+    assert [line for line in lines if line.startswith("error: ")] == lines[-1:]
+    assert lines[-1].startswith("error: cannot connect to nobody@127.0.0.1:1/x: ")
+    assert "secret" not in result.stderr

@@ -1,0 +1,103 @@
+"""The CLI's command tree, walked from the typer app itself, so commands added later are
+swept too: every leaf command with placeholder arguments, and whether it mutates."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+import typer.core
+import typer.main
+
+# Never swept: `run` runs until stopped, `db` manages the embedded server, `migrate` is
+# the cure the others prescribe.
+NOT_SWEPT = {("run",), ("migrate",), ("db",)}
+
+
+@dataclass(frozen=True)
+class Leaf:
+    path: tuple[str, ...]
+    arguments: tuple[str, ...]  # names of its positional arguments
+    required_options: tuple[str, ...]
+    mutates: bool  # takes --operator: it changes something and is audited
+
+    def argv(self, values: dict[str, str] | None = None, default: str = "rel-x") -> list[str]:
+        """The command with each argument filled from `values` by name (else `default`)."""
+        values = values or {}
+        out = [*self.path, *(values.get(a, default) for a in self.arguments)]
+        for opt in self.required_options:
+            out += [opt, values.get(opt.lstrip("-"), default)]
+        return out
+
+
+def _load() -> typer.core.TyperGroup:
+    import awa_tui.cli as cli
+
+    for module in pkgutil.iter_modules(cli.__path__):
+        importlib.import_module(f"awa_tui.cli.{module.name}")
+    group = typer.main.get_command(cli.app)
+    assert isinstance(group, typer.core.TyperGroup)
+    return group
+
+
+def leaves() -> list[Leaf]:
+    found: list[Leaf] = []
+
+    def walk(cmd: Any, path: tuple[str, ...]) -> None:
+        if any(path[: len(skip)] == skip for skip in NOT_SWEPT):
+            return
+        if isinstance(cmd, typer.core.TyperGroup):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, (*path, name))
+            return
+        args = tuple(p.name or "" for p in cmd.params if isinstance(p, typer.core.TyperArgument))
+        options = [p for p in cmd.params if isinstance(p, typer.core.TyperOption)]
+        required = tuple(p.opts[0] for p in options if p.required)
+        mutates = any("--operator" in p.opts for p in options)
+        found.append(Leaf(path, args, required, mutates))
+
+    walk(_load(), ())
+    return found
+
+
+@dataclass
+class Outcome:
+    argv: Sequence[str | bytes]
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+    def describe(self) -> str:
+        return f"awa-tui {list(self.argv)!r} -> {self.code}\nstderr: {self.stderr[-2000:]}"
+
+
+def run_cli(argv: Sequence[str | bytes], env: dict[str, str], timeout: float = 60) -> Outcome:
+    """`python -m awa_tui ARGS` with a clean environment of our choosing."""
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"awa_tui", *(os.fsencode(a) for a in argv)],
+        capture_output=True, timeout=timeout, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    return Outcome(argv, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+
+
+def assert_one_line_error(out: Outcome, *, contains: Sequence[str] = ()) -> None:
+    """A failure is exactly one line on stderr, starting `error:`, naming what it must."""
+    assert out.code != 0, out.describe()
+    assert "Traceback" not in out.stderr, out.describe()
+    lines = out.error_lines
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.describe()
+    if contains:
+        assert any(c.lower() in lines[0].lower() for c in contains), out.describe()

@@ -1,0 +1,92 @@
+"""Leader crash loop (S7, S11, S13): kill -9 the leader again and again; no fire is lost,
+none is doubled, each schedule's fires stay in order, and a new leader takes over within
+the failover bound every time."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from helpers import wait_for
+
+from .harness import (
+    Summary,
+    caught_up,
+    check_fires,
+    connect,
+    current_leader,
+    db_now,
+    first_fire_after,
+    fleet,
+    install_job_origin,
+    pause,
+    settle,
+)
+
+RUNTIMES = 3
+SCHEDULES = 200
+KILLS = 20
+FAILOVER_BOUND_S = 2.0  # S7: a dead leader is replaced within 2 s of Postgres noticing
+# A fire waits for the new leader plus at most one evaluator tick and one pass.
+FIRE_GAP_BOUND_S = FAILOVER_BOUND_S + 1.5
+
+
+def kill_moment(rng: random.Random) -> float:
+    """How long to let the leader run before the next kill: half of the kills land just
+    after a whole second, when the evaluator is mid-pass, the rest anywhere."""
+    if rng.random() < 0.5:
+        return rng.uniform(0.3, 1.2)
+    now = time.time()
+    return (1.0 - now % 1.0) + rng.uniform(0.0, 0.15) + rng.choice((0.0, 1.0))
+
+
+def test_leader_crash_loop(dsn: str, log_dir: Path, scale: int, summary: Summary) -> None:
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    kills = KILLS * scale
+    summary.notes = f"{RUNTIMES} runtimes, {SCHEDULES} catch_up schedules every second, seed {seed}"
+    started = time.monotonic()
+    conn = connect(dsn)
+    install_job_origin(conn)
+    failovers: list[float] = []
+    fire_gaps: list[float] = []
+    with fleet(dsn, log_dir, count=SCHEDULES) as f:
+        for _ in range(RUNTIMES):
+            f.spawn()
+        settle(conn, f.names)
+        for _ in range(kills):
+            leader: Any = wait_for(lambda: current_leader(conn), 30, what="a leader")
+            victim = f.by_pid(leader.os_pid)
+            pause(kill_moment(rng))
+            killed_at = db_now(conn)
+            victim.kill()
+            f.spawn()  # the orchestrator restarts it
+            successor: Any = wait_for(
+                lambda v=victim: (x := current_leader(conn)) is not None and x.os_pid != v.pid and x,
+                30, interval=0.01, what="a new leader",
+            )
+            failovers.append((db_now(conn) - killed_at).total_seconds())
+            assert successor.os_pid in {p.pid for p in f.live}
+            first: Any = wait_for(lambda k=killed_at, v=victim: first_fire_after(conn, k, v.app), 30,
+                                  what="the first fire of the new leader")
+            fire_gaps.append((first - killed_at).total_seconds())
+        end = db_now(conn)
+        wait_for(lambda: caught_up(conn, f.names, end), 60, what="every schedule caught up")
+        statuses = f.stop_all()
+        problems = f.problems()
+        logs = f.logs()
+    check = check_fires(conn, f.names, f.expr, end)
+    summary.runs = kills
+    summary.fires_checked = check.fires
+    summary.duplicates = len(check.duplicates)
+    summary.losses = len(check.losses)
+    summary.max_failover_s = max(failovers)
+    summary.seconds = time.monotonic() - started
+    summary.extra = {"failovers_s": failovers, "fire_gaps_s": fire_gaps, "seed": seed}
+    assert check.ok, check.describe()
+    assert max(failovers) <= FAILOVER_BOUND_S, f"slow failover: {failovers}"
+    assert max(fire_gaps) <= FIRE_GAP_BOUND_S, f"fires stalled after a kill: {fire_gaps}"
+    assert set(statuses.values()) == {0}, f"unclean stop: {statuses}\n{logs}"
+    assert not problems, "\n".join(problems)

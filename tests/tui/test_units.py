@@ -1,0 +1,94 @@
+"""Pure pieces of the console: the cron describer, time formatting, jump resolution,
+operation guards, and the launcher's argument checks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from awa_tui.engine.errors import AwaError
+from awa_tui.tui import operations
+from awa_tui.tui.cron_text import describe
+from awa_tui.tui.formatting import lateness, relative, span_precise
+from awa_tui.tui.launch import build_config
+from awa_tui.tui.panels.runtimes import attention
+
+NOW = datetime(2025, 3, 8, 12, 0, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("expr,text", [
+    ("* * * * *", "every minute"),
+    ("*/5 * * * *", "every 5 minutes"),
+    ("0 * * * *", "hourly at :00"),
+    ("15 */2 * * *", "every 2 hours at :15"),
+    ("30 2 * * *", "daily at 02:30"),
+    ("0 9,17 * * *", "daily at 09:00, 17:00"),
+    ("0 9 * * 1-5", "weekdays at 09:00"),
+    ("0 9 * * MON,WED", "Mondays, Wednesdays at 09:00"),
+    ("5 4 * * 7", "Sundays at 04:05"),
+    ("0 0 1 * *", "monthly on day 1 at 00:00"),
+    ("0 0 1 1 *", "yearly on Jan 1 at 00:00"),
+    ("* * * * * *", "every second"),
+    ("*/10 * * * * *", "every 10 seconds"),
+    ("0 30 2 * * *", "daily at 02:30"),
+    ("@hourly", "hourly at :00"),
+    ("@weekly", "Sundays at 00:00"),
+])
+def test_common_shapes_are_described(expr, text):
+    assert describe(expr) == text
+
+
+@pytest.mark.parametrize("expr", ["1-5 * * * *", "0 9 1 * 1", "*/15 */2 * * *", "0 0 * 1-3 *", "0 0 1,15 * *x"])
+def test_anything_unusual_falls_back_to_the_expression(expr):
+    assert describe(expr) == " ".join(expr.split())
+
+
+def test_relative_times():
+    assert relative(NOW + timedelta(minutes=4, seconds=12), NOW) == "in 4m12s"
+    assert relative(NOW - timedelta(minutes=3, seconds=5), NOW) == "3m ago"
+    assert relative(NOW, NOW) == "now"
+    assert relative(None, NOW) == "-"
+    assert span_precise(90061) == "1d01h"
+    assert lateness(timedelta(seconds=1.24)) == "1.2s" and lateness(None) == "-"
+
+
+def test_attention_when_live_leaders_is_not_one():
+    fresh_leader = {"fresh": True, "is_leader": True}
+    assert attention([fresh_leader]) is None
+    assert "no live leader" in attention([{"fresh": False, "is_leader": True}])
+    assert "2 live leaders" in attention([fresh_leader, fresh_leader])
+
+
+def test_operations_refuse_nonsense_at_keypress():
+    retired = {"name": "x", "state": "retired", "retired_by": "bob", "queue": "q", "owner": None}
+    with pytest.raises(operations.NotPossible, match="restore it first"):
+        operations.toggle_pause(retired)
+    with pytest.raises(operations.NotPossible):
+        operations.trigger(retired)
+    with pytest.raises(operations.NotPossible, match="not retired"):
+        operations.restore({**retired, "state": "active"})
+
+
+def test_launcher_rejects_inconsistent_options():
+    def say(_message: str) -> None:
+        raise AssertionError("nothing should start")
+
+    common = {"dsn": "postgresql://x@127.0.0.1:1/x", "read_only": False, "operator": None, "say": say}
+    with pytest.raises(AwaError, match="add --lead"):
+        build_config(lead=False, app_ref=None, demo=True, refresh=2.0, **common)
+    with pytest.raises(AwaError, match="--refresh"):
+        build_config(lead=False, app_ref=None, demo=False, refresh=0, **common)
+
+
+def test_launcher_builds_a_leading_console(dsn):
+    config = build_config(dsn=dsn, lead=True, app_ref=None, demo=True, read_only=True, operator="op@test",
+                          refresh=2.0, say=print)
+    try:
+        assert config.engine is not None and not config.engine.read_only  # the engine writes
+        assert config.client.read_only and config.client.operator == "op@test"  # the console does not
+        assert "password" not in config.database and config.embedded_at is None
+        assert {s.name for s in config.engine.schedules} >= {"demo.heartbeat"}
+    finally:
+        config.engine.close()
+        config.client.close()

@@ -1,0 +1,61 @@
+"""Helpers of the console tests: waits driven by the pilot (never time.sleep), and short
+ways to read the screen and the database."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+async def until(pilot: Any, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    """Let the app run until `predicate()` is truthy (pilot waits, never time.sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await pilot.pause(0.02)
+
+
+async def settled(pilot: Any, app: Any) -> None:
+    """Wait for a completed refresh that has been applied to the screen."""
+    count = len(app.apply_times)
+    app.refresh_now()
+    await until(pilot, lambda: len(app.apply_times) > count and not app.poller.in_flight, what="a refresh")
+    await pilot.pause()
+
+
+async def ready(pilot: Any, app: Any) -> None:
+    """First data on screen, no toasts, nothing moving: ready for a snapshot or keys."""
+    await until(pilot, lambda: app.apply_times, what="first paint with data")
+    await settled(pilot, app)
+    app.clear_notifications()
+    await pilot.pause()
+
+
+def notes(app: Any) -> list[str]:
+    """Texts of the notifications currently shown."""
+    return [n.message for n in app._notifications]
+
+
+def table_keys(app: Any, panel: str = "schedules") -> list[str]:
+    table = app.main.panel(panel).table
+    return [row.key.value for row in table.ordered_rows]
+
+
+def select(app: Any, key: str, panel: str = "schedules") -> None:
+    """Put the cursor on a row (the keys under test then act on it)."""
+    table = app.main.panel(panel).table
+    table.move_cursor(row=table.get_row_index(key), animate=False)
+
+
+def row_of(conn: Any, name: str) -> dict[str, Any]:
+    return conn.execute("SELECT * FROM awa.cron_jobs WHERE name = %s", (name,)).fetchone()
+
+
+def audit_actions(conn: Any) -> list[tuple[str, str, str]]:
+    rows = conn.execute("SELECT operator, action, target FROM awa.audit_log ORDER BY id").fetchall()
+    return [(r["operator"], r["action"], r["target"]) for r in rows]
