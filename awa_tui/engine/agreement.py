@@ -111,10 +111,17 @@ def lock_owner(conn: psycopg.Connection[Any], owner: str) -> dict[str, Any]:
 
 
 def invalidate_certificates(conn: psycopg.Connection[Any], owners: list[str]) -> None:
-    """S31: an operator action voids the certificates of exactly the owners it touched."""
+    """S31: an operator action voids the certificates of exactly the owners it touched.
+
+    It also restarts their agreement clock: a schedule an operator just restored or
+    transferred gets a full grace period before the owner's manifest can retire it again,
+    rather than vanishing on the next leader pass.
+    """
     conn.execute(
         "UPDATE awa.owners SET certificate_hash = NULL, certificate_size = NULL, certified_at = NULL, "
-        "updated_at = now() WHERE owner = ANY(%s::text[]) AND certificate_hash IS NOT NULL",
+        "agreement_hash = NULL, agreement_since = NULL, agreement_seen_at = NULL, "
+        "updated_at = now() WHERE owner = ANY(%s::text[]) "
+        "AND (certificate_hash IS NOT NULL OR agreement_since IS NOT NULL)",
         (sorted(set(owners)),),
     )
 

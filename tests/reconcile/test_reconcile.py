@@ -280,3 +280,25 @@ def test_a_running_authoritative_leader_reconciles_on_its_own(dsn, conn):
     assert row(conn, "invoice")["cron_expr"] == "*/5 * * * *"
     runtime.close()
     assert conn.execute("SELECT stopped_at FROM awa.runtime_instances").fetchone()["stopped_at"] is not None
+
+
+def test_an_operator_restore_gets_a_full_grace_before_the_manifest_retires_it_again(dsn, conn, leader, t0):
+    _seed(dsn, "billing", ["invoice", "dunning"]).close()
+    new = declare(dsn, "billing", ["invoice"], grace=timedelta(minutes=5), interval=timedelta(seconds=10))
+
+    def beat(seconds):
+        at = t0 + seconds * S
+        new.publish(now=at)
+        return result_for(leader.reconcile(now=at), "billing")
+
+    for second in range(0, 300, 20):
+        assert beat(second)["retired"] == []
+    assert beat(300)["retired"] == ["dunning"]
+    leader.restore("dunning", now=t0 + 310 * S)
+    # The restore touched billing: its agreement clock restarts at the next evidence.
+    result = beat(320)
+    assert result["retired"] == [] and result["agreement_since"] == t0 + 320 * S
+    for second in range(340, 620, 20):
+        assert beat(second)["retired"] == []
+    assert beat(620)["retired"] == ["dunning"]
+    new.close()
