@@ -27,7 +27,8 @@ OperatorOpt = Annotated[
     str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
 ]
 
-out = Console(highlight=False, soft_wrap=True)
+# Piped output keeps tables at their natural width: a script or a log must see whole values.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -90,7 +91,8 @@ def fmt(value: Any) -> str:
 def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
     table = Table(title=title, show_lines=False)
     for column in columns:
-        table.add_column(column)
+        # Fold, never ellipsise: a narrow terminal (or a pipe, 80 columns) must not hide data.
+        table.add_column(column, overflow="fold")
     for row in rows:
         # Text, not markup: values from the database ("[queue paused]", names) print as is.
         table.add_row(*(Text(fmt(row.get(c))) for c in columns))

@@ -14,21 +14,20 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.freshness import FRESH_MIN, fresh_sql
 from awa_tui.engine.manifest import PROTOCOL_VERSION, short_hash
 from awa_tui.engine.sync import DEFINITION_COLUMNS
 
-FRESH_MIN = timedelta(seconds=30)
 DEFAULT_RETIRE_GRACE = timedelta(minutes=10)  # for a declaration that stored none
 
 
 # S21: fresh iff now - last_seen_at <= max(30 s, 3 x snapshot_interval), in DB time.
-FRESH_RUNTIMES_SQL = """
+FRESH_RUNTIMES_SQL = f"""
 SELECT instance_id, hostname, pid, version, protocol_version, owner, authoritative,
        manifest_hash, retire_grace, snapshot_interval, last_seen_at,
        greatest(interval '30 seconds', 3 * snapshot_interval) AS fresh_window
 FROM awa.runtime_instances
-WHERE stopped_at IS NULL
-  AND %(now)s::timestamptz - last_seen_at <= greatest(interval '30 seconds', 3 * snapshot_interval)
+WHERE {fresh_sql("%(now)s::timestamptz")}
 ORDER BY last_seen_at DESC, instance_id
 """
 

@@ -28,6 +28,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 # The leader reconciles owners at this cadence (monotonic seconds), not every pass: the
 # evidence windows it works with are at least 30 s long.
 RECONCILE_INTERVAL_S = 5.0
+# ... and rescues jobs stranded by dead workers at this cadence.
+RESCUE_INTERVAL_S = 10.0
 
 
 def package_version() -> str:
@@ -89,6 +91,7 @@ class Client:
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self._next_reconcile = 0.0
+        self._next_rescue = 0.0
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
@@ -174,6 +177,9 @@ class Client:
         """What the leader does every second: evaluate, and reconcile owners every
         RECONCILE_INTERVAL_S. A failed reconciliation is logged and never stops firing."""
         self.evaluate()
+        if time.monotonic() >= self._next_rescue:
+            self._next_rescue = time.monotonic() + RESCUE_INTERVAL_S
+            self.rescue_orphaned_jobs()
         if time.monotonic() >= self._next_reconcile:
             self._next_reconcile = time.monotonic() + RECONCILE_INTERVAL_S
             try:
@@ -184,6 +190,15 @@ class Client:
                         log.info("reconciled %s", reconcile.describe(result))
             except AwaError as exc:
                 log.warning("reconciliation failed: %s", exc)
+
+    def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
+        """Return jobs left running by a stopped or stale runtime to the queue."""
+        ops.require_writable(self.read_only, "rescue")
+        with self.db.connection() as conn:
+            rescued = worker.rescue_orphaned_jobs(conn)
+        if rescued:
+            log.warning("rescued %d job(s) stranded by a dead runtime", len(rescued))
+        return rescued
 
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]:
         """One reconciliation pass over every owner (S25, S26); DB time when `now` is omitted.
@@ -223,7 +238,8 @@ class Client:
         ops.require_writable(self.read_only, "work")
         with self.db.connection() as conn:
             outcomes = worker.work_once(
-                conn, self.handlers, limit=limit or self.worker_batch, queues=self.worker_queues
+                conn, self.handlers, limit=limit or self.worker_batch, queues=self.worker_queues,
+                claimed_by=self.identity.instance_id,
             )
         for job, state in outcomes:
             for callback in self.on_job:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from awa_tui.engine.errors import NotFound
+from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.schedule import next_fire, parse_timezone, upcoming_fires
-
-FRESH_MIN = timedelta(seconds=30)
 
 SCHEDULES_SQL = """
 SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
@@ -113,15 +112,14 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
 def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[dict[str, Any]]:
     """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given."""
     return conn.execute(
-        """
+        f"""
         SELECT instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
                snapshot_interval, is_leader, health, stopped_at, owner, authoritative, manifest_hash,
-               (stopped_at IS NULL AND coalesce(%(now)s::timestamptz, now()) - last_seen_at
-                   <= greatest(%(fresh_min)s::interval, 3 * snapshot_interval)) AS fresh
+               {fresh_sql("coalesce(%(now)s::timestamptz, now())")} AS fresh
         FROM awa.runtime_instances
         ORDER BY (stopped_at IS NULL) DESC, last_seen_at DESC
         """,
-        {"fresh_min": FRESH_MIN, "now": now},
+        {"now": now},
     ).fetchall()
 
 

@@ -9,9 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from psycopg.types.json import Jsonb
+
+from awa_tui.engine.freshness import fresh_sql
 
 log = logging.getLogger("awa_tui.worker")
 
@@ -26,7 +29,8 @@ WITH claim AS (
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
-UPDATE awa.jobs j SET state = 'running', attempt = j.attempt + 1, attempted_at = now()
+UPDATE awa.jobs j SET state = 'running', attempt = j.attempt + 1, attempted_at = now(),
+    claimed_by = %(claimed_by)s
 FROM claim WHERE j.id = claim.id
 RETURNING j.id, j.kind, j.queue, j.args, j.attempt, j.max_attempts, j.metadata, j.tags
 """
@@ -53,9 +57,14 @@ def backoff(attempt: int) -> timedelta:
 
 
 def claim_jobs(
-    conn: psycopg.Connection[Any], kinds: list[str], limit: int, queues: list[str] | None = None
+    conn: psycopg.Connection[Any],
+    kinds: list[str],
+    limit: int,
+    queues: list[str] | None = None,
+    claimed_by: UUID | None = None,
 ) -> list[Job]:
-    rows = conn.execute(CLAIM_SQL, {"kinds": kinds, "queues": queues, "limit": limit}).fetchall()
+    params = {"kinds": kinds, "queues": queues, "limit": limit, "claimed_by": claimed_by}
+    rows = conn.execute(CLAIM_SQL, params).fetchall()
     return [Job(**row) for row in rows]
 
 
@@ -92,12 +101,13 @@ def work_once(
     *,
     limit: int = 10,
     queues: list[str] | None = None,
+    claimed_by: UUID | None = None,
 ) -> list[tuple[Job, str]]:
     """Claim up to `limit` jobs, run them, record outcomes. Returns (job, final state)."""
     if not handlers:
         return []
     outcomes: list[tuple[Job, str]] = []
-    for job in claim_jobs(conn, sorted(handlers), limit, queues):
+    for job in claim_jobs(conn, sorted(handlers), limit, queues, claimed_by):
         try:
             handlers[job.kind](job)
         except Exception as exc:  # a handler's failure is the job's, not the worker's
@@ -109,3 +119,32 @@ def work_once(
             complete_job(conn, job)
             outcomes.append((job, "completed"))
     return outcomes
+
+
+# Jobs left running by a runtime that stopped or went stale (S21 freshness, DB time): the
+# worker died with them, so they go back to the queue (or are discarded when spent).
+RESCUE_SQL = f"""
+WITH orphan AS (
+    SELECT j.id FROM awa.jobs j
+    WHERE j.state = 'running' AND j.claimed_by IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM awa.runtime_instances r
+          WHERE r.instance_id = j.claimed_by AND {fresh_sql(alias="r")})
+    ORDER BY j.id
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE awa.jobs j SET
+    state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'retryable' END,
+    run_at = now(),
+    finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+    errors = j.errors || jsonb_build_array(jsonb_build_object(
+        'attempt', j.attempt, 'error', 'rescued: the runtime running it stopped or went stale',
+        'runtime', j.claimed_by::text))
+FROM orphan WHERE j.id = orphan.id
+RETURNING j.id, j.state
+"""
+
+
+def rescue_orphaned_jobs(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Return stranded running jobs to the queue; returns (id, new state) rows."""
+    return conn.execute(RESCUE_SQL).fetchall()

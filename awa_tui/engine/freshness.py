@@ -1,0 +1,20 @@
+"""When a runtime counts as alive (S21), in one place for every query that asks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+# S21: a runtime is fresh iff it has not stopped and
+# now - last_seen_at <= max(30 s, 3 x snapshot_interval), judged in DB time.
+FRESH_MIN = timedelta(seconds=30)
+
+
+def fresh_sql(now_sql: str = "now()", alias: str = "") -> str:
+    """The S21 freshness predicate over awa.runtime_instances, for embedding in queries.
+
+    `now_sql` is trusted SQL (a parameter placeholder or now()), never user input."""
+    r = f"{alias}." if alias else ""
+    return (
+        f"({r}stopped_at IS NULL AND {now_sql} - {r}last_seen_at"
+        f" <= greatest(interval '30 seconds', 3 * {r}snapshot_interval))"
+    )
