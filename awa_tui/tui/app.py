@@ -19,9 +19,9 @@ from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.dbthread import DbResult, DbThread
+from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import utc
 from awa_tui.tui.operations import Operation
-from awa_tui.tui.panels.base import Panel
 from awa_tui.tui.panels.runtimes import attention
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
@@ -77,6 +77,7 @@ class ConsoleApp(App[None]):
         self._pending: PollData | None = None
         self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
         self.exit_reason: str | None = None
+        self.engine_log = EngineLog(self) if config.engine is not None else None
 
     # --- composition -------------------------------------------------------------------------
 
@@ -96,6 +97,8 @@ class ConsoleApp(App[None]):
         self._status()
         self.poller.start()
         self.set_interval(1.0, self._watchdog, name="watchdog")
+        if self.engine_log is not None:
+            self.engine_log.install()
         if self.config.handle_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGHUP, signal.SIGTERM):
@@ -108,8 +111,14 @@ class ConsoleApp(App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
+        if self.engine_log is not None:
+            self.engine_log.remove()
         self.reader.stop()
         self.writer.stop()
+
+    def on_engine_warning(self, message: EngineWarning) -> None:
+        if self.engine_log is not None and self.engine_log.should_show(message.text):
+            self.notify(f"engine: {message.text}", severity="warning", markup=False, timeout=10)
 
     def on_db_result(self, message: DbResult) -> None:
         message.done(message.value, message.error)
@@ -340,9 +349,6 @@ class ConsoleApp(App[None]):
     def load_audit(self, show: Callable[[Any, str | None], None]) -> None:
         client = self.client
         self.reader.submit(lambda: client.list_audit(limit=200), show)
-
-    def current_panel(self) -> Panel:
-        return self.main.panel(self.active_panel)
 
     def remember_owners(self, *sources: Any) -> None:
         """Owner names offered when adopting/transferring: from every panel that saw one."""

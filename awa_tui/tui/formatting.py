@@ -79,7 +79,3 @@ def compact_json(value: Any, width: int | None = None) -> str:
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, default=str, indent=2, sort_keys=True)
-
-
-def yes_no(value: Any) -> str:
-    return "yes" if value else "no"

@@ -87,7 +87,10 @@ def launch_console(
     from awa_tui.cli.common import fail
 
     def say(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
+        try:
+            print(message, file=sys.stderr, flush=True)
+        except OSError:  # the terminal is gone (SIGHUP): nobody to tell, carry on
+            pass
 
     try:
         config = build_config(
@@ -103,7 +106,8 @@ def launch_console(
         # Release leadership first: it is what other runtimes are waiting for.
         if config.engine is not None:
             config.engine.close()
-            say("engine stopped, leader lock released")
+            why = f" ({app.exit_reason})" if app.exit_reason not in (None, "quit") else ""
+            say(f"engine stopped{why}, leader lock released")
         config.client.close()
     if app.return_code:
         sys.exit(app.return_code)

@@ -28,9 +28,8 @@ def console_factory(seeded: str) -> Iterator[Callable[..., Any]]:
     def make(read_only: bool = False, refresh: float = 2.0, dsn: str | None = None, **config: Any) -> Any:
         client = console_client(dsn or seeded, OPERATOR, read_only)
         clients.append(client)
-        return create_app(ConsoleConfig(
-            client=client, db_label=DB_LABEL, clock=lambda: NOW, refresh=refresh, **config
-        ))
+        settings = {"db_label": DB_LABEL, "clock": lambda: NOW, "refresh": refresh, **config}
+        return create_app(ConsoleConfig(client=client, **settings))
 
     yield make
     for client in clients:

@@ -197,3 +197,13 @@ async def test_notification_text_is_not_markup(console_factory, conn):
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="dialog")
         await pilot.press("y")
         await until(pilot, lambda: any("paused [bold]odd[/bold]" in n for n in notes(app)), what="literal name")
+
+
+async def test_closing_a_screen_before_its_data_arrives_is_harmless(console_factory):
+    app = console_factory()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        for _ in range(3):
+            await pilot.press("enter", "escape", "l", "escape")
+        await settled(pilot, app)
+        assert app.is_running and len(app.screen_stack) == 1

@@ -119,3 +119,34 @@ async def test_no_color_is_respected_and_states_are_words(console_factory, monke
         assert states["cleanup.tmp-files"] == "PAUSED"
         assert states["legacy.export"] == "RETIRED"
         assert states["crm.contact-sync"] == "active, Q PAUSED"
+
+
+async def test_a_dsn_password_is_never_displayed(console_factory):
+    # Nothing listens there: the console starts, cannot connect, and says so, without the password.
+    app = console_factory(dsn="postgresql://ops:s3cret-pw@127.0.0.1:1/awa", db_label=None)
+    assert "s3cret" not in app.database and "127.0.0.1:1/awa" in app.database
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.freshness.stale, what="STALE")
+        shown = " ".join(notes(app)) + app.sub_title + str(app.main.query_one("#status-bar").render())
+        assert "cannot connect" in shown and "s3cret" not in shown
+
+
+async def test_engine_warnings_become_notifications_once(console_factory, seeded):
+    import logging
+
+    from awa_tui.engine.client import Client
+
+    engine = Client(seeded)  # not started: the console only reads its leadership and identity
+    app = console_factory(engine=engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        assert app.freshness.leader == "FOLLOWER"
+        for _ in range(3):
+            logging.getLogger("awa_tui.leader").warning("lost leadership")
+        logging.getLogger("awa_tui.worker").warning("job 7 (demo.flaky) failed: boom")
+        await until(pilot, lambda: "engine: lost leadership" in notes(app), what="engine warning")
+        await pilot.pause(0.1)
+        assert notes(app).count("engine: lost leadership") == 1
+        assert not [n for n in notes(app) if "demo.flaky" in n]
+    engine.close()
+    assert not [h for h in logging.getLogger("awa_tui").handlers if type(h).__name__ == "EngineLog"]

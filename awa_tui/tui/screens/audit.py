@@ -59,6 +59,8 @@ class AuditScreen(Screen[None]):
         self.console.load_audit(self.show)
 
     def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
+        if not self.is_attached:
+            return  # closed before its data arrived
         title = self.query_one("#audit-title", Static)
         if error:
             title.update(Text(f"Audit log: {error}"))

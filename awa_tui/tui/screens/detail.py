@@ -154,6 +154,8 @@ class DetailScreen(Screen[None]):
         self.console.load_detail(self.schedule_name, self.show)
 
     def show(self, data: dict[str, Any] | None, error: str | None) -> None:
+        if not self.is_attached:
+            return  # closed before its data arrived
         body = self.query_one("#detail-body", Static)
         if error:
             body.update(Text(f"{self.schedule_name}: {error}"))
