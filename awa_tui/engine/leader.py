@@ -37,7 +37,9 @@ class LeaderElector:
         self.application_name = application_name
         self._conn: psycopg.Connection[Any] | None = None
         self._leader = threading.Event()
-        self.changed = threading.Condition()
+        # Set on every change of leadership: the reporter writes the snapshot at once, so
+        # observers never see a stale leader flag for a whole snapshot interval.
+        self.changed = threading.Event()
 
     @property
     def is_leader(self) -> bool:
@@ -52,8 +54,7 @@ class LeaderElector:
         else:
             self._leader.clear()
             log.warning("lost leadership")
-        with self.changed:
-            self.changed.notify_all()
+        self.changed.set()
 
     def step(self) -> bool:
         """One election step: try to take the lock, or ping it if held. Returns leadership."""

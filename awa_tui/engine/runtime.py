@@ -57,8 +57,9 @@ class Runtime:
             thread.start()
             self._threads.append(thread)
 
-    def _guarded(self, what: str, step: Callable[[], float]) -> None:
-        """Run `step` until stopped; it returns how long to wait. Errors back off."""
+    def _guarded(self, what: str, step: Callable[[], float], wake: threading.Event | None = None) -> None:
+        """Run `step` until stopped; it returns how long to wait (cut short by `wake`).
+        Errors back off."""
         failures = 0
         while not self.stop_event.is_set():
             try:
@@ -72,7 +73,7 @@ class Runtime:
                 failures += 1
                 delay = min(MAX_BACKOFF_S, 0.25 * 2 ** failures)
                 log.exception("%s crashed (retry in %.1fs)", what, delay)
-            self.stop_event.wait(delay)
+            (wake or self.stop_event).wait(delay)
 
     def _sync_loop(self) -> None:
         def step() -> float:
@@ -86,10 +87,11 @@ class Runtime:
         interval = self.client.snapshot_interval.total_seconds()
 
         def step() -> float:
+            self.elector.changed.clear()
             self.client.snapshot(is_leader=self.is_leader)
             return interval
 
-        self._guarded("snapshot", step)
+        self._guarded("snapshot", step, wake=self.elector.changed)
 
     def _evaluator_loop(self) -> None:
         def step() -> float:
@@ -110,6 +112,7 @@ class Runtime:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every loop, write the final snapshot, release the leader lock."""
         self.stop_event.set()
+        self.elector.changed.set()  # wakes the reporter, which waits on leadership changes
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()

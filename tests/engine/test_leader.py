@@ -147,3 +147,20 @@ def test_kill_9_of_a_leader_mid_catch_up_loses_and_doubles_nothing(dsn: str, con
         assert seconds >= 2500
         expected = [(start + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%SZ") for s in range(1, seconds + 1)]
         assert fire_times(conn, row["name"]) == expected, row["name"]
+
+
+def test_the_snapshot_shows_leadership_at_once_not_after_a_snapshot_interval(dsn, conn):
+    runtime = Client(dsn, operator="tester@test", snapshot_interval=timedelta(seconds=60))
+    runtime.start()
+    try:
+        wait_for(lambda: runtime.is_leader, timeout=5, what="election")
+        # The interval is 60 s: only the leadership change itself can write this row now.
+        wait_for(
+            lambda: conn.execute(
+                "SELECT is_leader FROM awa.runtime_instances WHERE instance_id = %s", (runtime.identity.instance_id,)
+            ).fetchone()["is_leader"],
+            timeout=3,
+            what="is_leader in the snapshot row",
+        )
+    finally:
+        runtime.close()
