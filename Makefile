@@ -9,14 +9,16 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install run console test lint screenshots bench
+.PHONY: install run run-headless test lint screenshots bench
 install: $(BIN)/.installed
 
+# The console, leading an in-process scheduler on the demo schedules.
 run: install
-	$(BIN)/awa-tui run --demo
-
-console: install
 	$(BIN)/awa-tui --lead --demo
+
+# The same scheduler without the console, logging fires and jobs.
+run-headless: install
+	$(BIN)/awa-tui run --demo
 
 # PNG + SVG of each console panel and dialog, from a seeded scratch database
 # (AWA_TEST_DATABASE_URL's server, else the embedded Postgres). PNGs need rsvg-convert.

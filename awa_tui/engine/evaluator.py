@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -187,18 +188,15 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
     return FirePlan(row["name"], last, fires, following, expr, zone), following
 
 
-def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[FiredJob]:
-    """CAS-mark every planned schedule and insert its jobs, in one statement (S11)."""
-    if not plans:
-        return []
-    plans = sorted(plans, key=lambda p: p.name)
+def _batch_params(plans: list[FirePlan]) -> dict[str, str]:
+    """Parameters of FIRE_BATCH_SQL for plans already sorted by name (lock order)."""
     fire_names: list[str] = []
     fire_iso: list[str] = []
     for plan in plans:
         for fire in plan.fires:
             fire_names.append(plan.name)
             fire_iso.append(iso_utc(fire.at))
-    params = {
+    return {
         "names": _array(p.name for p in plans),
         "expected": _array(p.expected for p in plans),
         "new_last": _array(p.fires[-1].at for p in plans),
@@ -208,10 +206,56 @@ def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[Fir
         "fire_names": _array(fire_names),
         "fire_iso": _array(fire_iso),
     }
+
+
+def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str]) -> list[FiredJob]:
     # Never prepared: after ten runs Postgres would switch to a generic plan that cannot
     # see the batch size and turns a 0.1 s chunk into 1 s (bench/README.md, profiles).
     rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
     return [FiredJob(r["id"], r["name"], r["fire_time"]) for r in rows]
+
+
+def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[FiredJob]:
+    """CAS-mark every planned schedule and insert its jobs, in one statement (S11)."""
+    if not plans:
+        return []
+    return _run_batch(conn, _batch_params(sorted(plans, key=lambda p: p.name)))
+
+
+class _BatchSender:
+    """Fires the chunks of one pass in order, one statement (one transaction) each.
+
+    With `overlap`, a helper thread executes chunk k while the pass thread plans chunk
+    k+1: a 100k pass is ~1 s of Python and ~1.6 s of database time, which no longer add
+    up. The connection is used by one thread at a time, and chunk k+1 is sent only after
+    chunk k succeeded, so a failing chunk still ends the pass at once."""
+
+    def __init__(self, conn: psycopg.Connection[Any], result: PassResult, overlap: bool) -> None:
+        self.conn = conn
+        self.result = result
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="awa-fire") if overlap else None
+        self.pending: tuple[Future[list[FiredJob]], int] | None = None
+
+    def send(self, plans: list[FirePlan]) -> None:
+        params = _batch_params(sorted(plans, key=lambda p: p.name))
+        self.wait()
+        if self.pool is None:
+            self._record(_run_batch(self.conn, params), len(plans))
+        else:
+            self.pending = (self.pool.submit(_run_batch, self.conn, params), len(plans))
+
+    def wait(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            self._record(pending[0].result(), pending[1])
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+
+    def _record(self, jobs: list[FiredJob], planned: int) -> None:
+        self.result.jobs.extend(jobs)
+        self.result.lost_races += planned - len({j.name for j in jobs})
 
 
 def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any], datetime]]) -> None:
@@ -244,33 +288,32 @@ def evaluate(
     result.examined = len(rows)
     plans: list[FirePlan] = []
     hints: list[tuple[dict[str, Any], datetime]] = []
-
-    def fire(part: list[FirePlan]) -> None:
-        jobs = fire_batch(conn, part)
-        result.jobs.extend(jobs)
-        result.lost_races += len(part) - len({j.name for j in jobs})
-
-    for row in rows:
-        try:
-            plan, hint = plan_fires(row, now, catch_up_limit)
-        except Exception as exc:  # S15: a bad row never stops the others
-            message = f"schedule {row['name']!r} skipped: {exc}"
-            log.error(message)
-            result.errors.append(message)
-            continue
-        if plan is None:
-            if row["next_fire_at"] is None:
-                hints.append((row, hint))
-            continue
-        plans.append(plan)
-        result.planned += 1
-        if len(plans) >= chunk:
-            # Fire each chunk as soon as it is planned: with 100k due, the first jobs
-            # commit while the rest are still being computed.
-            fire(plans)
-            plans = []
-    if plans:
-        fire(plans)
+    sender = _BatchSender(conn, result, overlap=len(rows) > chunk)
+    try:
+        for row in rows:
+            try:
+                plan, hint = plan_fires(row, now, catch_up_limit)
+            except Exception as exc:  # S15: a bad row never stops the others
+                message = f"schedule {row['name']!r} skipped: {exc}"
+                log.error(message)
+                result.errors.append(message)
+                continue
+            if plan is None:
+                if row["next_fire_at"] is None:
+                    hints.append((row, hint))
+                continue
+            plans.append(plan)
+            result.planned += 1
+            if len(plans) >= chunk:
+                # Fire each chunk as soon as it is planned: with 100k due, the first jobs
+                # commit while the rest are still being computed.
+                sender.send(plans)
+                plans = []
+        if plans:
+            sender.send(plans)
+        sender.wait()
+    finally:
+        sender.close()
     write_hints(conn, hints)
     refresh_planner_stats(conn, result.planned + len(hints))
     return result

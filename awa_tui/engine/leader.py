@@ -45,7 +45,7 @@ class LeaderElector:
     def is_leader(self) -> bool:
         return self._leader.is_set()
 
-    def _set(self, leader: bool) -> None:
+    def _set(self, leader: bool, *, released: bool = False) -> None:
         if leader == self._leader.is_set():
             return
         if leader:
@@ -53,7 +53,10 @@ class LeaderElector:
             log.info("became leader")
         else:
             self._leader.clear()
-            log.warning("lost leadership")
+            if released:
+                log.info("released leadership")
+            else:
+                log.warning("lost leadership")
         self.changed.set()
 
     def step(self) -> bool:
@@ -133,5 +136,5 @@ class LeaderElector:
                 self._execute("SELECT pg_advisory_unlock(%s)", (LEADER_LOCK_KEY,))
             except (psycopg.Error, AwaError):
                 pass
-        self._set(False)
+        self._set(False, released=True)
         self._drop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +22,9 @@ def scale(request: pytest.FixtureRequest) -> int:
 def summary(request: pytest.FixtureRequest) -> Iterator[Summary]:
     """The scenario's line of the summary table, written when the test passes or fails."""
     line = Summary(scenario=request.node.name.removeprefix("test_"))
+    started = time.monotonic()
     yield line
+    line.seconds = line.seconds or time.monotonic() - started
     outcome = request.node.stash.get(OUTCOME, "error")
     if outcome != "passed":
         line.notes = f"{outcome.upper()} {line.notes}".strip()

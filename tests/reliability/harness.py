@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -291,20 +290,6 @@ def first_fire_after(conn: psycopg.Connection[Any], after: datetime, exclude_app
     return row["at"] if row else None
 
 
-def max_insert_gap(conn: psycopg.Connection[Any], start: datetime, end: datetime) -> float:
-    """Longest stretch (seconds) with no fire inserted, between two instants."""
-    row = conn.execute(
-        """
-        WITH t AS (SELECT DISTINCT at FROM rel.job_origin WHERE at BETWEEN %(s)s AND %(e)s
-                   UNION SELECT %(s)s UNION SELECT %(e)s)
-        SELECT coalesce(max(extract(epoch FROM gap)), 0) AS gap
-        FROM (SELECT at - lag(at) OVER (ORDER BY at) AS gap FROM t) g
-        """,
-        {"s": start, "e": end},
-    ).fetchone()
-    return float(row["gap"]) if row else 0.0
-
-
 @dataclass
 class FireCheck:
     """The fires of a set of schedules, checked against what was due."""
@@ -544,11 +529,3 @@ def record(summary: Summary) -> None:
     path = RESULTS_DIR / f".{session}-{summary.scenario}-{os.getpid()}-{random.randrange(1 << 30)}.json"
     path.write_text(json.dumps(asdict(summary), default=str))
 
-
-class Stopwatch:
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import zoneinfo
+from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -103,9 +105,22 @@ def _rows(conn: psycopg.Connection[Any]) -> int:
     return int(row["n"]) if row else 0
 
 
+EXAMPLES: Counter[str] = Counter()  # cases run, per outcome, for the summary table
+
+
 def _note(text: str) -> None:
+    EXAMPLES[text.split(":")[0]] += 1
     if currently_in_test_context():
         event(text)  # the sweep's statistics (--hypothesis-show-statistics)
+
+
+@pytest.fixture
+def sweep_summary(summary: Summary) -> Iterator[Summary]:
+    """The sweep's line: how many generated cases ended refused, and how many fired."""
+    EXAMPLES.clear()
+    yield summary
+    summary.runs = sum(EXAMPLES.values())
+    summary.notes = ", ".join(f"{n} {k}" for k, n in sorted(EXAMPLES.items())) + "; no crash, nothing half-written"
 
 
 def definition_outcome(dsn: str, conn: psycopg.Connection[Any], **definition: Any) -> str:
@@ -156,20 +171,22 @@ def _same_json(a: Any, b: Any) -> bool:
 
 @sweep(120)
 @given(name=TEXT, kind=TEXT, queue=TEXT)
-def test_names_sweep(dsn: str, conn: psycopg.Connection[Any], name: str, kind: str, queue: str) -> None:
+def test_names_sweep(dsn: str, conn: psycopg.Connection[Any], sweep_summary: Summary, name: str, kind: str,
+                     queue: str) -> None:
     definition_outcome(dsn, conn, name=name, kind=kind, queue=queue)
 
 
 @sweep(150)
 @given(cron_expr=CRON, timezone=ZONES, policy=st.sampled_from(["coalesce", "catch_up"]))
-def test_cron_and_zone_sweep(dsn: str, conn: psycopg.Connection[Any], cron_expr: str, timezone: str,
-                             policy: str) -> None:
+def test_cron_and_zone_sweep(dsn: str, conn: psycopg.Connection[Any], sweep_summary: Summary, cron_expr: str,
+                             timezone: str, policy: str) -> None:
     definition_outcome(dsn, conn, cron_expr=cron_expr, timezone=timezone, missed_fire_policy=policy)
 
 
 @sweep(120)
 @given(args=OBJECTS, metadata=OBJECTS, tags=st.just([]) | st.lists(TEXT, max_size=22))
-def test_json_sweep(dsn: str, conn: psycopg.Connection[Any], args: Any, metadata: Any, tags: list[str]) -> None:
+def test_json_sweep(dsn: str, conn: psycopg.Connection[Any], sweep_summary: Summary, args: Any, metadata: Any,
+                    tags: list[str]) -> None:
     definition_outcome(dsn, conn, args=args, metadata=metadata, tags=tags)
 
 
@@ -208,6 +225,7 @@ def command_lines(draw: st.DrawFn) -> list[str | bytes]:
 
 def _check_cli(argv: list[str | bytes], env: dict[str, str]) -> None:
     out = run_cli(argv, env)
+    EXAMPLES[f"exit {out.code}"] += 1
     assert "Traceback" not in out.stderr, out.describe()
     assert out.code in (0, 1, 2), out.describe()
     if out.code != 0:
@@ -216,7 +234,7 @@ def _check_cli(argv: list[str | bytes], env: dict[str, str]) -> None:
 
 @sweep(6, phases=[Phase.explicit, Phase.reuse, Phase.generate])  # shrinking subprocess batches takes minutes
 @given(batch=st.lists(command_lines(), min_size=6, max_size=6))
-def test_cli_random_arguments(dsn: str, tmp_path: Path, batch: list[list[str | bytes]]) -> None:
+def test_cli_random_arguments(dsn: str, tmp_path: Path, sweep_summary: Summary, batch: list[list[str | bytes]]) -> None:
     env = {"AWA_DATABASE_URL": dsn, "AWA_EMBEDDED_HOME": str(tmp_path / "embedded"), "COLUMNS": "100"}
     with ThreadPoolExecutor(3) as pool:
         for future in [pool.submit(_check_cli, argv, env) for argv in batch]:

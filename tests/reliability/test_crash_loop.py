@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import wait_for
 
 from .harness import (
@@ -24,6 +25,9 @@ from .harness import (
     pause,
     settle,
 )
+
+# Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
+pytestmark = pytest.mark.slow
 
 RUNTIMES = 3
 SCHEDULES = 200

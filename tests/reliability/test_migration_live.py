@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 from helpers import wait_for
 
 from awa_tui.engine import migrations
@@ -24,6 +25,9 @@ from .harness import (
     pause,
     settle,
 )
+
+# Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
+pytestmark = pytest.mark.slow
 
 SCHEDULES = 200
 MIGRATIONS = 12

@@ -26,6 +26,9 @@ from .harness import (
     settle,
 )
 
+# Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
+pytestmark = pytest.mark.slow
+
 SCHEDULES = 40
 DECLARED_BY_ALPHA = 10  # the authoritative owner's manifest: the first ten names
 OPERATORS = 3

@@ -30,6 +30,9 @@ from .harness import (
     settle,
 )
 
+# Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
+pytestmark = pytest.mark.slow
+
 SCHEDULES = 50
 STORM_S = 10.0
 OPERATORS = 4

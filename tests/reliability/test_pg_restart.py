@@ -37,6 +37,9 @@ from .harness import (
     settle,
 )
 
+# Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
+pytestmark = pytest.mark.slow
+
 SERVER_FLAGS = ("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
 SCHEDULES = 50
 DBNAME = "awa_rel"
