@@ -19,13 +19,12 @@ from awa_tui.cli.common import (
     make_client,
     out,
 )
-from awa_tui.cli.cron import cron_app
+from awa_tui.cli.cron import NameArg, cron_app
 from awa_tui.engine.manifest import short_hash
 
 owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
 app.add_typer(owner_app, name="owner")
 
-NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
 OwnerArg = Annotated[str, typer.Argument(help="Owner name (e.g. billing).")]
 
 

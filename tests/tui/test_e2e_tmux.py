@@ -49,6 +49,11 @@ class Terminal:
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", self.session)
 
+    def history(self) -> str:
+        """The screen and its scrollback: what a process printed as it exited may have
+        scrolled off (tmux adds its 'Pane is dead' line below it)."""
+        return self.tmux("capture-pane", "-p", "-S", "-", "-t", self.session)
+
     def wait_screen(self, text: str, timeout: float = 30.0) -> str:
         return wait_for(lambda: text in (s := self.screen()) and s, timeout=timeout, what=f"{text!r} on screen")
 
@@ -100,7 +105,7 @@ def test_pause_through_the_dialog_then_quit_releases_leadership(terminal, dsn, c
     assert leader_locks(conn) == 0
     stopped = conn.execute("SELECT stopped_at FROM awa.runtime_instances").fetchone()
     assert stopped["stopped_at"] is not None  # a clean stop wrote its final snapshot
-    assert "leader lock released" in terminal.screen()
+    assert "leader lock released" in terminal.history()
 
 
 @pytest.mark.parametrize("how", ["terminal lost (SIGHUP)", "SIGTERM"])

@@ -3,21 +3,9 @@ ways to read the screen and the database."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
-
-async def until(pilot: Any, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    """Let the app run until `predicate()` is truthy (pilot waits, never time.sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await pilot.pause(0.02)
+from helpers import until
 
 
 async def settled(pilot: Any, app: Any) -> None:
