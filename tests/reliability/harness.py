@@ -497,13 +497,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def unix_socket_of(dsn: str) -> str:
-    """The socket path a libpq DSN with host=<dir> points at."""
+def upstream_of(dsn: str) -> str | tuple[str, int]:
+    """Where a libpq DSN points: a Unix socket path (host=<dir>) or a (host, port) pair."""
     info = psycopg.conninfo.conninfo_to_dict(dsn)
     host, port = str(info.get("host") or "/tmp"), str(info.get("port") or 5432)
-    if not host.startswith("/"):
-        raise ValueError(f"not a Unix-socket DSN: {host}")
-    return f"{host}/.s.PGSQL.{port}"
+    if host.startswith("/"):
+        return f"{host}/.s.PGSQL.{port}"
+    return (host, int(port))
 
 
 # --- the summary table ----------------------------------------------------------------------

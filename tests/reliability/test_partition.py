@@ -31,7 +31,7 @@ from .harness import (
     pause,
     settle,
     terminate_sessions,
-    unix_socket_of,
+    upstream_of,
 )
 
 SCHEDULES = 50
@@ -105,7 +105,7 @@ def test_partition_blackhole(dsn: str, log_dir: Path, scale: int, summary: Summa
     conn = connect(dsn)
     install_job_origin(conn)
     dbname = conn.info.dbname
-    proxy = TcpProxy(unix_socket_of(dsn))
+    proxy = TcpProxy(upstream_of(dsn))
     bound = leader_mod.PING_INTERVAL_S + leader_mod.PING_TIMEOUT_S + 1.5
     gave_up: list[float] = []
     failovers: list[float] = []
@@ -179,7 +179,7 @@ def test_blackholed_lock_connection_fails_its_ping_within_the_timeout(dsn: str) 
     """Regression: a leader whose network went silent used to block in its ping forever,
     still believing it led (S8). Now a watchdog fails the ping after PING_TIMEOUT_S."""
     conn = connect(dsn)
-    proxy = TcpProxy(unix_socket_of(dsn))
+    proxy = TcpProxy(upstream_of(dsn))
     elector = leader_mod.LeaderElector(proxy.dsn(conn.info.dbname), application_name="rel-elector leader")
     try:
         assert elector.step()
