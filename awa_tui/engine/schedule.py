@@ -351,6 +351,8 @@ def _check_unicode(fname: str, value: str) -> None:
 def _check_json_object(fname: str, value: object) -> None:
     if not isinstance(value, dict):
         raise ValidationError(f"{fname}: must be a JSON object (dict), got {_short(value)}")
+    if not value:
+        return  # {} (the default args and metadata): nothing to encode, 100k times at startup
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:

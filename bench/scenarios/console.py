@@ -32,6 +32,7 @@ def run(server: Server, sizes: list[int], report: Report) -> None:
         size = f"{n:,} schedules"
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "console.json"
+            # tests/ on the path too: the script's helpers import the suite's own helpers.
             env = {**os.environ, "AWA_TEST_DATABASE_URL": server.admin_dsn}
             proc = subprocess.run([sys.executable, str(SCRIPT), "--schedules", str(n), "--json", str(out)],
                                   cwd=BENCH_DIR.parent, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -40,16 +41,18 @@ def run(server: Server, sizes: list[int], report: Report) -> None:
                 report.add(Row("console", size, "error", "", None, "", False, note=tail[0][:200]))
                 continue
             r = json.loads(out.read_text())
-        paint, stall, rss = r.get("first_paint_s"), r.get("loop_stall_ms_max"), r.get("rss_mb")
+        paint, rss = r.get("first_paint_s"), r.get("rss_mb")
+        stall = r.get("refresh_stall_ms_max", r.get("loop_stall_ms_max"))
         report.add(Row("console", size, "first paint", f"< {FIRST_PAINT_S:g} s", paint, "s",
                        paint is not None and paint < FIRST_PAINT_S))
         report.add(Row("console", size, "refresh handler p50", "", r.get("refresh_apply_ms_median"), "ms"))
         report.add(Row("console", size, "refresh handler max", "", r.get("refresh_apply_ms_max"), "ms"))
-        report.add(Row("console", size, "UI loop stall max", f"< {REFRESH_MS:g} ms", stall, "ms",
+        report.add(Row("console", size, "UI stall per refresh p50", "", r.get("refresh_stall_ms_median"), "ms"))
+        report.add(Row("console", size, "UI stall per refresh max", f"< {REFRESH_MS:g} ms", stall, "ms",
                        stall is not None and stall < REFRESH_MS))
         report.add(Row("console", size, "refresh fetch p50 (reader thread)", "", r.get("refresh_fetch_ms_median"),
                        "ms"))
         report.add(Row("console", size, "RSS", f"< {RSS_MB:g} MB", rss, "MB", rss is not None and rss < RSS_MB))
     report.note("console: tests/tui/perf_console.py in its own process (headless run_test, page of "
-                "1000 rows, 2% of schedules change between refreshes); UI loop stall = longest event-loop "
-                "block while refreshing (handler + layout + paint)")
+                "1000 rows, 2% of schedules change between refreshes); UI stall = longest event-loop block "
+                "in each refresh (handler + layout + paint)")

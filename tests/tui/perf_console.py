@@ -24,7 +24,9 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parent)]
+# Run as a script: the repo (awa_tui), tests/ (helpers) and tests/tui (tui_helpers) on the path.
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, last_enqueued_at, next_fire_at,
