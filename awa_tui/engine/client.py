@@ -28,8 +28,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # The leader reconciles owners at this cadence (monotonic seconds), not every pass: the
 # evidence windows it works with are at least 30 s long.
 RECONCILE_INTERVAL_S = 5.0
-# ... and rescues jobs stranded by dead workers at this cadence.
-RESCUE_INTERVAL_S = 10.0
+# ... and keeps house at this cadence: rescues jobs stranded by dead workers, prunes
+# snapshot rows of runtimes long gone.
+HOUSEKEEPING_INTERVAL_S = 10.0
 
 
 def package_version() -> str:
@@ -91,7 +92,7 @@ class Client:
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self._next_reconcile = 0.0
-        self._next_rescue = 0.0
+        self._next_housekeeping = 0.0
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
@@ -177,9 +178,13 @@ class Client:
         """What the leader does every second: evaluate, and reconcile owners every
         RECONCILE_INTERVAL_S. A failed reconciliation is logged and never stops firing."""
         self.evaluate()
-        if time.monotonic() >= self._next_rescue:
-            self._next_rescue = time.monotonic() + RESCUE_INTERVAL_S
-            self.rescue_orphaned_jobs()
+        if time.monotonic() >= self._next_housekeeping:
+            self._next_housekeeping = time.monotonic() + HOUSEKEEPING_INTERVAL_S
+            try:
+                self.rescue_orphaned_jobs()
+                self.prune_runtimes()
+            except AwaError as exc:  # housekeeping never delays the next evaluation
+                log.warning("housekeeping failed: %s", exc)
         if time.monotonic() >= self._next_reconcile:
             self._next_reconcile = time.monotonic() + RECONCILE_INTERVAL_S
             try:
@@ -190,6 +195,12 @@ class Client:
                         log.info("reconciled %s", reconcile.describe(result))
             except AwaError as exc:
                 log.warning("reconciliation failed: %s", exc)
+
+    def prune_runtimes(self) -> int:
+        """Delete snapshot rows of runtimes stopped or silent for over a day."""
+        ops.require_writable(self.read_only, "prune runtimes")
+        with self.db.connection() as conn:
+            return reporter.prune_runtimes(conn)
 
     def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
         """Return jobs left running by a stopped or stale runtime to the queue."""

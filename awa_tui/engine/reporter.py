@@ -106,3 +106,18 @@ def write_snapshot(
             evidence = agreement.record_evidence(conn, state)
             published["agreement_since"] = evidence.since
     return published
+
+
+# Rows of runtimes that stopped or fell silent this long ago are history, not evidence:
+# every freshness window (S21) and grace period is far shorter.
+RUNTIME_RETENTION = timedelta(hours=24)
+
+
+def prune_runtimes(conn: psycopg.Connection[Any], keep: timedelta = RUNTIME_RETENTION) -> int:
+    """Delete snapshot rows of runtimes gone for longer than `keep`; returns how many."""
+    rows = conn.execute(
+        "DELETE FROM awa.runtime_instances WHERE coalesce(stopped_at, last_seen_at) < now() - %s "
+        "RETURNING instance_id",
+        (keep,),
+    ).fetchall()
+    return len(rows)

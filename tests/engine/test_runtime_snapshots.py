@@ -77,3 +77,28 @@ def test_read_only_client_writes_no_snapshot(dsn: str, conn: Any) -> None:
     observer.snapshot()
     assert conn.execute("SELECT count(*) AS n FROM awa.runtime_instances").fetchone() == {"n": 0}
     observer.close()
+
+
+def test_rows_of_runtimes_gone_for_over_a_day_are_pruned_and_recent_ones_kept(dsn, conn, client):
+    runtimes = {label: Client(dsn, operator="tester@test") for label in ("stopped-old", "silent-old", "stopped-new")}
+    for runtime in runtimes.values():
+        runtime.snapshot()
+    ids = {label: runtime.identity.instance_id for label, runtime in runtimes.items()}
+    conn.execute(
+        "UPDATE awa.runtime_instances SET stopped_at = now() - interval '25 hours' WHERE instance_id = %s",
+        (ids["stopped-old"],),
+    )
+    conn.execute(
+        "UPDATE awa.runtime_instances SET last_seen_at = now() - interval '25 hours' WHERE instance_id = %s",
+        (ids["silent-old"],),
+    )
+    conn.execute(
+        "UPDATE awa.runtime_instances SET stopped_at = now() - interval '23 hours' WHERE instance_id = %s",
+        (ids["stopped-new"],),
+    )
+
+    assert client.prune_runtimes() == 2
+    left = {r["instance_id"] for r in conn.execute("SELECT instance_id FROM awa.runtime_instances").fetchall()}
+    assert left == {ids["stopped-new"]}
+    for runtime in runtimes.values():
+        runtime.db.close_all()
