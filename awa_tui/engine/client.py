@@ -89,6 +89,7 @@ class Client:
             retire_grace=retire_grace if authoritative else None,
         )
         self._runtime: Any = None
+        self._close_lock = threading.Lock()
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self._next_reconcile = 0.0
@@ -316,18 +317,22 @@ class Client:
             self.close()
 
     def close(self) -> None:
-        """Stop the loops (final snapshot, leader lock released) and close connections."""
-        runtime, self._runtime = self._runtime, None
-        if runtime is not None:
-            runtime.stop()
-        elif self._declared:
-            # A clean close ends the declaration at once; a dead runtime just goes stale.
-            try:
-                self.snapshot(stopped=True)
-            except AwaError as exc:
-                log.warning("final snapshot failed: %s", exc)
-        self._declared = False
-        self.db.close_all()
+        """Stop the loops (final snapshot, leader lock released) and close connections.
+
+        Safe from several threads at once (a signal handler and a `finally`): the first
+        caller does the work, the others wait until it is done."""
+        with self._close_lock:
+            runtime, self._runtime = self._runtime, None
+            if runtime is not None:
+                runtime.stop()
+            elif self._declared:
+                # A clean close ends the declaration at once; a dead runtime just goes stale.
+                try:
+                    self.snapshot(stopped=True)
+                except AwaError as exc:
+                    log.warning("final snapshot failed: %s", exc)
+            self._declared = False
+            self.db.close_all()
 
     def __enter__(self) -> Client:
         return self

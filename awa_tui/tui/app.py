@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,12 +106,17 @@ class ConsoleApp(App[None]):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
     def _exit_on_signal(self, sig: int) -> None:
-        # The terminal is gone or we are told to stop: no question, leave cleanly (the
-        # launcher then releases the leader lock).
+        # The terminal is gone or we are told to stop: no question, leave cleanly.
         self.exit_reason = signal.Signals(sig).name
+        if self.engine is not None:
+            # Release leadership now rather than after the UI's teardown, which can stall
+            # when the terminal is gone; other runtimes are waiting for the lock. The
+            # launcher's own close() then just waits for this one.
+            threading.Thread(target=self.engine.close, name="awa-release", daemon=True).start()
         self.exit()
 
     def on_unmount(self) -> None:
+        self.poller.stop()
         if self.engine_log is not None:
             self.engine_log.remove()
         self.reader.stop()
@@ -180,9 +186,12 @@ class ConsoleApp(App[None]):
         self.freshness.attention = attention(runtimes)
         self.remember_owners(r.get("owner") for r in runtimes)
         self.freshness.leader = self._leader_badge()
-        self.main.panel("runtimes").show(runtimes, data.now)
+        shown = [(self.main.panel("runtimes"), runtimes)]
         if data.panel_id != "runtimes":
-            self.main.panel(data.panel_id).show(data.data, data.now)
+            shown.append((self.main.panel(data.panel_id), data.data))
+        for panel, rows in shown:
+            if panel.ready():
+                panel.show(rows, data.now)
         self._status()
         self.apply_times.append(time.perf_counter() - started)
 

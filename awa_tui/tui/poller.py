@@ -39,6 +39,7 @@ class Poller:
         self.interval = interval
         self.failures = 0
         self.in_flight = False
+        self.stopped = False
         self.started_at = 0.0
         self.last_ok: float | None = None  # monotonic time of the last good fetch
         self.last_elapsed = 0.0  # seconds the last fetch took on the reader thread
@@ -77,13 +78,23 @@ class Poller:
                 return running
         return None
 
+    def stop(self) -> None:
+        """No more fetches: the app is closing (a late timer must not touch its screens)."""
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.stop()
+
     def _schedule(self, delay: float) -> None:
+        if self.stopped:
+            return
         if self._timer is not None:
             self._timer.stop()
         # A zero-delay Textual timer divides by zero when stopped; 10 ms is "now".
         self._timer = self.app.set_timer(max(delay, 0.01), self._fire, name="poll")
 
     def _fire(self) -> None:
+        if self.stopped or not self.app.screen_stack:  # fired during the app's teardown
+            return
         if self.in_flight:
             self._again = True
             return
@@ -93,6 +104,8 @@ class Poller:
 
     def _done(self, value: Any, error: str | None) -> None:
         self.in_flight = False
+        if self.stopped:  # the answer arrived while the app was closing
+            return
         elapsed = self.last_elapsed = time.monotonic() - self.started_at
         if error is None:
             self.failures = 0

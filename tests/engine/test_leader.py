@@ -164,3 +164,21 @@ def test_the_snapshot_shows_leadership_at_once_not_after_a_snapshot_interval(dsn
         )
     finally:
         runtime.close()
+
+
+def test_close_from_two_threads_at_once_releases_once_and_both_return(dsn, conn):
+    """The console closes its engine from a signal handler and from its `finally` together."""
+    import threading
+
+    runtime = Client(dsn, operator="tester@test")
+    runtime.start()
+    wait_for(lambda: runtime.is_leader, timeout=5, what="election")
+    closers = [threading.Thread(target=runtime.close) for _ in range(2)]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join(15)
+    assert not any(c.is_alive() for c in closers)
+    assert _lock_holder(conn) is None
+    row = conn.execute("SELECT health, stopped_at FROM awa.runtime_instances").fetchone()
+    assert row["health"] == "stopped" and row["stopped_at"] is not None

@@ -40,6 +40,11 @@ class Panel(Vertical):
     def table(self) -> KeyedTable:
         return self.query_one(KeyedTable)
 
+    def ready(self) -> bool:
+        """Composed and mounted. The first poll can land before a panel is (start-up on a
+        fast database); such a result is skipped, and the next refresh fills the panel."""
+        return self.is_mounted and bool(self.query(".panel-title"))
+
     def title_line(self, text: Text | str) -> None:
         self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
 
