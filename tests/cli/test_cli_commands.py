@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +91,15 @@ def test_cron_next_shows_zone_utc_and_dst_marks(dsn: str, schedules: Client) -> 
         "  2025-03-09 03:00:00 EDT (UTC-0400)  2025-03-09T07:00:00Z"
         "  [DST gap: this wall time does not exist; fires at the end of the gap]"
     )
-    # Without --after: the next five fires from now (DB time), one minute apart.
+    # Without --after: the next five fires from now (DB time), one minute apart. The CLI's
+    # "now" lies between these two readings, so the first fire is after `before` and at
+    # most a minute after `after`.
+    before = schedules.db_time()
     upcoming = awa_json("cron", "next", "every-minute", "-n", "5", "--dsn", dsn)
+    after = schedules.db_time()
     instants = [datetime.fromisoformat(f["utc"]) for f in upcoming]
     assert len(instants) == 5 and all((b - a).total_seconds() == 60 for a, b in itertools.pairwise(instants))
-    assert instants[0] > schedules.db_time()
+    assert before < instants[0] <= after + timedelta(minutes=1)
 
 
 def test_cron_pause_resume_trigger_remove(dsn: str, schedules: Client, conn: psycopg.Connection[Any]) -> None:
