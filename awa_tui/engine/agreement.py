@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.freshness import FRESH_MIN, fresh_sql
+from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.manifest import PROTOCOL_VERSION, short_hash
 from awa_tui.engine.sync import DEFINITION_COLUMNS
 
@@ -25,7 +25,7 @@ DEFAULT_RETIRE_GRACE = timedelta(minutes=10)  # for a declaration that stored no
 FRESH_RUNTIMES_SQL = f"""
 SELECT instance_id, hostname, pid, version, protocol_version, owner, authoritative,
        manifest_hash, retire_grace, snapshot_interval, last_seen_at,
-       greatest(interval '30 seconds', 3 * snapshot_interval) AS fresh_window
+       {fresh_window_sql()} AS fresh_window
 FROM awa.runtime_instances
 WHERE {fresh_sql("%(now)s::timestamptz")}
 ORDER BY last_seen_at DESC, instance_id

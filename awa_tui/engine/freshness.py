@@ -9,12 +9,15 @@ from datetime import timedelta
 FRESH_MIN = timedelta(seconds=30)
 
 
+def fresh_window_sql(alias: str = "") -> str:
+    """max(30 s, 3 x snapshot_interval) of a runtime row, as SQL."""
+    r = f"{alias}." if alias else ""
+    return f"greatest(interval '{int(FRESH_MIN.total_seconds())} seconds', 3 * {r}snapshot_interval)"
+
+
 def fresh_sql(now_sql: str = "now()", alias: str = "") -> str:
     """The S21 freshness predicate over awa.runtime_instances, for embedding in queries.
 
     `now_sql` is trusted SQL (a parameter placeholder or now()), never user input."""
     r = f"{alias}." if alias else ""
-    return (
-        f"({r}stopped_at IS NULL AND {now_sql} - {r}last_seen_at"
-        f" <= greatest(interval '30 seconds', 3 * {r}snapshot_interval))"
-    )
+    return f"({r}stopped_at IS NULL AND {now_sql} - {r}last_seen_at <= {fresh_window_sql(alias)})"

@@ -521,6 +521,13 @@ class Summary:
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def count(self, check: Any, *, losses: bool = True) -> None:
+        """Copy a fire check's counts into the table row. `losses=False` where gaps are
+        expected by design (a restore skips the retired period, S28)."""
+        self.fires_checked = check.fires
+        self.duplicates = len(check.duplicates)
+        self.losses = len(check.losses) if losses else 0
+
 
 def record(summary: Summary) -> None:
     """Write one scenario line for the end-of-run table (collected across xdist workers)."""

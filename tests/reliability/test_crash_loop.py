@@ -83,9 +83,7 @@ def test_leader_crash_loop(dsn: str, log_dir: Path, scale: int, summary: Summary
         logs = f.logs()
     check = check_fires(conn, f.names, f.expr, end)
     summary.runs = kills
-    summary.fires_checked = check.fires
-    summary.duplicates = len(check.duplicates)
-    summary.losses = len(check.losses)
+    summary.count(check)
     summary.max_failover_s = max(failovers)
     summary.seconds = time.monotonic() - started
     summary.extra = {"failovers_s": failovers, "fire_gaps_s": fire_gaps, "seed": seed}

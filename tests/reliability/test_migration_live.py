@@ -77,9 +77,7 @@ def test_migration_beside_live_leader(dsn: str, log_dir: Path, scale: int, summa
         logged = [line for p in f.procs for line in p.log().splitlines() if "deadlock" in line.lower()]
     check = check_fires(conn, f.names, f.expr, end)
     summary.runs = rounds
-    summary.fires_checked = check.fires
-    summary.duplicates = len(check.duplicates)
-    summary.losses = len(check.losses)
+    summary.count(check)
     summary.seconds = time.monotonic() - started
     summary.notes = f"deadlocks: {len(deadlocks)} in migrations, {len(logged)} in runtimes; " \
                     f"slowest migration {max(durations, default=0):.2f}s"

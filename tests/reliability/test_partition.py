@@ -46,9 +46,7 @@ def _finish(conn: Any, f: Fleet, summary: Summary) -> None:
     wait_for(lambda: caught_up(conn, f.names, end), 60, what="every schedule caught up")
     statuses = f.stop_all()
     check = check_fires(conn, f.names, f.expr, end)
-    summary.fires_checked = check.fires
-    summary.duplicates = len(check.duplicates)
-    summary.losses = len(check.losses)
+    summary.count(check)
     assert check.ok, check.describe()
     assert set(statuses.values()) == {0}, f"unclean stop: {statuses}\n{f.logs()}"
     problems = f.problems()

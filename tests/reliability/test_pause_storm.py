@@ -115,9 +115,7 @@ def test_pause_storm(dsn: str, log_dir: Path, scale: int, summary: Summary) -> N
     errors = [e for op in operators for e in op.errors]
     check = check_fires(conn, f.names, f.expr, end)
     summary.runs = actions
-    summary.fires_checked = check.fires
-    summary.duplicates = len(check.duplicates)
-    summary.losses = len(check.losses)
+    summary.count(check)
     summary.seconds = time.monotonic() - started
     summary.notes = f"{actions} pause/resume actions in {STORM_S * scale:.0f}s; fires on paused rows: {len(refused)}"
     assert not refused, "\n".join(refused[:10])

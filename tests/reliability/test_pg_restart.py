@@ -128,9 +128,7 @@ async def test_postgres_restart(
         problems = f.problems()
     check = check_fires(conn, f.names, f.expr, end)
     summary.runs = restarts
-    summary.fires_checked = check.fires
-    summary.duplicates = len(check.duplicates)
-    summary.losses = len(check.losses)
+    summary.count(check)
     summary.max_failover_s = max(recoveries)
     summary.seconds = time.monotonic() - started
     summary.notes = (f"max failover = server back -> first fire; outages 2-4 s, fast and immediate shutdowns; "
