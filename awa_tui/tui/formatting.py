@@ -8,7 +8,7 @@ from typing import Any
 
 
 def clip(text: str, width: int) -> str:
-    """Cut `text` to `width` cells with an ellipsis (fixed-width columns, NOTES.md)."""
+    """Cut `text` to `width` cells with an ellipsis (fixed-width columns: auto widths make snapshots flaky)."""
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
