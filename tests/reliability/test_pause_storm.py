@@ -18,21 +18,8 @@ from helpers import wait_for
 from awa_tui import Client
 from awa_tui.engine.errors import AwaError
 
+from . import harness
 from .app import FAULT_ENV, NO_PAUSE_GUARD
-from .harness import (
-    FireCheck,
-    Summary,
-    caught_up,
-    check_fires,
-    connect,
-    db_now,
-    fleet,
-    guard_violations,
-    install_guards,
-    last_audit_id,
-    pause,
-    settle,
-)
 
 # Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
 pytestmark = pytest.mark.slow
@@ -82,7 +69,7 @@ class Operator(threading.Thread):
                     self.actions += 1
                 except AwaError as exc:
                     self.errors.append(str(exc))
-                pause(self.rng.uniform(0.0, 0.004))  # every few milliseconds
+                harness.pause(self.rng.uniform(0.0, 0.004))  # every few milliseconds
             for name in sorted(self.paused):
                 self.client.resume(name)
                 self.actions += 1
@@ -99,7 +86,7 @@ class StormOutcome:
     audit_rows: int
     errors: list[str]
     violations: list[str]
-    check: FireCheck
+    check: harness.FireCheck
     statuses: dict[int, int]
     problems: list[str]
     logs: str
@@ -108,12 +95,12 @@ class StormOutcome:
 def run_pause_storm(dsn: str, log_dir: Path, seconds: float, env: dict[str, str] | None = None) -> StormOutcome:
     """One leader (with `env`), OPERATORS threads toggling pause/resume for `seconds`;
     everything the checks need, read back from the database."""
-    conn = connect(dsn)
-    install_guards(conn)
-    with fleet(dsn, log_dir, count=SCHEDULES) as f:
+    conn = harness.connect(dsn)
+    harness.install_guards(conn)
+    with harness.fleet(dsn, log_dir, count=SCHEDULES) as f:
         f.spawn(env=env)
-        settle(conn, f.names)
-        audit_from = last_audit_id(conn)
+        harness.settle(conn, f.names)
+        audit_from = harness.last_audit_id(conn)
         deadline = time.monotonic() + seconds
         operators = [Operator(dsn, f.names[i::OPERATORS], deadline, i) for i in range(OPERATORS)]
         for op in operators:
@@ -121,8 +108,8 @@ def run_pause_storm(dsn: str, log_dir: Path, seconds: float, env: dict[str, str]
         for op in operators:
             op.join(seconds + 60)
             assert not op.is_alive()
-        end = db_now(conn)
-        wait_for(lambda: caught_up(conn, f.names, end), 60, what="every schedule caught up")
+        end = harness.db_now(conn)
+        wait_for(lambda: harness.caught_up(conn, f.names, end), 60, what="every schedule caught up")
         statuses = f.stop_all()
         problems = f.problems()
         logs = f.logs()
@@ -133,11 +120,11 @@ def run_pause_storm(dsn: str, log_dir: Path, seconds: float, env: dict[str, str]
     return StormOutcome(
         actions=sum(op.actions for op in operators), pauses=counts.get("pause", 0), resumes=counts.get("resume", 0),
         held=held["n"], audit_rows=sum(counts.values()), errors=[e for op in operators for e in op.errors],
-        violations=guard_violations(conn), check=check_fires(conn, f.names, f.expr, end),
+        violations=harness.guard_violations(conn), check=harness.check_fires(conn, f.names, f.expr, end),
         statuses=statuses, problems=problems, logs=logs)
 
 
-def test_pause_storm(dsn: str, log_dir: Path, scale: int, summary: Summary) -> None:
+def test_pause_storm(dsn: str, log_dir: Path, scale: int, summary: harness.Summary) -> None:
     started = time.monotonic()
     out = run_pause_storm(dsn, log_dir, STORM_S * scale)
     summary.runs = out.actions
