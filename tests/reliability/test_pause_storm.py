@@ -144,13 +144,18 @@ def test_pause_storm(dsn: str, log_dir: Path, scale: int, summary: harness.Summa
     assert not out.problems, "\n".join(out.problems)
 
 
-def test_pause_storm_control_without_the_pause_guard_is_caught(dsn: str, log_dir: Path) -> None:
+def test_pause_storm_control_without_the_pause_guard_is_caught(
+    dsn: str, log_dir: Path, summary: harness.Summary
+) -> None:
     """Negative control: the same storm against a leader whose fire statement lacks the
     pause guard (AWA_REL_FAULT, read by the test app only). The guard table must record
     fires on paused rows, made by the leader's sessions (`rel-<pid>`): the fault happened and
-was seen. (The test app refuses to start if it cannot remove the guard.)"""
+    was seen. (The test app refuses to start if it cannot remove the guard.)"""
     out = run_pause_storm(dsn, log_dir, CONTROL_S, env={FAULT_ENV: NO_PAUSE_GUARD})
     paused = [v for v in out.violations if " fired while paused " in v]
+    summary.runs = out.actions
+    summary.notes = (f"negative control, no pause guard: {len(paused)} fires on paused rows recorded "
+                     f"(expected >= 1), {out.held} pauses held a fire back")
     assert paused, f"the control storm recorded no fire on a paused row ({out.held} pauses held a fire back)"
     assert all("by 'rel-" in v for v in paused), paused[:5]
     assert out.held > 0
