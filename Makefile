@@ -9,7 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install run run-headless test lint screenshots bench
+.PHONY: install run run-headless test test-tools lint screenshots bench
 install: $(BIN)/.installed
 
 # The console, leading an in-process scheduler on the demo schedules.
@@ -33,5 +33,22 @@ bench: install
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
-test: install lint
+# Programs the tests drive (tmux: the terminal end-to-end test). No test skips for want of
+# one: as root with apt-get (CI's Debian machine) a missing one is installed, otherwise
+# this fails naming it.
+TEST_TOOLS = tmux
+test-tools:
+	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing test tools:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing; \
+	  else \
+	    echo "the tests need:$$missing (Debian: apt-get install -y$$missing); not root, so not installed" >&2; \
+	    exit 1; \
+	  fi; \
+	  for t in $$missing; do command -v $$t >/dev/null 2>&1 || { echo "$$t still missing after apt-get" >&2; exit 1; }; done; \
+	fi
+
+test: install lint test-tools
 	$(BIN)/pytest -n 2 -p no:cacheprovider $(PYTEST_ARGS)

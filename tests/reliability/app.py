@@ -4,10 +4,15 @@ Configured through the environment so one module serves every scenario. It also 
 the process's database sessions `rel-<os pid>` (the leader connection `rel-<os pid> leader`)
 so the harness can map a Postgres backend, and every job a backend inserts, to the OS
 process that owns it.
+
+`AWA_REL_FAULT=no_pause_guard` (read here only, never by the product) removes the pause
+guard from this process's fire statements: the negative control that proves the suite
+catches a fire on a paused schedule.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -15,6 +20,8 @@ COUNT_ENV = "AWA_REL_COUNT"
 EXPR_ENV = "AWA_REL_EXPR"
 POLICY_ENV = "AWA_REL_POLICY"
 PREFIX_ENV = "AWA_REL_PREFIX"
+FAULT_ENV = "AWA_REL_FAULT"
+NO_PAUSE_GUARD = "no_pause_guard"
 
 
 def app_name(pid: int) -> str:
@@ -25,7 +32,25 @@ def schedule_names(count: int, prefix: str = "rel") -> list[str]:
     return [f"{prefix}-{i:04d}" for i in range(count)]
 
 
+def remove_pause_guard() -> None:
+    """Fire paused schedules too: the due query and the fire statement lose their pause
+    conditions. Fails loudly if the SQL no longer has them (the control would be vacuous)."""
+    from awa_tui.engine import evaluator
+
+    due = evaluator.DUE_SQL.replace("paused_at IS NULL AND ", "")
+    fire = evaluator.FIRE_BATCH_SQL.replace("AND c.paused_at IS NULL", "")
+    if due == evaluator.DUE_SQL or fire == evaluator.FIRE_BATCH_SQL or "paused_at" in due + fire:
+        raise RuntimeError("reliability fault: the pause guard is not where the control expects it")
+    evaluator.DUE_SQL, evaluator.FIRE_BATCH_SQL = due, fire
+    logging.getLogger("awa_tui").warning("reliability fault injected: fire statements without the pause guard")
+
+
 def setup(client: Any) -> None:
+    fault = os.environ.get(FAULT_ENV, "")
+    if fault == NO_PAUSE_GUARD:
+        remove_pause_guard()
+    elif fault:
+        raise ValueError(f"unknown {FAULT_ENV}: {fault!r}")
     label = app_name(os.getpid())
     # No connection is open yet: every session of this process will carry the label.
     client.application_name = label

@@ -12,19 +12,7 @@ from typing import Any
 import pytest
 from helpers import wait_for
 
-from .harness import (
-    Summary,
-    caught_up,
-    check_fires,
-    connect,
-    current_leader,
-    db_now,
-    first_fire_after,
-    fleet,
-    install_job_origin,
-    pause,
-    settle,
-)
+from . import harness
 
 # Real processes for tens of seconds: `-m "not slow"` leaves them out of a quick local run.
 pytestmark = pytest.mark.slow
@@ -46,47 +34,51 @@ def kill_moment(rng: random.Random) -> float:
     return (1.0 - now % 1.0) + rng.uniform(0.0, 0.15) + rng.choice((0.0, 1.0))
 
 
-def test_leader_crash_loop(dsn: str, log_dir: Path, scale: int, summary: Summary) -> None:
+def test_leader_crash_loop(dsn: str, log_dir: Path, scale: int, summary: harness.Summary) -> None:
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
     kills = KILLS * scale
     summary.notes = f"{RUNTIMES} runtimes, {SCHEDULES} catch_up schedules every second, seed {seed}"
     started = time.monotonic()
-    conn = connect(dsn)
-    install_job_origin(conn)
+    conn = harness.connect(dsn)
+    harness.install_job_origin(conn)
     failovers: list[float] = []
     fire_gaps: list[float] = []
-    with fleet(dsn, log_dir, count=SCHEDULES) as f:
+    changes = 0  # kill rounds in which leadership passed to another process
+    with harness.fleet(dsn, log_dir, count=SCHEDULES) as f:
         for _ in range(RUNTIMES):
             f.spawn()
-        settle(conn, f.names)
+        harness.settle(conn, f.names)
         for _ in range(kills):
-            leader: Any = wait_for(lambda: current_leader(conn), 30, what="a leader")
+            leader: Any = wait_for(lambda: harness.current_leader(conn), 30, what="a leader")
             victim = f.by_pid(leader.os_pid)
-            pause(kill_moment(rng))
-            killed_at = db_now(conn)
+            harness.pause(kill_moment(rng))
+            killed_at = harness.db_now(conn)
+            assert harness.current_leader(conn) == leader, "leadership moved before the kill"
             victim.kill()
             f.spawn()  # the orchestrator restarts it
             successor: Any = wait_for(
-                lambda v=victim: (x := current_leader(conn)) is not None and x.os_pid != v.pid and x,
+                lambda v=victim: (x := harness.current_leader(conn)) is not None and x.os_pid != v.pid and x,
                 30, interval=0.01, what="a new leader",
             )
-            failovers.append((db_now(conn) - killed_at).total_seconds())
+            failovers.append((harness.db_now(conn) - killed_at).total_seconds())
             assert successor.os_pid in {p.pid for p in f.live}
-            first: Any = wait_for(lambda k=killed_at, v=victim: first_fire_after(conn, k, v.app), 30,
+            changes += successor.os_pid != victim.pid and not victim.alive()
+            first: Any = wait_for(lambda k=killed_at, v=victim: harness.first_fire_after(conn, k, v.app), 30,
                                   what="the first fire of the new leader")
             fire_gaps.append((first - killed_at).total_seconds())
-        end = db_now(conn)
-        wait_for(lambda: caught_up(conn, f.names, end), 60, what="every schedule caught up")
+        end = harness.db_now(conn)
+        wait_for(lambda: harness.caught_up(conn, f.names, end), 60, what="every schedule caught up")
         statuses = f.stop_all()
         problems = f.problems()
         logs = f.logs()
-    check = check_fires(conn, f.names, f.expr, end)
+    check = harness.check_fires(conn, f.names, f.expr, end)
     summary.runs = kills
     summary.count(check)
     summary.max_failover_s = max(failovers)
     summary.seconds = time.monotonic() - started
-    summary.extra = {"failovers_s": failovers, "fire_gaps_s": fire_gaps, "seed": seed}
+    summary.extra = {"failovers_s": failovers, "fire_gaps_s": fire_gaps, "seed": seed, "leader_changes": changes}
+    assert changes == kills, f"a leadership change in only {changes} of {kills} kill rounds"
     assert check.ok, check.describe()
     assert max(failovers) <= FAILOVER_BOUND_S, f"slow failover: {failovers}"
     assert max(fire_gaps) <= FIRE_GAP_BOUND_S, f"fires stalled after a kill: {fire_gaps}"

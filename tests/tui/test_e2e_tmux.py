@@ -25,7 +25,14 @@ from helpers import wait_for
 
 AWA = str(Path(sys.executable).with_name("awa-tui"))
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _tmux_installed() -> None:
+    """Never a silent skip: without tmux this fails, saying how to get it (`make test`
+    installs it as root on Debian)."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed: run `make test-tools` (root) or apt-get install -y tmux", pytrace=False)
 
 
 class Terminal:
