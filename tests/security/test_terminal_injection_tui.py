@@ -99,9 +99,11 @@ def test_console_shows_hostile_database_strings_as_text_and_obeys_none(terminal:
     # summary line, the dialog, the detail and the audit screen where values are whole.
     look(f"p{tag}\\x1b[2J", f"r{tag}\\x1b[2J", f"by{tag}\\x1b[2J\\x1b]0;PWNED\\x07\\x1b]52;c")
     terminal.keys("s")  # the row under the cursor (the paused one): the resume dialog
-    look("Resume schedule?", "Clears the pause", f"by{tag}\\x1b[2J")
+    dialog = look("Resume schedule?", "Clears the pause", f"by{tag}\\x1b[2J")
+    assert "[bold]b[/bold]" in dialog  # markup in a name is text
     terminal.keys("n")  # cancelled: a toast naming the target
-    look("cancelled: resume schedule")
+    toast = look("cancelled: resume schedule")
+    assert "[bold]b[/bold]" in toast.split("cancelled: resume schedule", 1)[1]
     terminal.keys("Enter")  # details
     detail = look("Definition", f"k{tag}\\x1b[2J", f"o{tag}\\x1b[2J", f"t{tag}\\x1b[2J", f"q{tag}\\x1b[2J",
                   f"op{tag}\\x1b[2J", f"act{tag}\\x1b[2J", "fires continue, dispatch waits")
@@ -127,8 +129,9 @@ def test_console_shows_hostile_database_strings_as_text_and_obeys_none(terminal:
     # Textual's own OSC 22 (pointer shape) ends with a BEL: set aside, any other BEL is data.
     raw = re.sub(rb"\x1b\]22;[a-z-]+\x07", b"", terminal.record.read_bytes())
     # The data's own sequences, byte for byte, never reached the terminal (the app's own
-    # escape sequences do, of course: ESC alone proves nothing here).
-    for sequence in (b"\x1b]0;PWNED", b"\x1b]52;c;cHduZWQ=", b"PWNED\x07", b"\x07", b"\x7f",
+    # escape sequences do, of course: ESC alone proves nothing here; Textual writes no
+    # other OSC, no ESC [2J and no 16-colour SGR).
+    for sequence in (b"\x1b]0;PWNED", b"\x1b]52;c;cHduZWQ=", b"\x1b]", b"\x1b[2J", b"\x1b[31m", b"\x07", b"\x7f",
                      "\u202e".encode(), "\x9b".encode()):
         at = raw.find(sequence)
         assert at < 0, (sequence, raw[max(0, at - 80):at + 80])
