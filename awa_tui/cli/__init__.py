@@ -17,6 +17,7 @@ app = typer.Typer(
 
 def main() -> None:
     from awa_tui.cli import console, core, cron, owners, queue  # noqa: F401  (register commands)
+    from awa_tui.printable import printable
 
     try:
         code = app(standalone_mode=False)
@@ -33,6 +34,6 @@ def main() -> None:
             # A usage error is one line like every other error (S38), naming the help to read.
             message = " ".join(str(getattr(exc, "format_message", exc.__str__)()).split())
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            sys.stderr.write(f"error: {message}{hint}\n")
+            sys.stderr.write(printable(f"error: {message}{hint}") + "\n")  # argv is echoed: escaped
         sys.exit(getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)

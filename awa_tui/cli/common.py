@@ -17,6 +17,7 @@ from rich.text import Text
 
 from awa_tui.config import resolve_dsn
 from awa_tui.engine.errors import AwaError
+from awa_tui.printable import printable
 
 DsnOpt = Annotated[
     str | None,
@@ -28,13 +29,21 @@ OperatorOpt = Annotated[
 ]
 
 # Piped output keeps tables at their natural width: a script or a log must see whole values.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 10_000)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# No emoji codes: ":fire:" in a schedule name is text, like "[bold]" (markup=False below).
+out = Console(highlight=False, soft_wrap=True, emoji=False, width=None if sys.stdout.isatty() else 10_000)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def say(text: str) -> None:
+    """One line of human output. Every line may quote the database (names, operators),
+    so it is escaped (awa_tui/printable.py) and never read as markup."""
+    out.print(printable(text), markup=False)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr, non-zero exit, never a traceback."""
-    err.print(f"error: {' '.join(str(message).split())}", markup=False)
+    """One line on stderr, non-zero exit, never a traceback. The message may quote the
+    database ("already paused (by ...)"): escaped, so no control byte reaches the terminal."""
+    err.print(f"error: {printable(' '.join(str(message).split()))}", markup=False)
     raise typer.Exit(code)
 
 
@@ -94,8 +103,9 @@ def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: st
         # Fold, never ellipsise: a narrow terminal (or a pipe, 80 columns) must not hide data.
         table.add_column(column, overflow="fold")
     for row in rows:
-        # Text, not markup: values from the database ("[queue paused]", names) print as is.
-        table.add_row(*(Text(fmt(row.get(c))) for c in columns))
+        # Text, not markup: values from the database ("[queue paused]", names) print as is,
+        # control bytes escaped (a newline would forge a row, ESC drive the terminal).
+        table.add_row(*(Text(printable(fmt(row.get(c)))) for c in columns))
     out.print(table)
 
 

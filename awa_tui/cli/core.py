@@ -20,9 +20,10 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fail,
     make_client,
-    out,
+    say,
 )
 from awa_tui.engine import embedded
+from awa_tui.printable import PrintableFormatter, printable_logger
 
 db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
 runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
@@ -31,7 +32,7 @@ app.add_typer(runtime_app, name="runtime")
 
 
 def _log_fires(result: Any) -> None:
-    log = logging.getLogger("awa_tui.fires")
+    log = printable_logger("awa_tui.fires")
     for job in result.jobs[:50]:
         log.info("fired %s @ %s -> job %s", job.name, job.fire_time, job.id)
     if len(result.jobs) > 50:
@@ -49,19 +50,24 @@ def run(
     operator: OperatorOpt = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # Names, kinds and errors in log lines come from the database: one escaped line each,
+    # whichever logger wrote it (the engine's own loggers escape at the source too).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     logging.getLogger("awa_tui.evaluator").setLevel(logging.INFO)
     with errors_as_lines():
         if not demo and not app_ref:
             fail("nothing to run: pass --demo or --app module:attribute")
-        dsn_value, _ = dsn_or_embedded(dsn, lambda m: logging.getLogger("awa_tui").info("%s", m))
+        log = printable_logger("awa_tui")
+        dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
         client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run")
         client.on_pass.append(_log_fires)
-        jobs_log = logging.getLogger("awa_tui.jobs")
+        jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
-        logging.getLogger("awa_tui").info("%d schedules registered; Ctrl-C stops", len(client.schedules))
+        log.info("%d schedules registered; Ctrl-C stops", len(client.schedules))
         client.run()
-        logging.getLogger("awa_tui").info("stopped cleanly (leader lock released)")
+        log.info("stopped cleanly (leader lock released)")
 
 
 @app.command()
@@ -70,11 +76,11 @@ def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     from awa_tui.engine import migrations
 
     with errors_as_lines():
-        applied = migrations.migrate(dsn_or_embedded(dsn, lambda m: out.print(m, markup=False))[0])
+        applied = migrations.migrate(dsn_or_embedded(dsn, say)[0])
         data = {"applied": applied, "version": migrations.code_version()}
-        emit(data, as_json, lambda: out.print(
+        emit(data, as_json, lambda: say(
             f"applied {', '.join(f'v{v:03d}' for v in applied)}" if applied else
-            f"up to date (schema version {data['version']})", markup=False))
+            f"up to date (schema version {data['version']})"))
 
 
 @db_app.command("status")
@@ -90,7 +96,7 @@ def db_stop(as_json: JsonOpt = False) -> None:
     """Stop the embedded server."""
     with errors_as_lines():
         stopped = embedded.stop()
-        emit({"stopped": stopped}, as_json, lambda: out.print(
+        emit({"stopped": stopped}, as_json, lambda: say(
             "embedded Postgres stopped" if stopped else "embedded Postgres was not running"))
 
 

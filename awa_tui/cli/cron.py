@@ -17,7 +17,7 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fmt,
     make_client,
-    out,
+    say,
 )
 from awa_tui.engine.errors import ValidationError
 
@@ -66,8 +66,8 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
         def render() -> None:
             for key, value in row.items():
                 if key not in ("recent_fires",):
-                    out.print(f"{key:20} {fmt(value)}", markup=False)
-            out.print(f"{'status':20} {_state_text(row)}", markup=False)
+                    say(f"{key:20} {fmt(value)}")
+            say(f"{'status':20} {_state_text(row)}")
             emit_table(row["recent_fires"], ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
         emit(row, as_json, render)
 
@@ -105,11 +105,11 @@ def cron_next(
 
         def render() -> None:
             if fires:
-                out.print(f"next fires of {name} (zone {fires[0]['timezone']}; local time, then UTC):", markup=False)
+                say(f"next fires of {name} (zone {fires[0]['timezone']}; local time, then UTC):")
             for f in fires:
                 local = f["local"].strftime("%Y-%m-%d %H:%M:%S %Z (UTC%z)")
                 mark = f"  [{DST_MARKS[f['dst']]}]" if f["dst"] else ""
-                out.print(f"  {local}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}", markup=False)
+                say(f"  {local}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}")
 
         emit(fires, as_json, render)
 
@@ -118,7 +118,7 @@ def _action(verb: str, name: str, dsn: str | None, operator: str | None, as_json
     with errors_as_lines():
         client = make_client(dsn, operator)
         result = getattr(client, verb)(name)
-        emit(result, as_json, lambda: out.print(_summary(verb, name, result), markup=False))
+        emit(result, as_json, lambda: say(_summary(verb, name, result)))
 
 
 def _summary(verb: str, name: str, result: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fmt,
     make_client,
-    out,
+    say,
 )
 from awa_tui.cli.cron import NameArg, cron_app
 from awa_tui.engine.manifest import short_hash
@@ -63,8 +63,8 @@ def _owner_action(verb: str, owner: str, dsn: str | None, operator: str | None, 
     with errors_as_lines():
         result = getattr(make_client(dsn, operator), verb)(owner)
         past = "retired" if verb == "retire_owner" else "restored"
-        emit(result, as_json, lambda: out.print(
-            f"{past} {result['count']} schedule(s) of owner {owner}: {', '.join(result['names'])}", markup=False))
+        emit(result, as_json, lambda: say(
+            f"{past} {result['count']} schedule(s) of owner {owner}: {', '.join(result['names'])}"))
 
 
 @owner_app.command("retire")
@@ -93,31 +93,30 @@ def plan(
 
 def _render_plans(plans: list[dict[str, Any]]) -> None:
     if not plans:
-        out.print("no owners: no runtime declares ownership and no schedule is owned", markup=False)
+        say("no owners: no runtime declares ownership and no schedule is owned")
     for p in plans:
         hashes = ", ".join(short_hash(h) for h in p["manifest_hashes"]) or "none"
-        out.print(f"owner {p['owner']}: {p['fresh_declarations']} fresh declaration(s), manifest {hashes}",
-                  markup=False)
+        say(f"owner {p['owner']}: {p['fresh_declarations']} fresh declaration(s), manifest {hashes}")
         for key, will, label in (("inserts", "will_insert", "insert"), ("updates", "will_update", "update"),
                                  ("retirements", "will_retire", "retire")):
             names = [item if isinstance(item, str) else item["name"] for item in p[key]]
             if names:
                 state = "" if p[will] else " (blocked)"
-                out.print(f"  {label}{state}: {', '.join(names)}", markup=False)
+                say(f"  {label}{state}: {', '.join(names)}")
         for update in p["updates"]:
             for column, change in update["changes"].items():
-                out.print(f"    {update['name']}.{column}: {fmt(change['from'])} -> {fmt(change['to'])}", markup=False)
+                say(f"    {update['name']}.{column}: {fmt(change['from'])} -> {fmt(change['to'])}")
         for blocker in p["blockers"]:
-            out.print(f"  blocked [{blocker['code']}]: {blocker['message']}", markup=False)
+            say(f"  blocked [{blocker['code']}]: {blocker['message']}")
         if not (p["inserts"] or p["updates"] or p["retirements"] or p["blockers"]):
-            out.print("  in sync: nothing to do", markup=False)
+            say("  in sync: nothing to do")
 
 
 def _schedule_action(verb: str, args: tuple[str, ...], dsn: str | None, operator: str | None, as_json: bool,
                      summary: str) -> None:
     with errors_as_lines():
         result = getattr(make_client(dsn, operator), verb)(*args)
-        emit(result, as_json, lambda: out.print(summary, markup=False))
+        emit(result, as_json, lambda: say(summary))
 
 
 @cron_app.command("retire")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, out
+from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, say
 
 queue_app = typer.Typer(help="Queues and their dispatch pause.", no_args_is_help=True)
 app.add_typer(queue_app, name="queue")
@@ -29,7 +29,7 @@ def queue_pause(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = Non
     """Stop dispatch from a queue; fires keep inserting jobs into it."""
     with errors_as_lines():
         row = make_client(dsn, operator).queue_pause(queue)
-        emit(row, as_json, lambda: out.print(f"paused queue {queue}", markup=False))
+        emit(row, as_json, lambda: say(f"paused queue {queue}"))
 
 
 @queue_app.command("resume")
@@ -37,7 +37,7 @@ def queue_resume(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = No
     """Resume dispatch from a queue."""
     with errors_as_lines():
         row = make_client(dsn, operator).queue_resume(queue)
-        emit(row, as_json, lambda: out.print(f"resumed queue {queue}", markup=False))
+        emit(row, as_json, lambda: say(f"resumed queue {queue}"))
 
 
 @queue_app.command("drain")
@@ -46,4 +46,4 @@ def queue_drain(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = Non
     with errors_as_lines():
         result = make_client(dsn, operator).queue_drain(queue)
         text = f"drained queue {queue}: {result['cancelled']} jobs cancelled"
-        emit(result, as_json, lambda: out.print(text, markup=False))
+        emit(result, as_json, lambda: say(text))

@@ -4,7 +4,6 @@ tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 import time
@@ -20,8 +19,9 @@ from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.manifest import Manifest, build_manifest, check_owner
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
+from awa_tui.printable import printable_logger
 
-log = logging.getLogger("awa_tui")
+log = printable_logger("awa_tui")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
     from awa_tui.engine.worker import Job
 
-log = logging.getLogger("awa_tui.demo")
+from awa_tui.printable import printable_logger
+
+log = printable_logger("awa_tui.demo")
 
 
 def _handle(job: Job) -> None:

@@ -7,7 +7,6 @@ and inserts jobs for a whole chunk of schedules in one statement.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,8 +26,9 @@ from awa_tui.engine.schedule import (
     parse_cron,
     parse_timezone,
 )
+from awa_tui.printable import printable_logger
 
-log = logging.getLogger("awa_tui.evaluator")
+log = printable_logger("awa_tui.evaluator")
 
 CATCH_UP_LIMIT = 1000
 FIRE_CHUNK = 5000

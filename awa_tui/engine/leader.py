@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import threading
@@ -12,8 +11,9 @@ import psycopg
 
 from awa_tui.engine.db import LEADER_LOCK_KEY, connect
 from awa_tui.engine.errors import AwaError
+from awa_tui.printable import printable_logger
 
-log = logging.getLogger("awa_tui.leader")
+log = printable_logger("awa_tui.leader")
 
 RETRY_INTERVAL_S = 0.5  # followers retry often: a dead leader is replaced within 2 s (S7)
 PING_INTERVAL_S = 1.0  # the leader proves its lock connection alive this often (S8: <= 30 s)

@@ -17,6 +17,7 @@ from psycopg.types.json import Jsonb
 from awa_tui.engine.agreement import invalidate_certificates, lock_owner
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, set_context
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
+from awa_tui.printable import printable
 
 SCHEDULE_STATE_COLUMNS = (
     "name, cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata, "
@@ -121,7 +122,8 @@ def pause(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, 
     with conn.transaction():
         before = lock_schedule(conn, name)
         if before["paused_at"] is not None:
-            raise Conflict(f"schedule {name!r} is already paused (by {before['paused_by']})")
+            # paused_by is a database string: escaped, so its newline is shown, not folded away.
+            raise Conflict(f"schedule {name!r} is already paused (by {printable(before['paused_by'])})")
         set_context(conn, "operator", operator)
         after = conn.execute(
             "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s WHERE name = %s "
@@ -231,7 +233,7 @@ def queue_pause(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
         _known_queue(conn, queue)
         before = _queue_row(conn, queue)
         if before["paused"]:
-            raise Conflict(f"queue {queue!r} is already paused (by {before['paused_by']})")
+            raise Conflict(f"queue {queue!r} is already paused (by {printable(before['paused_by'])})")
         after = conn.execute(
             "UPDATE awa.queue_meta SET paused = true, paused_at = now(), paused_by = %s "
             "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",

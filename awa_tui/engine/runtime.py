@@ -5,7 +5,6 @@ its own connection, so a slow loop (or a slow console render) never delays anoth
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +16,9 @@ from awa_tui.engine.leader import LeaderElector
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
 
-log = logging.getLogger("awa_tui.runtime")
+from awa_tui.printable import printable_logger
+
+log = printable_logger("awa_tui.runtime")
 
 SYNC_INTERVAL_S = 60.0
 EVALUATE_INTERVAL_S = 1.0

@@ -3,7 +3,6 @@ runs the handler registered for the kind, records completion or retry with backo
 
 from __future__ import annotations
 
-import logging
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +14,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.freshness import fresh_sql
+from awa_tui.printable import printable_logger
 
-log = logging.getLogger("awa_tui.worker")
+log = printable_logger("awa_tui.worker")
 
 CLAIM_SQL = """
 WITH claim AS (

@@ -14,8 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
+from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands
 from awa_tui.tui.config import ConsoleConfig
@@ -121,6 +123,13 @@ class ConsoleApp(App[None]):
             self.engine_log.remove()
         self.reader.stop()
         self.writer.stop()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every toast (panels' and screens' too: theirs come here) can quote the database:
+        a refused action names who paused what. Escaped, whatever the caller passed."""
+        super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout,
+                       markup=markup)
 
     def on_engine_warning(self, message: EngineWarning) -> None:
         if self.engine_log is not None and self.engine_log.should_show(message.text):

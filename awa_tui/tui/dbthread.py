@@ -11,7 +11,6 @@ own every state change (Harlequin's pattern).
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from collections.abc import Callable
@@ -23,8 +22,9 @@ from textual.message_pump import MessagePump
 
 from awa_tui.engine.db import redact
 from awa_tui.engine.errors import AwaError
+from awa_tui.printable import printable_logger
 
-log = logging.getLogger("awa_tui.tui")
+log = printable_logger("awa_tui.tui")
 
 Done = Callable[[Any, "str | None"], None]
 

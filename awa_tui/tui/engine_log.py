@@ -14,6 +14,7 @@ from textual.app import App
 from textual.message import Message
 
 from awa_tui.engine.db import redact
+from awa_tui.printable import printable
 
 QUIET = ("awa_tui.worker", "awa_tui.demo", "awa_tui.tui")
 REPEAT_S = 30.0  # the same warning is shown again at most this often
@@ -42,7 +43,7 @@ class EngineLog(logging.Handler):
         if record.name.startswith(QUIET):
             return
         try:
-            self.app.post_message(EngineWarning(redact(" ".join(record.getMessage().split()))))
+            self.app.post_message(EngineWarning(printable(redact(" ".join(record.getMessage().split())))))
         except RuntimeError:  # the app's loop is closed: the engine is outliving the console
             pass
 

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
 from awa_tui.tui.panels.base import Panel, Work, unavailable
@@ -108,14 +109,15 @@ class OwnersPanel(Panel):
             self.title_line(Text.assemble(("Owners ", "bold"), "not available in this build"))
             return
         self.now = now
-        self.rows = {row["owner"]: row for row in data}
+        # Keyed by the shown owner (the table's first column is its key); values stay real rows.
+        self.rows = {printable(row["owner"]): row for row in data}
         blocked = sum(1 for r in data if r.get("blockers"))
         unsynced = sum(1 for r in data if not r.get("certified"))
         self.title_line(Text.assemble(
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
             "PENDING: +insert ~update -retire",
         ))
-        self.table.sync([(o, cells(r)) for o, r in self.rows.items()])
+        self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
         self.console.remember_owners(self.rows)
         self._summary()
 
@@ -128,6 +130,7 @@ class OwnersPanel(Panel):
         if row is None or self.now is None:
             widget.update("No owner has declared a manifest or owns a schedule.")
             return
+        row = printable_row(row)
         text = Text.assemble((row["owner"], "bold"), ": ")
         blockers = row.get("blockers") or []
         if blockers:

@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.printable import printable_row
 from awa_tui.tui.panels.base import Panel, Work, unavailable
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -80,7 +81,8 @@ class PlanPanel(Panel):
         if data is None:
             self.title_line(Text.assemble(("Plan ", "bold"), "not available in this build"))
             return
-        lines = [line for entry in data for line in owner_lines(entry)]
+        # Names, messages and changed values come from the database: escaped for display.
+        lines = [line for entry in data for line in owner_lines(printable_row(entry))]
         blocked = sum(1 for line in lines if line[1] == "BLOCKED")
         changes = sum(1 for line in lines if line[1] in ("INSERT", "UPDATE", "RETIRE"))
         self.title_line(Text.assemble(

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
 from awa_tui.tui.panels.base import Panel, Work
@@ -60,12 +61,13 @@ class QueuesPanel(Panel):
 
     def show(self, data: list[dict[str, Any]], now: datetime) -> None:
         self.now = now
-        self.rows = {row["queue"]: row for row in data}
+        # Keyed by the shown queue (the table's first column is its key); values stay real rows.
+        self.rows = {printable(row["queue"]): row for row in data}
         paused = sum(1 for r in data if r["paused"])
         self.title_line(
             Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
         )
-        self.table.sync([(q, cells(r, now)) for q, r in self.rows.items()])
+        self.table.sync([(q, cells(printable_row(r), now)) for q, r in self.rows.items()])
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:
@@ -77,6 +79,7 @@ class QueuesPanel(Panel):
         if row is None or self.now is None:
             widget.update("No queues yet.")
             return
+        row = printable_row(row)
         text = Text.assemble((row["queue"], "bold"), ": ")
         if row["paused"]:
             text.append("PAUSED", style="bold")

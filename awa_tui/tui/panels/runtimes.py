@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.printable import printable_row
 from awa_tui.tui.formatting import relative, utc
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
@@ -93,4 +94,5 @@ class RuntimesPanel(Panel):
                 f"{len(data)} known · {fresh} fresh · {live_leaders(data)} live leader(s) · freshness by DB time",
             )
         )
-        self.table.sync([(str(r["instance_id"]), cells(r, now)) for r in data])
+        # Hostname, version, owner, manifest hash: database strings, escaped for display.
+        self.table.sync([(str(r["instance_id"]), cells(printable_row(r), now)) for r in data])

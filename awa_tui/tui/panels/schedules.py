@@ -15,6 +15,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
+from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import lateness, relative, short_utc, utc
@@ -169,23 +170,25 @@ class SchedulesPanel(Panel):
     def show(self, data: dict[str, Any], now: datetime) -> None:
         moved = now != self.now
         self.now = self.clock.now = now
-        self.rows = {row["name"]: row for row in data["rows"]}
+        # Keyed by the shown name (the table's first column is its row key); the values stay
+        # the real rows, which actions use. Cells are made from escaped copies.
+        self.rows = {printable(row["name"]): row for row in data["rows"]}
         self.counts = {k: data[k] for k in ("total", "matched", "paused", "retired")}
         table = self.table
-        table.sync([(name, self._row_cells(row)) for name, row in self.rows.items()])
+        table.sync([(name, self._row_cells(name, row)) for name, row in self.rows.items()])
         if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
             table.tick()  # relative times of the visible rows
         self._cells = {name: self._cells[name] for name in self.rows}
         self._title()
         self._summary()
 
-    def _row_cells(self, row: dict[str, Any]) -> tuple[Any, ...]:
+    def _row_cells(self, key: str, row: dict[str, Any]) -> tuple[Any, ...]:
         signature = tuple(row.get(field) for field in SIGNATURE)
-        cached = self._cells.get(row["name"])
+        cached = self._cells.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        made = cells(row, self.clock)
-        self._cells[row["name"]] = (signature, made)
+        made = cells(printable_row(row), self.clock)
+        self._cells[key] = (signature, made)
         return made
 
     def _title(self) -> None:
@@ -211,7 +214,7 @@ class SchedulesPanel(Panel):
         if row is None or self.now is None:
             widget.update(Text("No schedule matches." if self.filter_text else "No schedules yet."))
         else:
-            widget.update(summary(row, self.now))
+            widget.update(summary(printable_row(row), self.now))
 
     def selected_row(self) -> dict[str, Any] | None:
         key = self.table.selected_key

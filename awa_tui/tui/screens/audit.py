@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from awa_tui.printable import printable, printable_row
 from awa_tui.tui.formatting import compact_json, utc
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -63,13 +64,15 @@ class AuditScreen(Screen[None]):
             return  # closed before its data arrived
         title = self.query_one("#audit-title", Static)
         if error:
-            title.update(Text(f"Audit log: {error}"))
+            title.update(Text(printable(f"Audit log: {error}")))
             return
         assert data is not None
         title.update(Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first"))
         self.query_one(KeyedTable).sync([
-            (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(e["operator"]), cell(e["action"]),
-                            cell(e["target"]), cell(_change(e))))
+            # Database strings escaped (printable_row keeps a None target None: shown as "-").
+            (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(printable_row(e["operator"])),
+                            cell(printable_row(e["action"])), cell(printable_row(e["target"])),
+                            cell(printable(_change(e)))))
             for e in data
         ])
 

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
+from awa_tui.printable import printable
 from awa_tui.tui.operations import Operation
 
 
@@ -22,7 +23,7 @@ def facts(rows: list[tuple[str, str]]) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for label, value in rows:
-        table.add_row(Text(label), Text(value))
+        table.add_row(Text(label), Text(printable(value)))  # targets, owners, who paused: database strings
     return table
 
 
@@ -39,12 +40,14 @@ class ConfirmScreen(ModalScreen[str | None]):
                  type_to_confirm: str | None = None, ask: str | None = None,
                  suggestions: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.heading = title
+        # Shown forms (awa_tui/printable.py): a name holding a control byte is shown, and
+        # typed to confirm, with its escapes, e.g. "a\x1bb"; the action still gets the real name.
+        self.heading = printable(title)
         self.verb = verb
         self.details = details
-        self.type_to_confirm = type_to_confirm
+        self.type_to_confirm = printable(type_to_confirm) if type_to_confirm else type_to_confirm
         self.ask = ask
-        self.suggestions = suggestions
+        self.suggestions = tuple(printable(s) for s in suggestions)
 
     @classmethod
     def for_operation(cls, op: Operation, database: str, operator: str) -> ConfirmScreen:

@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, utc
@@ -76,7 +77,7 @@ def definition(row: dict[str, Any], now: datetime) -> Table:
 def next_fires(data: dict[str, Any]) -> Table | Text:
     if not data["next"]:
         return Text("none: a retired schedule never fires")
-    table = _table("UTC", f"LOCAL ({data['schedule']['timezone']})", "IN", "DST")
+    table = _table("UTC", f"LOCAL ({printable(data['schedule']['timezone'])})", "IN", "DST")
     for fire in data["next"]:
         table.add_row(
             Text(utc(fire["utc"])), Text(fire["local"].strftime("%Y-%m-%d %H:%M:%S %Z")),
@@ -91,7 +92,7 @@ def recent(data: dict[str, Any]) -> Table | Text:
     table = _table("JOB", "FIRE (UTC)", "STATE", "TRY", "LATE", "HOW")
     for job in data["recent"]:
         table.add_row(
-            Text(str(job["id"])), Text(fire_time(job)), Text(job["state"]),
+            Text(str(job["id"])), Text(printable(fire_time(job))), Text(printable(job["state"])),
             Text(str(job["attempt"])), Text(lateness(job["lateness"])),
             Text("manual trigger" if job["manual"] else "scheduled"),
         )
@@ -104,7 +105,7 @@ def audit(data: dict[str, Any]) -> Table | Text:
     table = _table("AT (UTC)", "OPERATOR", "ACTION", "CHANGE")
     for entry in data["audit"]:
         table.add_row(
-            Text(utc(entry["at"])), Text(entry["operator"]), Text(entry["action"]),
+            Text(utc(entry["at"])), Text(printable(entry["operator"])), Text(printable(entry["action"])),
             Text(compact_json(entry.get("after"), 60)),
         )
     return table
@@ -140,7 +141,7 @@ class DetailScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with VerticalScroll(id="detail"):
-            yield Static(Text(f"{self.schedule_name}: loading…"), id="detail-body")
+            yield Static(Text(f"{printable(self.schedule_name)}: loading…"), id="detail-body")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -158,13 +159,14 @@ class DetailScreen(Screen[None]):
             return  # closed before its data arrived
         body = self.query_one("#detail-body", Static)
         if error:
-            body.update(Text(f"{self.schedule_name}: {error}"))
+            body.update(Text(printable(f"{self.schedule_name}: {error}")))
             return
         assert data is not None
         self.data = data
         row, now = data["schedule"], data["now"]
+        shown = printable_row(row)  # every database string escaped; self.data keeps the real row
         paused = " (if resumed)" if row["state"] == "paused" else ""
-        definition_part = Group(section("Definition"), definition(row, now))
+        definition_part = Group(section("Definition"), definition(shown, now))
         payload_part = Group(
             section("Args"), Text(pretty_json(row.get("args") or {})),
             section("Metadata"), Text(pretty_json(row.get("metadata") or {})),
@@ -175,7 +177,7 @@ class DetailScreen(Screen[None]):
         else:
             top = Group(definition_part, payload_part)
         body.update(Group(
-            state_line(row, now),
+            state_line(shown, now),
             top,
             section(f"Next {len(data['next'])} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
