@@ -67,8 +67,7 @@ def require_dsn(flag: str | None) -> str:
     """Commands that inspect or change a database need one configured explicitly."""
     dsn = resolve_dsn(flag)
     if dsn is None:
-        fail("no database configured: pass --dsn or --dsn-file, or set AWA_DATABASE_URL "
-             "(or DATABASE_URL, PG* variables)")
+        fail("no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)")
     try:
         check_dsn(dsn)  # libpq's own parse errors would quote the password
     except AwaError as exc:
