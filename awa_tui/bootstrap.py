@@ -19,9 +19,11 @@ def load_app(ref: str) -> Callable[[Any], None]:
     if not module_name or not attr:
         raise AwaError(f"--app: expected module:attribute, got {ref!r}")
     # Like other app runners, find the app in the current directory (a console script's
-    # sys.path starts at its own bin/ directory, not where the operator stands).
+    # sys.path starts at its own bin/ directory, not where the operator stands). Appended,
+    # not prepended: a local file named like a standard or installed module (json.py,
+    # psycopg.py) must not replace it inside the scheduler.
     if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -42,6 +44,9 @@ def dsn_or_embedded(flag: str | None, say: Callable[[str], None]) -> tuple[str, 
     """
     dsn = resolve_dsn(flag)
     if dsn is not None:
+        from awa_tui.engine.db import check_dsn
+
+        check_dsn(dsn)  # one line naming the problem, never the text (it may hold the password)
         return dsn, False
     server = embedded.ensure_running()
     say(f"no database configured: using embedded Postgres at {server.home} (data: {server.data_dir})")

@@ -5,12 +5,46 @@ from __future__ import annotations
 import getpass
 import os
 import socket
+from pathlib import Path
+
+from awa_tui.engine.errors import AwaError
+
+# The console's --refresh: faster only loads the database; slower is not a live view.
+REFRESH_MIN_S = 0.1
+REFRESH_MAX_S = 600.0
 
 PG_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
 
 
-def resolve_dsn(flag: str | None = None) -> str | None:
-    """--dsn > AWA_DATABASE_URL > DATABASE_URL > libpq PG* variables; None = not configured."""
+def read_dsn_file(path: str) -> str:
+    """The DSN kept in a file (--dsn-file): its text, stripped. Errors name the path, never
+    the content."""
+    shown = repr(path)  # repr: a control byte in the path cannot reach the terminal
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AwaError(f"--dsn-file {shown}: no such file") from None
+    except PermissionError:
+        raise AwaError(f"--dsn-file {shown}: not readable (permission denied)") from None
+    except IsADirectoryError:
+        raise AwaError(f"--dsn-file {shown}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise AwaError(f"--dsn-file {shown}: not UTF-8 text") from None
+    except OSError as exc:
+        raise AwaError(f"--dsn-file {shown}: cannot be read ({exc.strerror})") from None
+    dsn = text.strip()
+    if not dsn:
+        raise AwaError(f"--dsn-file {shown}: the file is empty")
+    return dsn
+
+
+def resolve_dsn(flag: str | None = None, dsn_file: str | None = None) -> str | None:
+    """--dsn > --dsn-file > AWA_DATABASE_URL > DATABASE_URL > libpq PG* variables;
+    None = not configured."""
+    if dsn_file is not None:
+        if flag is not None:
+            raise AwaError("--dsn and --dsn-file: pass one of them, not both")
+        return read_dsn_file(dsn_file)
     for value in (flag, os.environ.get("AWA_DATABASE_URL"), os.environ.get("DATABASE_URL")):
         if value:
             return value

@@ -17,10 +17,13 @@ app = typer.Typer(
 
 def main() -> None:
     from awa_tui.cli import console, core, cron, owners, queue  # noqa: F401  (register commands)
+    from awa_tui.cli.common import add_dsn_file_option
     from awa_tui.printable import printable
 
+    command = typer.main.get_command(app)
+    add_dsn_file_option(command)
     try:
-        code = app(standalone_mode=False)
+        code = command(standalone_mode=False)
     except typer.Abort:
         sys.stderr.write("error: interrupted\n")
         sys.exit(130)

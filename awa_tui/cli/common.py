@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -16,13 +17,27 @@ from rich.table import Table
 from rich.text import Text
 
 from awa_tui.config import resolve_dsn
+from awa_tui.engine.db import check_dsn
 from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
 
 DsnOpt = Annotated[
     str | None,
-    typer.Option("--dsn", help="Database URL (else AWA_DATABASE_URL, DATABASE_URL, PG* variables)."),
+    typer.Option("--dsn", help=(
+        "Database URL (else --dsn-file, AWA_DATABASE_URL, DATABASE_URL, PG* variables). "
+        "A password in it is visible to every local user in `ps`: prefer --dsn-file, "
+        "AWA_DATABASE_URL or ~/.pgpass.")),
 ]
+DsnFileOpt = Annotated[
+    str | None,
+    typer.Option("--dsn-file", metavar="PATH", help=(
+        "Read the database URL from this file (keep it 0600); its content is never shown.")),
+]
+APP_HELP = (
+    "module:attribute: setup(client) registering schedules and handlers. The module is looked up on "
+    "sys.path, then in the current directory (searched last, so a local file cannot shadow a standard "
+    "or installed module)."
+)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 OperatorOpt = Annotated[
     str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
@@ -62,7 +77,54 @@ def require_dsn(flag: str | None) -> str:
     dsn = resolve_dsn(flag)
     if dsn is None:
         fail("no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)")
+    try:
+        check_dsn(dsn)  # libpq's own parse errors would quote the password
+    except AwaError as exc:
+        fail(str(exc))
     return dsn
+
+
+def _dsn_file_param() -> Any:
+    """The --dsn-file option exactly as Typer builds it from DsnFileOpt."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(dsn_file: DsnFileOpt = None) -> None:
+        """Only here to have Typer build the option."""
+
+    return next(p for p in typer.main.get_command(probe).params if p.name == "dsn_file")
+
+
+def _read_dsn_file_into_dsn(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def wrapper(*args: Any, dsn_file: str | None = None, **kwargs: Any) -> Any:
+        if dsn_file is not None:
+            try:
+                kwargs["dsn"] = resolve_dsn(kwargs.get("dsn"), dsn_file)
+            except AwaError as exc:
+                fail(str(exc))
+        return callback(*args, **kwargs)
+
+    return wrapper
+
+
+def add_dsn_file_option(command: Any) -> None:
+    """Give every command that takes --dsn a --dsn-file beside it (in one place, so no
+    command can miss it): the file's content reaches the command as its dsn.
+
+    `command` is the click command Typer built for the app (Typer vendors click, so it is
+    handled through its attributes: params, callback, and a group's commands)."""
+    param = _dsn_file_param()
+
+    def visit(cmd: Any) -> None:
+        names = [p.name for p in cmd.params]
+        if "dsn" in names and "dsn_file" not in names and cmd.callback is not None:
+            cmd.params.insert(names.index("dsn") + 1, param)
+            cmd.callback = _read_dsn_file_into_dsn(cmd.callback)
+        for sub in getattr(cmd, "commands", {}).values():
+            visit(sub)
+
+    visit(command)
 
 
 def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Any:

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import DsnOpt, OperatorOpt, fail
+from awa_tui.cli.common import APP_HELP, DsnOpt, OperatorOpt, fail
+from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 
 
 @app.callback(invoke_without_command=True)
@@ -15,11 +16,13 @@ def console(
     ctx: typer.Context,
     dsn: DsnOpt = None,
     lead: Annotated[bool, typer.Option("--lead", help="Also run the engine in-process as a leader.")] = False,
-    app_ref: Annotated[str | None, typer.Option("--app", help="module:attribute registering schedules.")] = None,
+    app_ref: Annotated[str | None, typer.Option("--app", help=APP_HELP)] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Load the built-in demo schedules.")] = False,
-    read_only: Annotated[bool, typer.Option("--read-only", help="No mutations, in the UI or the engine.")] = False,
+    read_only: Annotated[bool, typer.Option(
+        "--read-only", help="No mutations, in the UI or the engine (not with --lead, whose engine writes).")] = False,
     operator: OperatorOpt = None,
-    refresh: Annotated[float, typer.Option("--refresh", help="Panel refresh interval, seconds.")] = 2.0,
+    refresh: Annotated[float, typer.Option(
+        "--refresh", help=f"Panel refresh interval, seconds ({REFRESH_MIN_S:g} to {REFRESH_MAX_S:g}).")] = 2.0,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return

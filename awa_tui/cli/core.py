@@ -11,6 +11,7 @@ import typer
 from awa_tui.bootstrap import build_client, dsn_or_embedded
 from awa_tui.cli import app
 from awa_tui.cli.common import (
+    APP_HELP,
     DsnOpt,
     JsonOpt,
     OperatorOpt,
@@ -43,9 +44,7 @@ def _log_fires(result: Any) -> None:
 @app.command()
 def run(
     dsn: DsnOpt = None,
-    app_ref: Annotated[
-        str | None, typer.Option("--app", help="module:attribute: setup(client) registering schedules, handlers.")
-    ] = None,
+    app_ref: Annotated[str | None, typer.Option("--app", help=APP_HELP)] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Load the built-in demo schedules.")] = False,
     operator: OperatorOpt = None,
 ) -> None:

@@ -51,18 +51,75 @@ def redact(text: str) -> str:
     return _PASSWORD_KV.sub(r"\1***", text)
 
 
-def describe_dsn(dsn: str) -> str:
-    """A short, password-free description of where a DSN points (for headers, logs)."""
+# libpq's parse errors quote the offending text, which may be the password: we say only
+# what kind of mistake it is (matched on the message's fixed start).
+_PARSE_REASONS = (
+    ("invalid percent-encoded token", "an invalid percent-encoded token (% must be followed by two hex digits)"),
+    ("unexpected spaces found", "unexpected spaces (percent-encode them as %20)"),
+    ("unterminated quoted string", "an unterminated quoted string"),
+    ("missing \"=\" after", "a word without \"=\" in the key=value form"),
+    ("invalid connection option", "an unknown connection option"),
+    ("invalid URI query parameter", "an unknown query parameter"),
+    ("extra key/value separator", "an extra \"=\" in a query parameter"),
+    ("end of string reached when looking for matching", "an unclosed \"[\" around an IPv6 address"),
+)
+MISPARSED_CREDENTIALS = "a '/' or '@' in the user name or password must be percent-encoded (%2F, %40)"
+UNPARSEABLE = "(database URL that could not be parsed)"
+
+
+def _misparsed_credentials(dsn: str) -> bool:
+    """A URL whose user name or password holds a raw '/' or '@': libpq splits it at the
+    wrong place and the secret's pieces would become the host, port or database name."""
+    if not dsn.startswith(("postgresql://", "postgres://")):
+        return False
+    rest = dsn.split("://", 1)[1]
+    authority, slash, path = rest.partition("/")  # libpq: credentials end at the first '@' before '/'
+    if authority.count("@") > 1:
+        return True
+    return "@" not in authority and bool(slash) and "@" in path.partition("?")[0]
+
+
+def dsn_problem(dsn: str) -> str | None:
+    """Why `dsn` cannot be used, in words that quote none of it; None when it parses."""
     try:
-        info = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return redact(dsn)
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        message = str(exc).strip()
+        for start, reason in _PARSE_REASONS:
+            if message.startswith(start):
+                return reason
+        return "invalid syntax"
+    if _misparsed_credentials(dsn):
+        return MISPARSED_CREDENTIALS
+    return None
+
+
+def check_dsn(dsn: str) -> None:
+    """Raise a one-line ValidationError, quoting nothing of `dsn`, when it cannot be parsed."""
+    problem = dsn_problem(dsn)
+    if problem is not None:
+        raise ValidationError(f"the database URL could not be parsed: {problem}")
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def describe_dsn(dsn: str) -> str:
+    """A short, password-free description of where a DSN points (for headers, logs).
+
+    Built only from the parsed host, port, database and user; a DSN that does not parse
+    cleanly is described without any of its text.
+    """
+    if dsn_problem(dsn) is not None:
+        return UNPARSEABLE
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
     host = str(info.get("host") or "local socket")
     port = info.get("port")
     db = info.get("dbname") or info.get("user") or ""
     user = info.get("user")
     where = f"{host}:{port}" if port and not host.startswith("/") else host
-    return f"{user + '@' if user else ''}{where}/{db}"
+    return _printable(f"{user + '@' if user else ''}{where}/{db}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -100,10 +157,10 @@ def connect(
     read-only client cannot write even through a code path that forgot to check.
     """
     extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
-    try:
-        given = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.Error:
-        given = {}  # psycopg.connect reports the bad DSN below
+    problem = dsn_problem(dsn)
+    if problem is not None:  # libpq's own message would quote the DSN's text
+        raise DatabaseUnavailable(f"cannot connect: the database URL could not be parsed: {problem}")
+    given = psycopg.conninfo.conninfo_to_dict(dsn)
     extra.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
     try:
         return psycopg.connect(

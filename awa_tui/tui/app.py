@@ -8,18 +8,18 @@ import asyncio
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
 from awa_tui.printable import printable
 from awa_tui.tui import actions
-from awa_tui.tui.commands import ConsoleCommands
+from awa_tui.tui.commands import ConsoleCommands, system_commands
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.dbthread import DbResult, DbThread
 from awa_tui.tui.engine_log import EngineLog, EngineWarning
@@ -260,6 +260,9 @@ class ConsoleApp(App[None]):
         if isinstance(self.screen, ModalScreen):
             return False
         return isinstance(self.screen, MainScreen) or action in ("help", "quit")
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        return system_commands(super().get_system_commands(screen), self.read_only)
 
     def palette_allowed(self, act: actions.Act) -> bool:
         return act.scope in ("app", *actions.PANELS) and self.action_allowed(act.scope, act.action)

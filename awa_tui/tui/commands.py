@@ -3,10 +3,11 @@ in read-only mode, like everywhere else."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from textual.app import SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from awa_tui.tui.actions import ACTS, Act
@@ -41,3 +42,13 @@ class ConsoleCommands(Provider):
 
 def palette_names(allowed: Callable[[Act], bool]) -> list[str]:
     return [act.palette for act in ACTS if act.palette and allowed(act)]
+
+
+# Textual's own palette entries that write to disk: a read-only console writes nothing.
+WRITING_SYSTEM_COMMANDS = frozenset({"Screenshot"})
+
+
+def system_commands(commands: Iterable[SystemCommand], read_only: bool) -> Iterator[SystemCommand]:
+    for command in commands:
+        if not (read_only and command.title in WRITING_SYSTEM_COMMANDS):
+            yield command

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
 from awa_tui.tui.config import ConsoleConfig
 
@@ -53,8 +54,10 @@ def build_config(
     from awa_tui.engine import embedded
     from awa_tui.engine.client import Client
 
-    if refresh <= 0:
-        raise AwaError(f"--refresh: must be positive, got {refresh:g}")
+    if not (REFRESH_MIN_S <= refresh <= REFRESH_MAX_S):  # also false for nan
+        raise AwaError(f"--refresh: must be between {REFRESH_MIN_S:g} and {REFRESH_MAX_S:g} seconds, got {refresh:g}")
+    if read_only and lead:
+        raise AwaError("--read-only and --lead: a read-only console cannot run the engine, which writes; drop one")
     if (app_ref or demo) and not lead:
         raise AwaError("--app and --demo register schedules for the engine: add --lead")
     resolved, is_embedded = dsn_or_embedded(dsn, say)

@@ -82,11 +82,11 @@ def test_launcher_rejects_inconsistent_options():
 
 
 def test_launcher_builds_a_leading_console(dsn):
-    config = build_config(dsn=dsn, lead=True, app_ref=None, demo=True, read_only=True, operator="op@test",
+    config = build_config(dsn=dsn, lead=True, app_ref=None, demo=True, read_only=False, operator="op@test",
                           refresh=2.0, say=print)
     try:
         assert config.engine is not None and not config.engine.read_only  # the engine writes
-        assert config.client.read_only and config.client.operator == "op@test"  # the console does not
+        assert config.client is not config.engine and config.client.operator == "op@test"  # its own client
         assert "password" not in config.database and config.embedded_at is None
         assert {s.name for s in config.engine.schedules} >= {"demo.heartbeat"}
     finally:
