@@ -57,7 +57,8 @@ def awa_pg_python() -> Path:
     try:
         return ensure_awa_pg()
     except AwaPgUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
+        reason = str(exc)
+    pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +78,7 @@ def upstream_template(pg_admin_dsn: str, awa_pg_python: Path) -> Iterator[str]:
         migrate(awa_pg_python, as_url(with_db(pg_admin_dsn, name)))
     except AwaPgUnavailable as exc:
         drop_database(pg_admin_dsn, name)
-        pytest.fail(str(exc), pytrace=False)
+        pytest.fail(str(exc), pytrace=False)  # no chained traceback: the one line says it all
     yield name
     drop_database(pg_admin_dsn, name)
 

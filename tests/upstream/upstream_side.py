@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -47,8 +48,10 @@ async def run(url: str, spec: dict[str, Any]) -> None:
     queue_of = {s["args_class"]: s["queue"] for s in spec["schedules"]}
     for s in spec["schedules"]:
         kind_type = types[s["args_class"]]
+        # missed_fire_policy only when asked for: releases before 0.6 do not take it.
+        extra = {"missed_fire_policy": s["policy"]} if "policy" in s else {}
         client.periodic(s["name"], s["cron"], kind_type, kind_type(), queue=s["queue"],
-                        timezone=s.get("timezone", "UTC"), missed_fire_policy=s.get("policy", "coalesce"))
+                        timezone=s.get("timezone", "UTC"), **extra)
     for class_name, kind_type in types.items():
         # Handlers are keyed by kind (one queue each); a job of the kind completes at once.
         @client.task(kind_type, queue=queue_of[class_name])
@@ -79,4 +82,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    # Skip interpreter finalisation: some awa-pg releases (0.5.7) abort in it while their
+    # runtime threads still hold the GIL state, turning a finished run into a crash.
+    os._exit(code)

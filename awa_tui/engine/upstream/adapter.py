@@ -98,7 +98,11 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON awa_tui_audit.audit_log
 
 SCHEDULES_SQL = """
 SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
-       c.missed_fire_policy, c.last_enqueued_at, c.created_at, c.updated_at, {pause_columns},
+       c.last_enqueued_at, c.created_at, c.updated_at,
+       -- Older upstream schemas lack these columns (policy: v015, pause: v026); to_jsonb reads
+       -- them where they exist and yields NULL where they do not.
+       coalesce(to_jsonb(c) ->> 'missed_fire_policy', 'coalesce') AS missed_fire_policy,
+       (to_jsonb(c) ->> 'paused_at')::timestamptz AS paused_at, to_jsonb(c) ->> 'paused_by' AS paused_by,
        coalesce(q.paused, false) AS queue_paused
 FROM awa.cron_jobs c LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 WHERE %(name)s::text IS NULL OR c.name = %(name)s
@@ -244,11 +248,9 @@ class UpstreamAdapter:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def _schedule_rows(self, conn: psycopg.Connection[Any], name: str | None) -> list[dict[str, Any]]:
-        assert self._caps is not None
-        pause = ("c.paused_at, c.paused_by" if self._caps.schedule_pause
-                 else "NULL::timestamptz AS paused_at, NULL::text AS paused_by")
-        return conn.execute(SCHEDULES_SQL.format(pause_columns=pause), {"name": name}).fetchall()  # type: ignore[arg-type]
+    @staticmethod
+    def _schedule_rows(conn: psycopg.Connection[Any], name: str | None) -> list[dict[str, Any]]:
+        return conn.execute(SCHEDULES_SQL, {"name": name}).fetchall()
 
     @staticmethod
     def _now(conn: psycopg.Connection[Any], now: datetime | None) -> datetime:
