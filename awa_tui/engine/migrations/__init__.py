@@ -16,6 +16,7 @@ import psycopg
 
 from awa_tui.engine.db import MIGRATION_LOCK_KEY, connect, translate
 from awa_tui.engine.errors import SchemaError
+from awa_tui.engine.upstream.detect import refuse_foreign_schema
 
 _FILE_RE = re.compile(r"^v(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -72,6 +73,8 @@ def migrate(dsn: str) -> list[int]:
     try:
         # Serialise concurrent migrators; the lock is released with the session.
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
+        # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
+        refuse_foreign_schema(conn)
         conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
         conn.execute(
             "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("

@@ -1,0 +1,324 @@
+"""Upstream mode against the real upstream engine: awa-pg 0.6.9 migrates the database,
+registers the schedules and runs its own leader and worker in a subprocess; the adapter
+reads its tables and acts, and upstream's processes are observed to honour the actions.
+
+Expected instants are worked out by hand in the comments, not by awa-tui's arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from awa_pg_env import UpstreamProcess, installed_version
+from helpers import wait_for
+
+from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, SchemaError
+from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
+from awa_tui.engine.upstream.models import ActionOutcome, UpcomingFire, UpstreamCapabilities
+
+OPERATOR = "alice@ops"
+
+
+@pytest.fixture
+def adapter(upstream_dsn: str) -> Iterator[UpstreamAdapter]:
+    a = UpstreamAdapter(upstream_dsn)
+    yield a
+    a.close()
+
+
+def _every_second(name: str, args_class: str, queue: str = "q1") -> dict[str, Any]:
+    return {"name": name, "cron": "* * * * * *", "args_class": args_class, "queue": queue}
+
+
+def _jobs(conn: psycopg.Connection[Any], cron_name: str) -> list[dict[str, Any]]:
+    """The oracle: upstream's public awa.jobs view, read directly."""
+    return conn.execute(
+        "SELECT id, kind, queue, state::text AS state, attempt, metadata FROM awa.jobs "
+        "WHERE metadata ->> 'cron_name' = %s ORDER BY id", (cron_name,)
+    ).fetchall()
+
+
+def _fired_after(conn: psycopg.Connection[Any], cron_name: str, instant: datetime) -> list[dict[str, Any]]:
+    """Jobs of fires upstream's leader stamped (cron_fire_time) strictly after `instant`.
+
+    Counting by fire instant, not by rows: with a live runtime, upstream's awa.jobs view was
+    seen to omit an existing job on one read and show it on the next.
+    """
+    return conn.execute(
+        "SELECT id, state::text AS state, attempt FROM awa.jobs WHERE metadata ->> 'cron_name' = %s "
+        "AND (metadata ->> 'cron_fire_time')::timestamptz > %s ORDER BY id", (cron_name, instant)
+    ).fetchall()
+
+
+def _insert_schedule(conn: psycopg.Connection[Any], name: str, queue: str = "q1") -> None:
+    """A row as upstream's upsert_cron_job writes it (for tests that need no running engine)."""
+    conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue) "
+                 "VALUES (%s, '0 0 1 1 *', 'UTC', 'up_rare', %s)", (name, queue))
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def test_schedules_listed_with_next_fires_by_our_arithmetic(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter
+) -> None:
+    start_upstream([
+        {"name": "every-15-min", "cron": "*/15 * * * *", "args_class": "UpQuarter", "queue": "q1"},
+        {"name": "ny-weekdays-9am", "cron": "0 9 * * 1-5", "args_class": "UpMorning", "queue": "q1",
+         "timezone": "America/New_York"},
+        {"name": "berlin-0230", "cron": "30 2 * * *", "args_class": "UpNight", "queue": "q1",
+         "timezone": "Europe/Berlin"},
+        {"name": "every-5-seconds", "cron": "*/5 * * * * *", "args_class": "UpFive", "queue": "q1"},
+        # croner's L (last day of month): upstream accepts it, awa-tui's cron grammar does not.
+        {"name": "last-day-of-month", "cron": "0 0 L * *", "args_class": "UpLast", "queue": "q1"},
+    ], [("q1", 2)])
+    # Saturday 2027-03-27 12:00:00 UTC: later than any fire upstream can have made today.
+    now = datetime(2027, 3, 27, 12, 0, 0, tzinfo=UTC)
+    rows = wait_for(lambda: (s := adapter.list_schedules(now)) and len(s) == 5 and s, timeout=30,
+                    what="upstream's leader to sync the 5 schedules")
+    by_name = {s.name: s for s in rows}
+    assert [s.name for s in rows] == sorted(by_name)
+    # Next quarter hour.
+    assert by_name["every-15-min"].next_fire == datetime(2027, 3, 27, 12, 15, tzinfo=UTC)
+    # Saturday: the next weekday is Monday 29 March, 09:00 EDT (DST since 14 March) = 13:00 UTC.
+    assert by_name["ny-weekdays-9am"].next_fire == datetime(2027, 3, 29, 13, 0, tzinfo=UTC)
+    # 28 March 2027 is Berlin's spring-forward (02:00 CET -> 03:00 CEST at 01:00 UTC): 02:30 does
+    # not exist and fires at the end of the gap, 01:00 UTC.
+    assert by_name["berlin-0230"].next_fire == datetime(2027, 3, 28, 1, 0, tzinfo=UTC)
+    assert by_name["berlin-0230"].next_fire_mark == "gap"
+    assert by_name["every-5-seconds"].next_fire == datetime(2027, 3, 27, 12, 0, 5, tzinfo=UTC)
+    last = by_name["last-day-of-month"]
+    assert (last.next_fire, last.problem) == (None, "cron_expr: invalid day-of-month field 'L' in '0 0 L * *'")
+    assert {(s.kind, s.queue, s.timezone, s.state, s.queue_paused) for s in rows} == {
+        ("up_quarter", "q1", "UTC", "active", False), ("up_morning", "q1", "America/New_York", "active", False),
+        ("up_night", "q1", "Europe/Berlin", "active", False), ("up_five", "q1", "UTC", "active", False),
+        ("up_last", "q1", "UTC", "active", False),
+    }
+
+    detail = adapter.show("berlin-0230", now=now, count=3)
+    cest = timedelta(hours=2)
+    assert detail.upcoming == (
+        UpcomingFire(datetime(2027, 3, 28, 1, 0, tzinfo=UTC), datetime(2027, 3, 28, 1, 0, tzinfo=UTC), "gap"),
+        UpcomingFire(datetime(2027, 3, 29, 0, 30, tzinfo=UTC), datetime(2027, 3, 29, 0, 30, tzinfo=UTC), None),
+        UpcomingFire(datetime(2027, 3, 30, 0, 30, tzinfo=UTC), datetime(2027, 3, 30, 0, 30, tzinfo=UTC), None),
+    )
+    assert [f.local.utcoffset() for f in detail.upcoming] == [cest, cest, cest]
+    assert [f.local.replace(tzinfo=None) for f in detail.upcoming] == [
+        datetime(2027, 3, 28, 3, 0), datetime(2027, 3, 29, 2, 30), datetime(2027, 3, 30, 2, 30)]
+    assert adapter.show("last-day-of-month", now=now).upcoming == ()
+
+
+def test_recent_fires_runtimes_and_queues_read_upstreams_tables(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any,
+    awa_pg_python: Path,
+) -> None:
+    proc = start_upstream([_every_second("tick", "UpTick")], [("q1", 2)])
+    wait_for(lambda: sum(j["state"] == "completed" for j in _jobs(upstream_conn, "tick")) >= 2, timeout=30,
+             what="two fires completed by upstream's worker")
+    wait_for(lambda: upstream_conn.execute("SELECT count(*) AS n FROM awa.runtime_instances").fetchone()["n"],
+             timeout=20, what="upstream's runtime snapshot")
+    proc.stop()  # from here on, nothing changes under the reads
+
+    oracle = upstream_conn.execute(
+        "SELECT id, state::text AS state, attempt, (metadata ->> 'cron_fire_time')::timestamptz AS fire_time "
+        "FROM awa.jobs WHERE metadata ->> 'cron_name' = 'tick' ORDER BY id DESC"
+    ).fetchall()
+    fires = adapter.recent_fires("tick", limit=1000)
+    assert [(f.job_id, f.state, f.attempt, f.fire_time, f.manual) for f in fires] == [
+        (j["id"], j["state"], j["attempt"], j["fire_time"], False) for j in oracle]
+    assert [f.job_id for f in adapter.recent_fires("tick", limit=2)] == [j["id"] for j in oracle[:2]]
+
+    runtimes = adapter.runtimes()
+    assert [(r.pid, r.version, r.queues, r.leader) for r in runtimes] == [
+        (proc.proc.pid, installed_version(awa_pg_python), ("q1",), True)]
+    seen = runtimes[0].last_seen_at
+    # upstream's staleness rule: unseen for max(3 x snapshot interval, 30 s); its interval is 10 s.
+    assert runtimes[0].snapshot_interval_ms == 10000
+    assert [r.stale for r in adapter.runtimes(now=seen + timedelta(seconds=30))] == [False]
+    assert [r.stale for r in adapter.runtimes(now=seen + timedelta(seconds=30, microseconds=1))] == [True]
+
+    counts = upstream_conn.execute(
+        "SELECT count(*) FILTER (WHERE state = 'completed') AS completed, "
+        "count(*) FILTER (WHERE state = 'available') AS available FROM awa.jobs WHERE queue = 'q1'"
+    ).fetchone()
+    assert [(q.queue, q.paused, q.schedules, q.completed, q.available, q.running) for q in adapter.queues()] == [
+        ("q1", False, 1, counts["completed"], counts["available"], 0)]
+    assert counts["completed"] >= 2
+
+
+# --- actions its leader and workers honour ----------------------------------------------------
+
+
+def test_pause_stops_upstreams_leader_and_resume_restarts_it(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    start_upstream([_every_second("tick-a", "UpTickA"), _every_second("tick-b", "UpTickB")], [("q1", 2)])
+    wait_for(lambda: len(_jobs(upstream_conn, "tick-a")) >= 2, timeout=30, what="upstream to fire tick-a")
+
+    outcome = adapter.pause("tick-a", OPERATOR)
+    assert outcome == ActionOutcome("pause", "tick-a", "paused schedule 'tick-a'", audited=False)
+    paused_at = upstream_conn.execute("SELECT paused_at FROM awa.cron_jobs WHERE name = 'tick-a'").fetchone()[
+        "paused_at"]
+    # paused_at is the pause transaction's start; it committed within the next second. A fire
+    # stamped later than that was evaluated after the commit and must have been refused.
+    settled = paused_at + timedelta(seconds=1)
+    violations: list[dict[str, Any]] = []
+
+    def control_fired_three_more() -> bool:
+        violations.extend(_fired_after(upstream_conn, "tick-a", settled))
+        return len(_fired_after(upstream_conn, "tick-b", settled)) >= 3
+
+    # The control schedule fires three times after that: upstream's leader made >= 3 passes.
+    wait_for(control_fired_three_more, timeout=30, what="three fires of the control schedule after the pause")
+    assert violations == []
+    assert _fired_after(upstream_conn, "tick-a", settled) == []
+    paused = next(s for s in adapter.list_schedules() if s.name == "tick-a")
+    assert (paused.state, paused.paused_by) == ("paused", OPERATOR)
+    row = upstream_conn.execute("SELECT paused_at, paused_by FROM awa.cron_jobs WHERE name = 'tick-a'").fetchone()
+    assert row["paused_at"] == paused.paused_at and row["paused_by"] == OPERATOR
+
+    with pytest.raises(Conflict, match=r"^schedule 'tick-a' is already paused \(by 'alice@ops'\)$"):
+        adapter.pause("tick-a", OPERATOR)
+
+    assert adapter.resume("tick-a", OPERATOR).summary == "resumed schedule 'tick-a'"
+    resumed_at = upstream_conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+    wait_for(lambda: len(_fired_after(upstream_conn, "tick-a", resumed_at)) >= 2, timeout=30,
+             what="upstream to fire tick-a again after resume")
+    assert upstream_conn.execute(
+        "SELECT paused_at, paused_by FROM awa.cron_jobs WHERE name = 'tick-a'").fetchone() == {
+        "paused_at": None, "paused_by": None}
+    with pytest.raises(Conflict, match=r"^schedule 'tick-a' is not paused$"):
+        adapter.resume("tick-a", OPERATOR)
+
+
+def test_trigger_writes_upstreams_job_shape_and_its_worker_runs_it(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    # Once a year at midnight on 1 January: upstream's leader has nothing to fire today.
+    start_upstream([{"name": "yearly", "cron": "0 0 1 1 *", "args_class": "UpRare", "queue": "q1"}], [("q1", 2)])
+    wait_for(lambda: adapter.list_schedules(), timeout=30, what="upstream's leader to sync the schedule")
+    adapter.pause("yearly", OPERATOR)  # a trigger also works while paused, as upstream's does
+
+    outcome = adapter.trigger("yearly", OPERATOR)
+    assert outcome.job_id is not None
+    assert outcome == ActionOutcome("trigger", "yearly", f"triggered schedule 'yearly': job {outcome.job_id} on "
+                                    "queue 'q1'", audited=False, job_id=outcome.job_id)
+    done = wait_for(lambda: [j for j in _jobs(upstream_conn, "yearly") if j["state"] == "completed"], timeout=30,
+                    what="upstream's worker to complete the triggered job")
+    assert [(j["id"], j["kind"], j["queue"], j["attempt"], j["metadata"]) for j in done] == [
+        (outcome.job_id, "up_rare", "q1", 1, {"cron_name": "yearly", "triggered_manually": True})]
+    fires = wait_for(lambda: adapter.recent_fires("yearly"), timeout=10, what="the trigger in recent fires")
+    assert [(f.job_id, f.state, f.manual, f.fire_time) for f in fires] == [
+        (outcome.job_id, "completed", True, None)]
+    # The trigger is not a fire: upstream's schedule state is untouched.
+    assert upstream_conn.execute(
+        "SELECT last_enqueued_at FROM awa.cron_jobs WHERE name = 'yearly'").fetchone()["last_enqueued_at"] is None
+
+
+def test_queue_pause_stops_upstreams_dispatch_until_resumed(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    start_upstream([_every_second("tick-q", "UpTickQ", queue="qp")], [("qp", 2)])
+    wait_for(lambda: any(j["state"] == "completed" for j in _jobs(upstream_conn, "tick-q")), timeout=30,
+             what="a first fire completed on qp")
+
+    assert adapter.queue_pause("qp", OPERATOR).summary == "paused queue 'qp'"
+    paused_at = upstream_conn.execute("SELECT paused_at FROM awa.queue_meta WHERE queue = 'qp'").fetchone()[
+        "paused_at"]
+    # The leader still fires into the paused queue; fires stamped a second after the pause
+    # transaction began were written after it committed, and nothing may claim them.
+    settled = paused_at + timedelta(seconds=1)
+    held = wait_for(lambda: (new := _fired_after(upstream_conn, "tick-q", settled)) and len(new) >= 3 and new,
+                    timeout=30, what="three fires into the paused queue")
+    assert {(j["state"], j["attempt"]) for j in held} == {("available", 0)}
+    queue = next(q for q in adapter.queues() if q.queue == "qp")
+    assert (queue.paused, queue.paused_by) == (True, OPERATOR)
+    assert queue.available >= 3
+    with pytest.raises(Conflict, match=r"^queue 'qp' is already paused \(by 'alice@ops'\)$"):
+        adapter.queue_pause("qp", OPERATOR)
+
+    assert adapter.queue_resume("qp", OPERATOR).summary == "resumed queue 'qp'"
+    held_ids = {j["id"] for j in held}
+    completed: set[int] = set()  # accumulated: a row may be missing from one read of the view
+
+    def held_jobs_completed() -> bool:
+        completed.update(j["id"] for j in _jobs(upstream_conn, "tick-q") if j["state"] == "completed")
+        return completed >= held_ids
+
+    wait_for(held_jobs_completed, timeout=30, what="upstream's worker to run the held jobs after resume")
+    assert next(q for q in adapter.queues() if q.queue == "qp").paused is False
+
+
+# --- audit, refusals, errors -------------------------------------------------------------------
+
+
+def test_audit_trail_only_after_init_audit_and_in_its_own_schema(
+    upstream_dsn: str, adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    _insert_schedule(upstream_conn, "nightly")
+    assert adapter.audited() is False
+    assert adapter.pause("nightly", OPERATOR).audited is False
+    awa_relations = upstream_conn.execute(
+        "SELECT count(*) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'awa'"
+    ).fetchone()["n"]
+
+    assert init_audit(upstream_dsn) is True
+    assert init_audit(upstream_dsn) is False
+    assert adapter.audited() is True
+    assert upstream_conn.execute(
+        "SELECT count(*) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'awa'"
+    ).fetchone()["n"] == awa_relations
+
+    resumed = adapter.resume("nightly", OPERATOR)
+    assert resumed.audited is True and resumed.audit_id is not None
+    paused = adapter.pause("nightly", "bob@ops")
+    paused_at = upstream_conn.execute("SELECT paused_at FROM awa.cron_jobs WHERE name = 'nightly'").fetchone()
+    entries = adapter.audit_entries("nightly")
+    assert [(e.id, e.operator, e.action, e.target) for e in entries] == [
+        (paused.audit_id, "bob@ops", "pause", "nightly"), (resumed.audit_id, OPERATOR, "resume", "nightly")]
+    assert entries[0].before == {"paused_at": None, "paused_by": None}
+    assert entries[0].after["paused_by"] == "bob@ops"
+    assert datetime.fromisoformat(entries[0].after["paused_at"]) == paused_at["paused_at"]
+
+    queue = adapter.queue_pause("q1", OPERATOR)
+    assert (queue.audited, adapter.audit_entries("queue:q1")[0].action) == (True, "queue_pause")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+        upstream_conn.execute("DELETE FROM awa_tui_audit.audit_log")
+
+
+def test_refusals_are_one_line_and_name_the_target(
+    upstream_dsn: str, adapter: UpstreamAdapter, upstream_conn: Any, dsn: str
+) -> None:
+    _insert_schedule(upstream_conn, "nightly")
+    with pytest.raises(NotFound) as err:
+        adapter.pause("nope\x1b[2J", OPERATOR)
+    assert str(err.value) == "unknown schedule 'nope\\x1b[2J'"
+    with pytest.raises(NotFound, match=r"^unknown schedule 'gone'$"):
+        adapter.trigger("gone", OPERATOR)
+    with pytest.raises(NotFound, match=r"^unknown queue 'nowhere' \(no schedule, job or pause row uses it\)$"):
+        adapter.queue_pause("nowhere", OPERATOR)
+    with pytest.raises(Conflict, match=r"^queue 'q1' is not paused$"):
+        adapter.queue_resume("q1", OPERATOR)
+
+    read_only = UpstreamAdapter(upstream_dsn, read_only=True)
+    try:
+        with pytest.raises(ReadOnly, match=r"^pause refused: this client is read-only$"):
+            read_only.pause("nightly", OPERATOR)
+        assert [s.name for s in read_only.list_schedules()] == ["nightly"]
+    finally:
+        read_only.close()
+    assert upstream_conn.execute("SELECT paused_at FROM awa.cron_jobs").fetchall() == [{"paused_at": None}]
+
+    ours = UpstreamAdapter(dsn)
+    try:
+        with pytest.raises(SchemaError) as err:
+            ours.list_schedules()
+        assert str(err.value).startswith("not an upstream Awa database: awa-tui schema version ")
+    finally:
+        ours.close()
+    assert adapter.capabilities() == UpstreamCapabilities(schedule_pause=True, trigger=True, queue_pause=True)
