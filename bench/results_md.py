@@ -32,6 +32,15 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _busy(load: dict[str, Any], nproc: int | None) -> list[str]:
+    """A warning line when the machine was busier than the bench alone keeps it."""
+    mean = load.get("mean_1min")
+    if mean is None or not nproc or mean <= nproc:
+        return []
+    return [f"- **Busy machine**: mean load average {mean:g} on {nproc} CPUs; other work shared the CPUs, "
+            "so these numbers are pessimistic"]
+
+
 def render(data: dict[str, Any], source: str) -> str:
     machine = data.get("machine", {})
     load = data.get("load") or {}
@@ -50,7 +59,8 @@ def render(data: dict[str, Any], source: str) -> str:
         f"- **Date**: {data.get('date') or data.get('started')} (UTC), {data.get('seconds')} s in all",
         f"- **Command**: `{command}` ({data.get('mode')} sizes)",
         f"- **Commit**: {machine.get('git_commit') or '?'}{dirty}",
-        f"- **Outcome**: {'every target met' if not missed else f'{len(missed)} target(s) missed'}",
+        f"- **Outcome**: {'every target met' if not missed else f'{len(missed)} target(s) missed (FAIL rows)'}",
+        *_busy(load, machine.get("nproc")),
         "",
         "## Machine",
         "",
