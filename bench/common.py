@@ -15,7 +15,9 @@ Measurement rules (the same for both engines):
 from __future__ import annotations
 
 import os
+import platform
 import statistics
+import subprocess
 import threading
 import time
 import uuid
@@ -111,6 +113,7 @@ class Server:
     home: Path | None
     commit_ts: bool
     stat_statements: bool
+    version: str = ""
 
     def create_db(self, label: str) -> str:
         name = f"bench_{label}_{uuid.uuid4().hex[:6]}"
@@ -157,7 +160,8 @@ def start_server() -> Server:
     with psycopg.connect(admin, autocommit=True) as conn:
         commit_ts = conn.execute("SHOW track_commit_timestamp").fetchone()[0] == "on"
         preload = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
-    return Server(admin, started, home, commit_ts, "pg_stat_statements" in preload)
+        version = conn.execute("SHOW server_version").fetchone()[0]
+    return Server(admin, started, home, commit_ts, "pg_stat_statements" in preload, version)
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
@@ -167,6 +171,88 @@ def connect(dsn: str) -> psycopg.Connection[Any]:
 def db_now(dsn: str) -> datetime:
     with connect(dsn) as conn:
         return conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+
+
+# --- the machine ---------------------------------------------------------------------------------
+
+
+def _proc_field(path: str, key: str) -> str | None:
+    """The value of the first `key: value` line of a /proc file, or None (not Linux)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name.strip() == key:
+                return value.strip()
+    except OSError:
+        return None
+    return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", *args], cwd=BENCH_DIR, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def machine_info(server: Server) -> dict[str, Any]:
+    """What the numbers were measured on: a reference result is meaningless without it."""
+    mem_kb = _proc_field("/proc/meminfo", "MemTotal")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "nproc": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_gib": round(int(mem_kb.split()[0]) / 1024 / 1024, 1) if mem_kb else None,
+        "cpu_model": _proc_field("/proc/cpuinfo", "model name") or platform.processor() or None,
+        "kernel": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "postgres": server.version,
+        "server": "embedded under bench/.pg" if server.started_here else "AWA_BENCH_DATABASE_URL",
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if status is None else bool(status),
+    }
+
+
+class LoadSampler:
+    """The 1/5/15-minute load averages every `every_s` seconds while the run lasts.
+
+    Other work on the machine moves the numbers by 2-4x on 2 cores, so a result records
+    how busy the machine was during the run, not only at its end."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        self.every_s = every_s
+        self.samples: list[tuple[float, float, float, float]] = []
+        self._stop = threading.Event()
+        self._began = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="bench-load", daemon=True)
+
+    def start(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        one, five, fifteen = (round(x, 2) for x in os.getloadavg())
+        self.samples.append((round(time.monotonic() - self._began, 1), one, five, fifteen))
+
+    def _run(self) -> None:
+        self._sample()
+        while not self._stop.wait(self.every_s):
+            self._sample()
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(self.every_s + 1)
+        self._sample()
+        ones = [s[1] for s in self.samples]
+        return {
+            "every_s": self.every_s,
+            "start_1min": ones[0],
+            "end_1min": ones[-1],
+            "max_1min": max(ones),
+            "mean_1min": round(statistics.fmean(ones), 2),
+            "samples": [list(s) for s in self.samples],  # [seconds, 1 min, 5 min, 15 min]
+        }
 
 
 # --- seeding -------------------------------------------------------------------------------------
@@ -260,6 +346,17 @@ def count_fires(dsn: str, engine: str, at: datetime | None = None) -> int:
         params["at"] = at
     with connect(dsn) as conn:
         return conn.execute(query, params).fetchone()["n"]
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A table cell: three significant digits, thousands separated from 100 up."""
+    if value is None:
+        return "-"
+    if unit == "%":
+        return f"{value:.1f} %"
+    if unit in ("s", "ms", "µs", "MB", "kB"):
+        return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+    return f"{value:g}"
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -1,7 +1,9 @@
 """The two engines behind one small interface: start N registered schedules, stop, CPU.
 
-awa-tui runs in this process (its loops are threads); awa-pg runs in its own venv as a
-subprocess (bench/awa_pg_side.py) because it must never be installed beside the product.
+awa-tui runs in this process (its loops are threads), or, for cold starts, as its own
+CLI in a subprocess (`python -m awa_tui run`, OursProcess) so that interpreter start and
+imports count as they do for awa-pg; awa-pg always runs in its own venv as a subprocess
+(bench/awa_pg_side.py) because it must never be installed beside the product.
 """
 
 from __future__ import annotations
@@ -10,13 +12,15 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, as_url
+from bench.engine_proc import ENV_EXPR, ENV_N, ENV_POLICY
 
 UPSTREAM_VENV = BENCH_DIR / ".venv-awa-pg"
 UPSTREAM_REQUIREMENTS = BENCH_DIR / "requirements-awa-pg.txt"
@@ -34,6 +38,19 @@ class Engine(Protocol):
 
     def migrate(self, dsn: str) -> None: ...
     def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> Running: ...
+
+
+class Spawned(Running, Protocol):
+    def exited(self) -> str | None: ...
+
+
+class Spawner(Protocol):
+    """An engine started as a process and not waited for: cold starts time from the spawn."""
+
+    name: str
+
+    def migrate(self, dsn: str) -> None: ...
+    def spawn(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> Spawned: ...
 
 
 # --- awa-tui -------------------------------------------------------------------------------------
@@ -76,13 +93,70 @@ class Ours:
         return OursRunning(client, registered - began, time.perf_counter() - registered)
 
 
-# --- awa-pg (upstream) ------------------------------------------------------------------------
-
-
 def _proc_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+def _stop_process(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@dataclass
+class OursProcRunning:
+    """`python -m awa_tui run` in a subprocess; its stderr (the run log) goes to a temp file."""
+
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+    _last_cpu: float = 0.0
+
+    def cpu_seconds(self) -> float:
+        try:
+            self._last_cpu = _proc_cpu_seconds(self.proc.pid)
+        except (OSError, IndexError, ValueError):
+            pass  # exited: keep the last reading
+        return self._last_cpu
+
+    def exited(self) -> str | None:
+        """Why the runtime is gone (exit status and the last log line), or None if it runs."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        self.log.seek(0)
+        tail = self.log.read().decode(errors="replace").strip().splitlines()[-1:]
+        return f"awa-tui run exited with status {code}: {' '.join(tail)[:300]!r}"
+
+    def stop(self) -> None:
+        _stop_process(self.proc)
+        self.log.close()
+
+
+class OursProcess:
+    """awa-tui through its own CLI, `python -m awa_tui run --app bench.engine_proc:setup`."""
+
+    name = "ours"
+
+    def migrate(self, dsn: str) -> None:
+        Ours().migrate(dsn)
+
+    def spawn(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> OursProcRunning:
+        # max_seconds is the caller's business: the runtime runs until stop() sends SIGTERM.
+        env = os.environ | {"AWA_DATABASE_URL": dsn, ENV_N: str(n), ENV_EXPR: expr, ENV_POLICY: policy}
+        log = tempfile.TemporaryFile()  # closed by OursProcRunning.stop
+        proc = subprocess.Popen([sys.executable, "-m", "awa_tui", "run", "--app", "bench.engine_proc:setup",
+                                 "--operator", "bench"], cwd=BENCH_DIR.parent, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        return OursProcRunning(proc, log)
+
+
+# --- awa-pg (upstream) ------------------------------------------------------------------------
 
 
 @dataclass
@@ -123,14 +197,15 @@ class UpstreamRunning:
             pass  # exited: keep the last reading
         return self._last_cpu
 
+    def exited(self) -> str | None:
+        """Why awa-pg is gone (exit status, its error event), or None if it runs."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        return f"awa-pg exited with status {code}: {self.event('error')}"
+
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        _stop_process(self.proc)
         self._reader.join(2)
 
 
@@ -178,10 +253,13 @@ class Upstream:
         if proc.returncode != 0:
             raise RuntimeError(f"awa-pg migrate failed: {proc.stdout.strip()[-300:]}")
 
-    def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> UpstreamRunning:
+    def spawn(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> UpstreamRunning:
         proc = self._spawn("run", as_url(dsn), "--n", str(n), "--expr", expr, "--policy", policy,
                            "--seconds", str(max_seconds))
-        running = UpstreamRunning(proc)
+        return UpstreamRunning(proc)
+
+    def start(self, dsn: str, n: int, expr: str, policy: str, max_seconds: float) -> UpstreamRunning:
+        running = self.spawn(dsn, n, expr, policy, max_seconds)
         started = running.wait_event("started", timeout=120)
         if started is None or started.get("event") == "error":
             running.stop()

@@ -3,7 +3,8 @@
 Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durability
 (fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
 server, runs every scenario at quick sizes (or the issue's full sizes with --full), prints
-one table and writes it as JSON to bench/results/.
+one table and writes it as JSON to bench/results/. With --save-reference the JSON is also
+kept as bench/results/reference.json (committed) and bench/RESULTS.md is written from it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import platform
+import shutil
 import sys
 import time
 import traceback
@@ -20,7 +20,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.common import RESULTS_DIR, Report, Row, Server, start_server
+from bench import results_md
+from bench.common import RESULTS_DIR, LoadSampler, Report, Row, Server, fmt, machine_info, start_server
 from bench.engines import Engine, Ours, Upstream
 from bench.scenarios import console, cron_math, failover, fire_on_time, idle, per_second, sync
 
@@ -69,16 +70,6 @@ def scenarios(mode: str) -> dict[str, Scenario]:
     }
 
 
-def fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "-"
-    if unit == "%":
-        return f"{value:.1f} %"
-    if unit in ("s", "ms", "µs", "MB", "kB"):
-        return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
-    return f"{value:g}"
-
-
 def print_table(report: Report, compare: bool) -> None:
     headers = ["scenario", "size", "metric", "target", "awa-tui", "pass"]
     if compare:
@@ -107,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
     parser.add_argument("--out", type=Path, default=None, help="JSON output file")
+    parser.add_argument("--save-reference", action="store_true",
+                        help="also keep the JSON as bench/results/reference.json (committed) and write "
+                             "bench/RESULTS.md from it; a whole run only (no --only)")
     args = parser.parse_args(argv)
+    if args.save_reference and args.only is not None:
+        parser.error("--save-reference records a whole run: drop --only")
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     mode = "full" if args.full else "quick"
@@ -129,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
             report.note(f"side by side with awa-pg {upstream.version()} (bench/.venv-awa-pg)")
 
     server = start_server()
+    machine = machine_info(server)
+    load = LoadSampler().start()
     report.note(f"server: {'embedded PG under bench/.pg' if server.started_here else 'AWA_BENCH_DATABASE_URL'}; "
                 f"commit timestamps {'on' if server.commit_ts else 'off'}; "
                 f"pg_stat_statements {'on' if server.stat_statements else 'off'}")
     began = time.monotonic()
+    started = datetime.now(UTC)
     table = scenarios(mode)
     try:
         for name in names:
@@ -148,23 +147,33 @@ def main(argv: list[str] | None = None) -> int:
                 report.add(Row(name, "-", "error", "", None, "", False, note=str(exc)[:200]))
             print(f"   {name} took {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
     finally:
+        load_summary = load.stop()
         if not args.keep_server:
             server.stop()
 
     print_table(report, compare=upstream is not None)
+    print(f"load average (1 min) during the run: start {load_summary['start_1min']:.2f}, "
+          f"mean {load_summary['mean_1min']:.2f}, max {load_summary['max_1min']:.2f} on {machine['nproc']} CPUs")
     RESULTS_DIR.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
     out = args.out or RESULTS_DIR / f"bench-{mode}{'-compare' if upstream else ''}-{stamp}.json"
     out.write_text(json.dumps({
         "mode": mode,
         "compare": upstream is not None,
         "started": stamp,
+        "date": started.strftime("%Y-%m-%d %H:%M"),
+        "args": sys.argv[1:] if argv is None else argv,
         "seconds": round(time.monotonic() - began, 1),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
+        "machine": machine,
+        "load": load_summary,
         "notes": report.notes,
         "rows": report.as_json(),
     }, indent=2, default=str))
     print(f"results: {out}")
+    if args.save_reference:
+        shutil.copyfile(out, results_md.REFERENCE_JSON)
+        results_md.write(results_md.REFERENCE_JSON, results_md.RESULTS_MD)
+        print(f"reference: {results_md.REFERENCE_JSON} and {results_md.RESULTS_MD} (commit both)")
     return 0 if all(r.passed is not False for r in report.rows) else 1
 
 

@@ -1,8 +1,10 @@
 """Idle cost: N schedules with nothing due.
 
 Two measurements:
-- awa-tui, one evaluator pass called directly (the target: < 5 ms database time and
-  < 2 ms Python CPU per pass), after a first pass has stored every next-fire hint;
+- awa-tui, 50 evaluator passes called directly after a first pass has stored every
+  next-fire hint: the median pass is held to the target (< 5 ms database time and < 2 ms
+  Python CPU per pass) and the worst of the 50 is reported beside it (a median alone
+  would hide a pass that stalls now and then);
 - both engines as running runtimes over a quiet window: process CPU and database time
   per second (each engine does its own housekeeping too; awa-pg runs its queue
   maintenance, awa-tui its leader ping and snapshots).
@@ -18,6 +20,7 @@ from bench.common import (
     Row,
     Server,
     connect,
+    median,
     reset_stat_statements,
     seed_schedules,
     stat_statements_ms,
@@ -46,19 +49,28 @@ def direct_passes(server: Server, dsn: str) -> dict[str, float | None]:
         evaluator.evaluate(conn)  # warm caches and plans
         if server.stat_statements:
             reset_stat_statements(dsn)
-        cpu, wall = [], []
+        cpu, wall, db = [], [], []
+        db_before = stat_statements_ms(dsn) if server.stat_statements else 0.0
         for _ in range(PASSES):
             c0, w0 = time.thread_time(), time.perf_counter()
             result = evaluator.evaluate(conn)
             cpu.append((time.thread_time() - c0) * 1000)
             wall.append((time.perf_counter() - w0) * 1000)
             assert result.examined == 0 and result.fired == 0
-        db_ms = stat_statements_ms(dsn) / PASSES if server.stat_statements else None
+            # Per pass, read between passes (outside the timed part); the reading's own
+            # statement is left out of the sum (stat_statements_ms).
+            if server.stat_statements:
+                db_after = stat_statements_ms(dsn)
+                db.append(db_after - db_before)
+                db_before = db_after
     return {
         "hint_fill": hint_fill_s,
-        "cpu": sorted(cpu)[len(cpu) // 2],
-        "wall": sorted(wall)[len(wall) // 2],
-        "db": db_ms,
+        "cpu": median(cpu),
+        "cpu_worst": max(cpu),
+        "wall": median(wall),
+        "wall_worst": max(wall),
+        "db": median(db),
+        "db_worst": max(db) if db else None,
     }
 
 
@@ -92,11 +104,14 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                 seed_schedules(dsn, n, YEARLY, "coalesce", last_new_year())
                 theirs = window(server, upstream, dsn, n)
         size = f"{n:,} idle"
-        report.add(Row("idle pass", size, "DB time / pass", f"< {DB_TARGET_MS:g} ms", direct["db"], "ms",
-                       direct["db"] is not None and direct["db"] < DB_TARGET_MS))
-        report.add(Row("idle pass", size, "Python CPU / pass", f"< {CPU_TARGET_MS:g} ms", direct["cpu"], "ms",
-                       direct["cpu"] is not None and direct["cpu"] < CPU_TARGET_MS))
-        report.add(Row("idle pass", size, "wall / pass", "", direct["wall"], "ms"))
+        report.add(Row("idle pass", size, f"DB time / pass, median of {PASSES}", f"< {DB_TARGET_MS:g} ms",
+                       direct["db"], "ms", direct["db"] is not None and direct["db"] < DB_TARGET_MS))
+        report.add(Row("idle pass", size, f"DB time / pass, worst of {PASSES}", "", direct["db_worst"], "ms"))
+        report.add(Row("idle pass", size, f"Python CPU / pass, median of {PASSES}", f"< {CPU_TARGET_MS:g} ms",
+                       direct["cpu"], "ms", direct["cpu"] is not None and direct["cpu"] < CPU_TARGET_MS))
+        report.add(Row("idle pass", size, f"Python CPU / pass, worst of {PASSES}", "", direct["cpu_worst"], "ms"))
+        report.add(Row("idle pass", size, f"wall / pass, median of {PASSES}", "", direct["wall"], "ms"))
+        report.add(Row("idle pass", size, f"wall / pass, worst of {PASSES}", "", direct["wall_worst"], "ms"))
         report.add(Row("idle pass", size, "first pass (all hints)", "", direct["hint_fill"], "s"))
         report.add(Row("idle runtime", size, "process CPU / s", "", win["cpu_per_s"], "ms",
                        upstream=theirs.get("cpu_per_s")))
