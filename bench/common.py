@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -97,13 +98,25 @@ def with_db(dsn: str, dbname: str) -> str:
 
 
 def as_url(dsn: str) -> str:
-    """A postgres:// URL for the upstream engine's Rust driver (it takes no key=value form)."""
+    """A postgres:// URL for the upstream engine's Rust driver (it takes no key=value form).
+
+    The embedded server keeps its TCP password in a pgpass file named by `passfile=`, which
+    that driver does not read: the password is taken from the file into the URL here.
+    """
     params = conninfo_to_dict(dsn)
-    host = params.get("host", "127.0.0.1")
-    user = params.get("user", "postgres")
-    password = params.get("password")
-    auth = f"{user}:{password}@" if password else f"{user}@"
-    return f"postgres://{auth}{host}:{params.get('port', 5432)}/{params['dbname']}"
+    host = str(params.get("host", "127.0.0.1"))
+    user = str(params.get("user", "postgres"))
+    password = params.get("password") or _pgpass_password(params.get("passfile"))
+    auth = f"{quote(user, safe='')}:{quote(str(password), safe='')}@" if password else f"{quote(user, safe='')}@"
+    return f"postgres://{auth}{host}:{params.get('port', 5432)}/{quote(str(params['dbname']), safe='')}"
+
+
+def _pgpass_password(passfile: object) -> str | None:
+    """The password of the first line of a pgpass file (the embedded server writes one line)."""
+    if not passfile:
+        return None
+    line = Path(str(passfile)).read_text().splitlines()[0]
+    return line.split(":", 4)[4]
 
 
 @dataclass
