@@ -159,6 +159,10 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
 async def test_a_table_narrower_than_its_widget_extends_each_row() -> None:
     narrow = ("name", "state")
     rows = [(f"q{i}", (Text(f"q{i}"), Text("PAUSED" if i == 1 else "active", style="bold"))) for i in range(3)]
+    # Cells the fast path hands to the stock one or cuts as Rich does: two lines, a tab,
+    # Rich's default overflow (fold: cut, no ellipsis), overflow "ignore".
+    rows += [("two-lines", (Text("q3\nsecond"), Text("a\tb"))),
+             ("long", (Text("x" * 40), Text("y" * 40, overflow="ignore")))]
     app = Twins([])
     async with app.run_test(size=(140, 20)) as pilot:
         keyed, stock = app.query_one(KeyedTable), app.query_one("#stock", DataTable)
@@ -178,3 +182,5 @@ async def test_a_table_narrower_than_its_widget_extends_each_row() -> None:
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "narrow table")
         assert shown[2] == " q1" + " " * 21 + " PAUSED" + " " * 33
+        assert shown[4] == " q3" + " " * 21 + " a       b" + " " * 30
+        assert shown[5] == " " + "x" * 22 + "  " + "y" * 16 + " " * 23

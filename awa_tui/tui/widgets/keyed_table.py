@@ -46,9 +46,10 @@ def cell(value: Any, style: str = "") -> Text:
     return Text("-" if value is None else str(value), style=style, no_wrap=True, overflow="ellipsis", end="")
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Paint:
-    """What one paint of the table reads from its styles (once, not once per line)."""
+    """What one paint of the table reads from its styles (once, not once per line); a
+    cached cell is reused only under an equal _Paint."""
 
     base_style: Style
     cursor_style: Style
@@ -56,12 +57,7 @@ class _Paint:
     show_cursor: bool
     css_foreground: bool
     css_background: bool
-    generation: int
-
-    def same_styles(self, other: _Paint) -> bool:
-        return (self.base_style, self.cursor_style, self.hover_style, self.show_cursor, self.css_foreground,
-                self.css_background) == (other.base_style, other.cursor_style, other.hover_style, other.show_cursor,
-                                         other.css_foreground, other.css_background)
+    cell_padding: int
 
     def component_style(self, on_cursor: bool, on_hover: bool) -> Style:
         # DataTable's order: the hover style, then the cursor style over it.
@@ -99,10 +95,9 @@ class KeyedTable(DataTable[Any]):
         self.last_sync_stats: dict[str, int] = {}
         self.hover_shown = False
         # (row key, column index) -> (cell, its LiveCell text, (row index, cursor, hover,
-        # style generation), segments): the cell object is held, so identity is a safe check.
+        # paint, width), segments): the cell object is held, so identity is a safe check.
         self._rendered: dict[tuple[str, int], tuple[Any, str | None, tuple[Any, ...], list[Segment]]] = {}
         self._paint: _Paint | None = None
-        self._last_paint: _Paint | None = None
 
     def on_mount(self) -> None:
         for column in self.column_specs:
@@ -186,7 +181,7 @@ class KeyedTable(DataTable[Any]):
             return super().render_line(y)
         key = self._order[row_index]
         cells = self._cells.get(key)
-        if cells is None or len(cells) != len(self.column_specs):
+        if cells is None or len(cells) != len(self.columns):
             return super().render_line(y)
         paint = self._paint or self._paint_context()
         width = self.size.width
@@ -194,7 +189,7 @@ class KeyedTable(DataTable[Any]):
         x2 = x1 + width
         on_cursor = paint.show_cursor and self.cursor_row == row_index
         on_hover = paint.show_cursor and self.hover_shown and self.hover_row == row_index
-        state = (row_index, on_cursor, on_hover, paint.generation)
+        state = (row_index, on_cursor, on_hover, paint)  # with the cell's width, all a cell's look depends on
         segments: list[Segment] = []
         start = x = 0
         for column_index, (value, column) in enumerate(zip(cells, self.ordered_columns, strict=False)):
@@ -220,18 +215,18 @@ class KeyedTable(DataTable[Any]):
     ) -> list[Segment] | None:
         live = value.plain if isinstance(value, LiveCell) else None
         cached = self._rendered.get((key, column_index))
-        if cached is not None and cached[0] is value and cached[1] == live and cached[2] == state:
+        if cached is not None and cached[0] is value and cached[1] == live and cached[2] == (*state, width):
             return cached[3]
         text = value.text() if isinstance(value, LiveCell) else value
-        if not isinstance(text, Text):
-            return None
+        if not isinstance(text, Text) or text.overflow == "ignore" or "\n" in text.plain or "\t" in text.plain:
+            return None  # not a one-line Text: the stock path lays it out
         row_index, on_cursor, on_hover, _ = state
         component_style, post_style = paint.cell_styles(on_cursor, on_hover)
         pre_style = paint.base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        padding = self.cell_padding
+        padding = paint.cell_padding
         inner = max(0, width - 2 * padding)
         body = text.copy()
-        body.truncate(inner, overflow="ellipsis")
+        body.truncate(inner, overflow=text.overflow or "fold")  # Rich's default, as the stock path
         console = self.app.console
         rendered = body.render(console)  # spans only: the Text's own style is applied next
         if body.style:
@@ -239,29 +234,24 @@ class KeyedTable(DataTable[Any]):
         pad = Segment(" " * padding)
         fill = Segment(" " * (inner - body.cell_len))  # unstyled, as Rich pads a cell
         segments = list(Segment.apply_style([pad, *rendered, fill, pad], pre_style, post_style))
-        self._rendered[(key, column_index)] = (value, live, state, segments)
+        self._rendered[(key, column_index)] = (value, live, (*state, width), segments)
         return segments
 
     def _paint_context(self) -> _Paint:
-        paint = _Paint(
+        self._paint = _Paint(
             base_style=self.rich_style,
             cursor_style=self.get_component_rich_style("datatable--cursor"),
             hover_style=self.get_component_rich_style("datatable--hover"),
             show_cursor=self.show_cursor,
             css_foreground=self.cursor_foreground_priority == "css",
             css_background=self.cursor_background_priority == "css",
-            generation=0,
+            cell_padding=self.cell_padding,
         )
-        previous = self._last_paint
-        if previous is not None and paint.same_styles(previous):
-            paint.generation = previous.generation
-        else:
-            paint.generation = 0 if previous is None else previous.generation + 1
-        self._paint = self._last_paint = paint
-        return paint
+        return self._paint
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._paint = None
         self._rendered.clear()
 
     def on_mouse_move(self, event: events.MouseMove) -> None:
