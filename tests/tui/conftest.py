@@ -3,10 +3,12 @@ factory the CLI uses (`create_app`), with a fixed clock and a pinned database la
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, NamedTuple
 
 import pytest
+from textual.pilot import Pilot
+from tui_helpers import ready
 from tui_seed import DB_LABEL, NOW, OPERATOR, seed
 
 from awa_tui.engine.client import Client
@@ -34,3 +36,24 @@ def console_factory(seeded: str) -> Iterator[Callable[..., Any]]:
     yield make
     for client in clients:
         client.close()
+
+
+class Console(NamedTuple):
+    """A console app under a pilot: `app, pilot = console`."""
+
+    app: Any
+    pilot: Pilot[Any]
+
+
+@pytest.fixture
+async def console(console_factory: Callable[..., Any], request: pytest.FixtureRequest) -> AsyncIterator[Console]:
+    """The console on the seeded database, running at 120x36 with its first data on screen
+    and no toasts: ready for keys. Other settings: `@pytest.mark.console(size=(80, 24),
+    read_only=True, ...)` (size for the terminal, the rest for `console_factory`)."""
+    marker = request.node.get_closest_marker("console")
+    settings = dict(marker.kwargs) if marker else {}
+    size = settings.pop("size", (120, 36))
+    app = console_factory(**settings)
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot, app)
+        yield Console(app, pilot)

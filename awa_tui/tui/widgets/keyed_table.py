@@ -14,6 +14,9 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
@@ -43,6 +46,40 @@ def cell(value: Any, style: str = "") -> Text:
     return Text("-" if value is None else str(value), style=style, no_wrap=True, overflow="ellipsis", end="")
 
 
+@dataclass(frozen=True)
+class _Paint:
+    """What one paint of the table reads from its styles (once, not once per line); a
+    cached cell is reused only under an equal _Paint."""
+
+    base_style: Style
+    cursor_style: Style
+    hover_style: Style
+    show_cursor: bool
+    css_foreground: bool
+    css_background: bool
+    cell_padding: int
+
+    def component_style(self, on_cursor: bool, on_hover: bool) -> Style:
+        # DataTable's order: the hover style, then the cursor style over it.
+        style = Style()
+        if on_hover:
+            style += self.hover_style
+        if on_cursor:
+            style += self.cursor_style
+        return style
+
+    def cell_styles(self, on_cursor: bool, on_hover: bool) -> tuple[Style, Style]:
+        component = self.component_style(on_cursor, on_hover)
+        post_foreground = Style.from_color(color=component.color) if self.css_foreground else Style.null()
+        post_background = Style.from_color(bgcolor=component.bgcolor) if self.css_background else Style.null()
+        return component, post_foreground + post_background
+
+    def extend_style(self, row_index: int, on_cursor: bool, on_hover: bool) -> Style:
+        """The blank right of the last column, as DataTable styles it for a row cursor."""
+        style = self.base_style + self.component_style(on_cursor, on_hover)
+        return style + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+
+
 class KeyedTable(DataTable[Any]):
     """`sync(rows)` makes the table show exactly `rows`, in order, keyed by row key.
 
@@ -56,6 +93,11 @@ class KeyedTable(DataTable[Any]):
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
+        self.hover_shown = False
+        # (row key, column index) -> (cell, its LiveCell text, (row index, cursor, hover,
+        # paint, width), segments): the cell object is held, so identity is a safe check.
+        self._rendered: dict[tuple[str, int], tuple[Any, str | None, tuple[Any, ...], list[Segment]]] = {}
+        self._paint: _Paint | None = None
 
     def on_mount(self) -> None:
         for column in self.column_specs:
@@ -87,6 +129,8 @@ class KeyedTable(DataTable[Any]):
                 for key in removed:
                     self.remove_row(key)
                     del self._cells[key]
+                    for column_index in range(len(self.column_specs)):
+                        self._rendered.pop((key, column_index), None)
                 for key, cells in rows:
                     old = self._cells.get(key)
                     if old is None:
@@ -110,66 +154,128 @@ class KeyedTable(DataTable[Any]):
 
     def tick(self) -> None:
         """Re-render the visible rows (their LiveCells read the clock at render time)
-        without touching any cell. Re-setting one cell to itself is the public way to
-        start a new render generation of a DataTable."""
+        without touching any cell: body lines are rendered here (`render_line`), and a
+        LiveCell whose text changed misses the cell cache by itself."""
         if self._order:
-            first = self._order[0]
-            self.update_cell(first, self.column_specs[0].key, self._cells[first][0])
+            self.refresh()
 
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> list[list[Segment]]:
-        """A fast path for our one-line body cells (Text or LiveCell).
+    # --- rendering ------------------------------------------------------------------------
+    # DataTable renders every cell of a line through Rich (Padding, Styled, render_lines)
+    # and any update_cell invalidates every cached cell, so a refresh re-rendered all the
+    # visible rows' cells, most of a refresh's UI time. Body lines are instead built here,
+    # through the public Line API (render_lines/render_line), from our own per-cell cache:
+    # a cell re-renders only when its value, its text (LiveCell), its row position or the
+    # cursor/hover/styles change, and only columns in view are rendered. The segments are
+    # the stock ones (same styles, same mouse meta, same padding and cropping), so the
+    # screen is byte-identical; the header and anything unusual take the stock path.
 
-        The stock path renders each cell through Padding, Styled and Console.render_lines,
-        and any update re-renders every visible cell: that was most of a refresh's UI
-        time. This builds the same segments directly (same styles, same cache key as the
-        stock path); headers and anything else still take the stock path.
-        """
-        if row_index < 0 or column_index < 0:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        cache_key = (
-            row_key, column_key, base_style, cursor, hover, self._show_hover_cursor, self._update_count,
-            self._pseudo_class_state,
-        )
-        cached = self._cell_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        value = self._data[row_key][column_key]
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._paint = None  # styles are read once per paint, not once per line
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        header = self.header_height if self.show_header else 0
+        row_index = y - header + self.scroll_offset.y
+        if (y < header or not 0 <= row_index < len(self._order) or self.cursor_type != "row"
+                or self.fixed_rows or self.fixed_columns or self.row_count != len(self._order)):
+            return super().render_line(y)
+        key = self._order[row_index]
+        cells = self._cells.get(key)
+        if cells is None or len(cells) != len(self.columns):
+            return super().render_line(y)
+        paint = self._paint or self._paint_context()
+        width = self.size.width
+        x1 = self.scroll_offset.x
+        x2 = x1 + width
+        on_cursor = paint.show_cursor and self.cursor_row == row_index
+        on_hover = paint.show_cursor and self.hover_shown and self.hover_row == row_index
+        state = (row_index, on_cursor, on_hover, paint)  # with the cell's width, all a cell's look depends on
+        segments: list[Segment] = []
+        start = x = 0
+        for column_index, (value, column) in enumerate(zip(cells, self.ordered_columns, strict=False)):
+            column_width = column.get_render_width(self)
+            if x + column_width <= x1:
+                x += column_width
+                start = x
+                continue
+            if x >= x2:
+                break
+            rendered = self._cell_segments(key, column_index, value, column_width, state, paint)
+            if rendered is None:
+                return super().render_line(y)
+            segments += rendered
+            x += column_width
+        else:
+            segments.append(Segment(" " * max(0, width - x), paint.extend_style(row_index, on_cursor, on_hover)))
+        line = Strip(segments).crop(x1 - start, x2 - start)
+        return line.adjust_cell_length(width, paint.base_style).simplify()
+
+    def _cell_segments(
+        self, key: str, column_index: int, value: Any, width: int, state: tuple[Any, ...], paint: _Paint
+    ) -> list[Segment] | None:
+        live = value.plain if isinstance(value, LiveCell) else None
+        cached = self._rendered.get((key, column_index))
+        if cached is not None and cached[0] is value and cached[1] == live and cached[2] == (*state, width):
+            return cached[3]
         text = value.text() if isinstance(value, LiveCell) else value
-        if not isinstance(text, Text) or self.rows[row_key].height != 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        component_style, post_style = self._get_styles_to_render_cell(
-            False, False, row_index < self.fixed_rows or column_index < self.fixed_columns, hover, cursor,
-            self.show_cursor, self._show_hover_cursor, self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        inner = max(0, width - 2 * self.cell_padding)
+        if not isinstance(text, Text) or text.overflow == "ignore" or "\n" in text.plain or "\t" in text.plain:
+            return None  # not a one-line Text: the stock path lays it out
+        row_index, on_cursor, on_hover, _ = state
+        component_style, post_style = paint.cell_styles(on_cursor, on_hover)
+        pre_style = paint.base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        padding = paint.cell_padding
+        inner = max(0, width - 2 * padding)
         body = text.copy()
-        body.truncate(inner, overflow="ellipsis")
+        body.truncate(inner, overflow=text.overflow or "fold")  # Rich's default, as the stock path
         console = self.app.console
-        rendered = body.render(console)  # spans only: the Text's own style is ours to apply
+        rendered = body.render(console)  # spans only: the Text's own style is applied next
         if body.style:
             rendered = Segment.apply_style(rendered, console.get_style(body.style))
-        padding = Segment(" " * self.cell_padding)
-        fill = Segment(" " * (inner - body.cell_len))  # unstyled, as the stock path pads
-        segments = [padding, *rendered, fill, padding]
-        lines = [list(Segment.apply_style(segments, pre_style, post_style))]
-        self._cell_render_cache[cache_key] = lines
-        return lines
+        pad = Segment(" " * padding)
+        fill = Segment(" " * (inner - body.cell_len))  # unstyled, as Rich pads a cell
+        segments = list(Segment.apply_style([pad, *rendered, fill, pad], pre_style, post_style))
+        self._rendered[(key, column_index)] = (value, live, (*state, width), segments)
+        return segments
+
+    def _paint_context(self) -> _Paint:
+        self._paint = _Paint(
+            base_style=self.rich_style,
+            cursor_style=self.get_component_rich_style("datatable--cursor"),
+            hover_style=self.get_component_rich_style("datatable--hover"),
+            show_cursor=self.show_cursor,
+            css_foreground=self.cursor_foreground_priority == "css",
+            css_background=self.cursor_background_priority == "css",
+            cell_padding=self.cell_padding,
+        )
+        return self._paint
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._paint = None
+        self._rendered.clear()
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        # The faint hover highlight follows the mouse until a key is pressed, as DataTable's.
+        self._set_hover_shown(bool(event.style.meta))
+
+    def on_click(self, event: events.Click) -> None:
+        self._set_hover_shown(True)
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._set_hover_shown(False)
+
+    def on_key(self, event: events.Key) -> None:
+        self._set_hover_shown(False)
+
+    def _set_hover_shown(self, shown: bool) -> None:
+        if shown != self.hover_shown:
+            self.hover_shown = shown
+            self.refresh_row(self.hover_row)
 
     def _rebuild(self, rows: Sequence[Row]) -> None:
         self.clear()
         self._cells = {}
+        self._rendered.clear()
         for key, cells in rows:
             self.add_row(*cells, key=key)
             self._cells[key] = cells
