@@ -203,7 +203,7 @@ class LeaderElector:
                 self._abdicate.clear()
                 self._lost = True
                 self._set(False)
-                self._drop()  # closing the session frees the lock for a standby
+                self._let_go()
                 return False
             if self._conn is None or self._conn.closed or self._conn.broken:
                 self._drop()
@@ -214,7 +214,7 @@ class LeaderElector:
                 if row is None:
                     log.warning("leader lease expired or taken over (term %s): stepping down", self.term)
                     self._set(False)
-                    self._drop()
+                    self._let_go()
                     return False
                 self.expires_at = row["expires_at"]
                 return self.is_leader
@@ -294,6 +294,16 @@ class LeaderElector:
                 wait = DEPOSED_RETRY_INTERVAL_S if self._lost else RETRY_INTERVAL_S
             if self._nudge.wait(wait):  # an abdication (handled by the next step) or stop
                 self._nudge.clear()
+
+    def _let_go(self) -> None:
+        """Unlock (so a standby may take the lock at once, not when the server has noticed
+        the closed session), then drop the session either way."""
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            try:
+                self._execute("SELECT pg_advisory_unlock(%s)", (LEADER_LOCK_KEY,))
+            except (psycopg.Error, AwaError):
+                pass  # the session is going away: that frees the lock too
+        self._drop()
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None
