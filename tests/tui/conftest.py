@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tui_seed import DB_LABEL, NOW, OPERATOR, seed
+from lease_seed import leader_lock_held
+from tui_seed import DB_LABEL, NOW, OPERATOR, RUNTIMES, seed
 
 from awa_tui.engine.client import Client
 from awa_tui.tui.config import ConsoleConfig
@@ -15,9 +16,10 @@ from awa_tui.tui.launch import console_client, create_app
 
 
 @pytest.fixture
-def seeded(dsn: str, conn: Any) -> str:
+def seeded(dsn: str, conn: Any) -> Iterator[str]:
     seed(conn)
-    return dsn
+    with leader_lock_held(dsn, RUNTIMES[0]["instance_id"], NOW):  # app-1 leads (pg_locks)
+        yield dsn
 
 
 @pytest.fixture
