@@ -8,7 +8,13 @@ the sessions and the terminations are real."""
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+import os
+import re
+import socket
+import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -301,3 +307,45 @@ def test_leader_lease_setting_is_validated_in_one_line(dsn: str) -> None:
         Client(dsn, leader_lease=5)  # type: ignore[arg-type]
     assert str(wrong.value) == "leader_lease: must be a timedelta of at least 1 s, got 5"
     assert Client(dsn, leader_lease=timedelta(seconds=7)).leader_lease == timedelta(seconds=7)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("AWA_DATABASE_URL", "DATABASE_URL")}
+    return subprocess.run([sys.executable, "-m", "awa_tui", *args], capture_output=True, text=True, env=env,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_cli_run_refuses_a_bad_leader_lease_in_one_line(dsn: str) -> None:
+    for value, shown in (("0.5", "0.5"), ("nan", "nan"), ("inf", "inf")):
+        result = _cli("run", "--demo", "--dsn", dsn, "--leader-lease", value)
+        assert (result.returncode, result.stderr) == (
+            1, f"error: --leader-lease: must be between 1 and 86400 seconds, got {shown}\n")
+
+
+def test_cli_runtime_list_names_the_lock_holder(dsn: str, conn: psycopg.Connection[Any], electors: Any) -> None:
+    client = Client(dsn, operator="tester@test")
+    client.snapshot(is_leader=True)
+    stale = Client(dsn, operator="tester@test")
+    stale.snapshot(is_leader=True)  # a leader killed with -9 leaves this row behind
+    holder = LeaderElector(dsn, instance_id=client.identity.instance_id, lease=timedelta(seconds=60))
+    try:
+        assert holder.step() is True
+        rows = {r["instance_id"]: r for r in json.loads(_cli("runtime", "list", "--dsn", dsn, "--json").stdout)}
+        assert {k: (r["role"], r["is_leader"]) for k, r in rows.items()} == {
+            str(client.identity.instance_id): ("leader", True), str(stale.identity.instance_id): ("follower", True),
+        }
+        text = _cli("runtime", "list", "--dsn", dsn).stdout.splitlines()
+        shown = re.fullmatch(
+            rf"leader: {re.escape(socket.gethostname())} pid {os.getpid()} "
+            rf"\(instance {str(client.identity.instance_id)[:8]}\) \(lease (\d+\.\d)s left\)", text[-1])
+        assert shown is not None, text[-1]
+        assert 0 < float(shown.group(1)) <= 60.0  # the CLI's own start-up ate some of it
+        # Expired (as if frozen for a minute): the same line says STALLED.
+        conn.execute("UPDATE awa.leader_lease SET expires_at = now() - interval '1 second'")
+        assert _cli("runtime", "list", "--dsn", dsn).stdout.splitlines()[-1] == (
+            f"leader: STALLED {socket.gethostname()} pid {os.getpid()}"
+            f" (instance {str(client.identity.instance_id)[:8]}) (lease expired; a standby deposes it)")
+    finally:
+        holder.release()
+        client.close()
+        stale.close()
