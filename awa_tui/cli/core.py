@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
@@ -47,6 +48,10 @@ def run(
     app_ref: Annotated[str | None, typer.Option("--app", help=APP_HELP)] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Load the built-in demo schedules.")] = False,
     operator: OperatorOpt = None,
+    leader_lease: Annotated[
+        float, typer.Option("--leader-lease", metavar="SECONDS",
+                            help="Leadership lease: a leader silent this long (frozen) is deposed by a standby.")
+    ] = 5.0,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     # Names, kinds and errors in log lines come from the database: one escaped line each,
@@ -59,8 +64,11 @@ def run(
         if not demo and not app_ref:
             fail("nothing to run: pass --demo or --app module:attribute")
         log = printable_logger("awa_tui")
+        if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
+            fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
-        client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run")
+        client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run",
+                              leader_lease=timedelta(seconds=leader_lease))
         client.on_pass.append(_log_fires)
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
@@ -101,12 +109,27 @@ def db_stop(as_json: JsonOpt = False) -> None:
 
 @runtime_app.command("list")
 def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
-    """Runtime snapshots, fresh or stale in DB time."""
+    """Runtime snapshots, fresh or stale in DB time; the role is the leader lock's holder's
+    (leader, or stalled when its lease expired), not the snapshots' is_leader flags."""
     with errors_as_lines():
-        rows = make_client(dsn, read_only=True).list_runtimes()
-        emit(rows, as_json, lambda: emit_table(rows, [
-            "instance_id", "hostname", "pid", "version", "protocol_version", "is_leader", "fresh",
-            "health", "last_seen_at", "owner", "manifest_hash"]))
+        client = make_client(dsn, read_only=True)
+        rows = client.list_runtimes()
+        if as_json:
+            emit_json(rows)
+            return
+        emit_table(rows, [
+            "instance_id", "hostname", "pid", "version", "protocol_version", "role", "fresh",
+            "health", "last_seen_at", "owner", "manifest_hash"])
+        out.print(leader_line(client.leadership()), markup=False)
+
+
+def leader_line(leadership: Any) -> str:
+    """One line naming the leader lock's holder, STALLED when its lease has expired."""
+    if not leadership.held:
+        return "leader: none (nobody holds the leader lock: nothing fires)"
+    if leadership.stalled:
+        return f"leader: STALLED {leadership.holder()} (lease expired; a standby deposes it)"
+    return f"leader: {leadership.holder()} (lease {leadership.lease_left_s:.1f}s left)"
 
 
 @app.command()

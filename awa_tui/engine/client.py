@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
-from awa_tui.engine import evaluator, lifecycle, migrations, ops, reconcile, reporter, views, worker
+from awa_tui.engine import evaluator, leader, lifecycle, migrations, ops, reconcile, reporter, views, worker
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.declaration import sync_declared
 from awa_tui.engine.errors import AwaError, ValidationError
@@ -54,6 +54,7 @@ class Client:
         worker_queues: list[str] | None = None,
         worker_batch: int = 10,
         application_name: str = "awa-tui",
+        leader_lease: timedelta = leader.DEFAULT_LEASE,
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -66,7 +67,12 @@ class Client:
             raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
         if snapshot_interval <= timedelta(0):
             raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
+        if not isinstance(leader_lease, timedelta) or leader_lease < leader.MIN_LEASE:
+            got = f"{leader_lease.total_seconds():g} s" if isinstance(leader_lease, timedelta) else repr(leader_lease)
+            raise ValidationError(
+                f"leader_lease: must be a timedelta of at least {leader.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
+        self.leader_lease = leader_lease
         self.owner = owner
         self.authoritative = authoritative
         self.retire_grace = retire_grace
@@ -426,7 +432,13 @@ class Client:
         return self._view(views.list_queues)
 
     def list_runtimes(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
+        holder's (pg_locks), `is_leader` what the snapshot last reported."""
         return self._view(views.list_runtimes, now)
+
+    def leadership(self, now: datetime | None = None) -> leader.Leadership:
+        """Who holds the leader lock, and whether its lease has expired (STALLED)."""
+        return self._view(views.leadership, now)
 
     def schedule_page(
         self,

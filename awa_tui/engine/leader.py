@@ -1,17 +1,31 @@
-"""Leader election through a session advisory lock on a dedicated connection (S7, S8)."""
+"""Leader election through a session advisory lock on a dedicated connection (S7, S8),
+with a lease renewed in DB time.
+
+The lock alone cannot tell a frozen leader (SIGSTOP, a long GC pause, a hung VM keeps its
+session, and so the lock, open) from a healthy one. So the holder also holds a lease
+(awa.leader_lease) that its liveness loop renews every ping, never the evaluator, so a
+long pass cannot depose a healthy leader. A standby that finds the lease expired while the
+lock is still held terminates the holder's lock session and takes over. A leader checks
+its lease, in DB time, before every evaluator pass; one that finds it expired steps down
+without firing.
+"""
 
 from __future__ import annotations
 
 import os
 import socket
 import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 
 from awa_tui.engine.db import LEADER_LOCK_KEY, connect
 from awa_tui.engine.errors import AwaError
-from awa_tui.printable import printable_logger
+from awa_tui.printable import printable, printable_logger
 
 log = printable_logger("awa_tui.leader")
 
@@ -21,6 +35,10 @@ DEPOSED_RETRY_INTERVAL_S = 1.0  # first retry of a leader that lost its lock con
 # A silent network (a blackhole, a dropped NAT entry) raises no error: a statement on the
 # lock connection that has no answer after this long counts as a failed ping (S8).
 PING_TIMEOUT_S = 3.0
+DEFAULT_LEASE = timedelta(seconds=5)
+MIN_LEASE = timedelta(seconds=1)
+# A standby that may not terminate a stalled holder says so again at most this often.
+DENIED_REPEAT_S = 60.0
 # Per-session server settings: Postgres drops a silent leader's session, and so frees the
 # lock for a follower, within ~10 s instead of the OS default of hours (TCP only).
 SERVER_KEEPALIVES_SQL = (
@@ -28,49 +46,181 @@ SERVER_KEEPALIVES_SQL = (
     " set_config('tcp_keepalives_count', '3', false), set_config('tcp_user_timeout', '10000', false)"
 )
 
+ACQUIRE_SQL = "SELECT * FROM awa.leader_acquire(%(key)s, %(instance)s, %(lease)s, %(now)s)"
+# Renewal only extends a lease that this session still holds and that has not expired: a
+# leader that was frozen past its expiry must step down, even if nobody deposed it yet.
+RENEW_SQL = """
+WITH n AS (SELECT coalesce(%(now)s::timestamptz, clock_timestamp()) AS t)
+UPDATE awa.leader_lease l SET renewed_at = n.t, expires_at = n.t + l.lease
+FROM n
+WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
+  AND l.backend_pid = pg_backend_pid() AND l.expires_at > n.t
+RETURNING l.expires_at
+"""
+# Checked before every evaluator pass, on the evaluator's own connection: the lease names
+# this runtime and term, has not expired, and its lock session still holds the lock.
+LEASE_VALID_SQL = """
+SELECT EXISTS (
+    SELECT 1 FROM awa.leader_lease l
+    WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
+      AND l.expires_at > coalesce(%(now)s::timestamptz, clock_timestamp())
+      AND l.backend_pid = awa.leader_lock_pid(%(key)s)
+) AS valid
+"""
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """Who holds the leader lock now (pg_locks), and the state of its lease, at `now`.
+
+    Leadership is the lock holder's, never a snapshot's is_leader flag (which lags, and
+    stays true in the row of a runtime killed with -9)."""
+
+    now: datetime
+    backend_pid: int | None = None  # the lock session; None: nobody holds the lock
+    application_name: str | None = None  # from pg_stat_activity
+    client_addr: str | None = None
+    instance_id: uuid.UUID | None = None  # from the lease, when it names the lock session
+    hostname: str | None = None  # from that runtime's snapshot
+    pid: int | None = None
+    lease_expires_at: datetime | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.backend_pid is not None
+
+    @property
+    def stalled(self) -> bool:
+        """The lock is held but its lease has expired (or it has none): a frozen holder."""
+        return self.held and (self.lease_expires_at is None or self.lease_expires_at <= self.now)
+
+    @property
+    def lease_left_s(self) -> float | None:
+        if self.lease_expires_at is None:
+            return None
+        return (self.lease_expires_at - self.now).total_seconds()
+
+    def holder(self) -> str:
+        """'app-1 pid 4242 (instance 6f1c2a9e)', or the lock session's own labels when no
+        runtime snapshot names it. Control characters escaped."""
+        if not self.held:
+            return "nobody"
+        if self.instance_id is not None and self.hostname is not None:
+            return printable(f"{self.hostname} pid {self.pid} (instance {str(self.instance_id)[:8]})")
+        where = f" from {self.client_addr}" if self.client_addr else ""
+        return printable(f"session {self.backend_pid} {self.application_name or '?'!r}{where} (no lease)")
+
+
+def lease_valid(
+    conn: psycopg.Connection[Any], instance_id: uuid.UUID, term: int | None, now: datetime | None = None
+) -> bool:
+    """Whether this runtime's lease of `term` is valid at `now` (DB time when omitted)."""
+    if term is None:
+        return False
+    row = conn.execute(
+        LEASE_VALID_SQL, {"instance": instance_id, "term": term, "now": now, "key": LEADER_LOCK_KEY}
+    ).fetchone()
+    return bool(row and row["valid"])
+
 
 class LeaderElector:
-    """Holds or competes for the leader lock. `is_leader` is cleared the moment a ping fails."""
+    """Holds or competes for the leader lock and lease. `is_leader` is cleared the moment
+    a ping or a renewal fails, or the evaluator finds the lease expired."""
 
-    def __init__(self, dsn: str, application_name: str = "awa-tui leader") -> None:
+    def __init__(
+        self,
+        dsn: str,
+        application_name: str = "awa-tui leader",
+        *,
+        instance_id: uuid.UUID | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> None:
         self.dsn = dsn
         self.application_name = application_name
+        self.instance_id = instance_id or uuid.uuid4()
+        self.lease = lease
+        self.term: int | None = None  # of the lease this elector holds (or last held)
+        self.expires_at: datetime | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._leader = threading.Event()
         # Set on every change of leadership: the reporter writes the snapshot at once, so
         # observers never see a stale leader flag for a whole snapshot interval.
         self.changed = threading.Event()
+        # Set when leadership is gained: the evaluator runs its first pass at once.
+        self.gained = threading.Event()
+        self._abdicate = threading.Event()  # the evaluator found the lease gone
+        self._nudge = threading.Event()  # wakes run() early (abdication, stop)
+        self._denied_logged: dict[int, float] = {}
+        self._lost = False  # leadership was lost since run() last looked
 
     @property
     def is_leader(self) -> bool:
         return self._leader.is_set()
+
+    @property
+    def renew_interval_s(self) -> float:
+        # At least three renewals per lease, so one slow renewal never lets it lapse.
+        return min(PING_INTERVAL_S, self.lease.total_seconds() / 3)
 
     def _set(self, leader: bool, *, released: bool = False) -> None:
         if leader == self._leader.is_set():
             return
         if leader:
             self._leader.set()
-            log.info("became leader")
+            log.info("became leader (lease term %s, %.0fs)", self.term, self.lease.total_seconds())
+            self.gained.set()
         else:
             self._leader.clear()
             if released:
                 log.info("released leadership")
             else:
+                self._lost = True
                 log.warning("lost leadership")
         self.changed.set()
 
-    def step(self) -> bool:
-        """One election step: try to take the lock, or ping it if held. Returns leadership."""
+    def abdicate(self, reason: str) -> None:
+        """Stop leading now (any thread): the elector thread drops the lock session next."""
+        if self.is_leader:
+            log.warning("%s: stepping down without evaluating", reason)
+        self._set(False)
+        self._abdicate.set()
+        self._nudge.set()
+
+    def nudge(self) -> None:
+        self._nudge.set()
+
+    def step(self, now: datetime | None = None) -> bool:
+        """One election step: renew the lease if leading, else try to take the lock (deposing
+        a holder whose lease expired). `now` is for tests; DB time when omitted. Returns
+        leadership."""
         try:
+            if self._abdicate.is_set():
+                self._abdicate.clear()
+                self._lost = True
+                self._set(False)
+                self._let_go()
+                return False
             if self._conn is None or self._conn.closed or self._conn.broken:
                 self._drop()
                 self._conn = connect(self.dsn, application_name=self.application_name)
                 self._execute(SERVER_KEEPALIVES_SQL)
             if self.is_leader:
-                self._execute("SELECT 1")
+                row = self._execute(RENEW_SQL, {"now": now, "instance": self.instance_id, "term": self.term})
+                if row is None:
+                    log.warning("leader lease expired or taken over (term %s): stepping down", self.term)
+                    self._set(False)
+                    self._let_go()
+                    return False
+                self.expires_at = row["expires_at"]
                 return self.is_leader
-            row = self._execute("SELECT pg_try_advisory_lock(%s) AS got", (LEADER_LOCK_KEY,))
-            self._set(bool(row and row["got"]))
+            row = self._execute(
+                ACQUIRE_SQL, {"key": LEADER_LOCK_KEY, "instance": self.instance_id, "lease": self.lease, "now": now}
+            )
+            assert row is not None
+            self._report(row)
+            if row["got"]:
+                self.term, self.expires_at = row["term"], row["expires_at"]
+                self._set(True)
         except (psycopg.Error, AwaError) as exc:
             # S8: stop evaluating at once, never reuse this connection.
             if self.is_leader:
@@ -79,7 +229,26 @@ class LeaderElector:
             self._drop()
         return self.is_leader
 
-    def _execute(self, query: str, params: tuple[Any, ...] | None = None) -> Any:
+    def _report(self, row: dict[str, Any]) -> None:
+        """Log a deposition, or (rate-limited) why a stalled holder could not be deposed."""
+        holder = f"backend pid {row['holder_pid']}"
+        if row["holder_instance"] is not None:
+            holder += f", instance {str(row['holder_instance'])[:8]}"
+        expired = row["holder_expires_at"]
+        lease = f"lease expired {expired.isoformat()}" if expired else "no lease"
+        if row["deposed_pid"] is not None:
+            log.warning("deposed the stalled leader (backend pid %s, %s): terminated its lock session",
+                        row["deposed_pid"], lease)
+        if row["denied"] is not None:
+            pid = int(row["holder_pid"])
+            last = self._denied_logged.get(pid)
+            if last is None or time.monotonic() - last >= DENIED_REPEAT_S:
+                self._denied_logged[pid] = time.monotonic()
+                log.warning(
+                    "cannot depose the stalled leader (%s, %s): %s; run every runtime as the same database "
+                    "role, or GRANT pg_signal_backend to this one", holder, lease, printable(row["denied"]))
+
+    def _execute(self, query: str, params: Any = None) -> Any:
         """One statement on the lock connection, failed if it has no answer in PING_TIMEOUT_S.
 
         On a timeout the watchdog stops leading at once (S8), then shuts the socket so the
@@ -111,14 +280,25 @@ class LeaderElector:
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            was_leader = self.is_leader
-            leader = self.step()
-            if leader:
-                stop.wait(PING_INTERVAL_S)
+            self._lost = False
+            if self.step():
+                wait = self.renew_interval_s
             else:
-                # A leader that just lost its lock connection is the suspect one: it waits a
+                # A leader that just lost its lock or lease is the suspect one: it waits a
                 # little longer, so a healthy follower (retrying every 0.5 s) wins the lock.
-                stop.wait(DEPOSED_RETRY_INTERVAL_S if was_leader else RETRY_INTERVAL_S)
+                wait = DEPOSED_RETRY_INTERVAL_S if self._lost else RETRY_INTERVAL_S
+            if self._nudge.wait(wait):  # an abdication (handled by the next step) or stop
+                self._nudge.clear()
+
+    def _let_go(self) -> None:
+        """Unlock (so a standby may take the lock at once, not when the server has noticed
+        the closed session), then drop the session either way."""
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            try:
+                self._execute("SELECT pg_advisory_unlock(%s)", (LEADER_LOCK_KEY,))
+            except (psycopg.Error, AwaError):
+                pass  # the session is going away: that frees the lock too
+        self._drop()
 
     def _drop(self) -> None:
         conn, self._conn = self._conn, None

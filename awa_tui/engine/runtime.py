@@ -8,10 +8,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.leader import LeaderElector
+from awa_tui.engine.leader import LeaderElector, lease_valid
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
@@ -32,7 +33,10 @@ class Runtime:
         self.run_worker = run_worker
         self.lead = lead
         self.stop_event = threading.Event()
-        self.elector = LeaderElector(client.dsn, application_name=f"{client.application_name} leader")
+        self.elector = LeaderElector(
+            client.dsn, application_name=f"{client.application_name} leader",
+            instance_id=client.identity.instance_id, lease=client.leader_lease,
+        )
         self._threads: list[threading.Thread] = []
         self.started = False
 
@@ -94,14 +98,32 @@ class Runtime:
 
         self._guarded("snapshot", step, wake=self.elector.changed)
 
+    def evaluate_once(self, now: datetime | None = None) -> bool:
+        """One evaluator tick: a leader pass, only if this runtime leads and its lease is
+        valid at `now` (DB time when omitted; tests inject it). A leader that wakes from a
+        freeze may still believe it leads, its lock connection not yet known dead: the
+        lease check, on the evaluator's own connection, makes it step down without firing.
+        Returns whether a pass ran."""
+        if not self.elector.is_leader:
+            return False
+        term = self.elector.term
+        with self.client.db.connection() as conn:
+            valid = lease_valid(conn, self.elector.instance_id, term, now)
+        if not valid:
+            self.elector.abdicate(f"leader lease (term {term}) expired or taken over")
+            return False
+        self.client.leader_pass()
+        return True
+
     def _evaluator_loop(self) -> None:
         def step() -> float:
-            if self.elector.is_leader:
-                self.client.leader_pass()
-            # Wake just after the next whole second, when per-second fires fall due.
+            self.elector.gained.clear()
+            self.evaluate_once()
+            # Wake just after the next whole second, when per-second fires fall due (or at
+            # once when leadership is gained).
             return EVALUATE_INTERVAL_S - (time.time() % EVALUATE_INTERVAL_S) + 0.005
 
-        self._guarded("evaluator", step)
+        self._guarded("evaluator", step, wake=self.elector.gained)
 
     def _worker_loop(self) -> None:
         def step() -> float:
@@ -114,6 +136,8 @@ class Runtime:
         """Stop every loop, write the final snapshot, release the leader lock."""
         self.stop_event.set()
         self.elector.changed.set()  # wakes the reporter, which waits on leadership changes
+        self.elector.gained.set()  # ... and the evaluator, likewise
+        self.elector.nudge()
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()

@@ -7,8 +7,10 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound
 from awa_tui.engine.freshness import fresh_sql
+from awa_tui.engine.leader import Leadership
 from awa_tui.engine.schedule import next_fire, parse_timezone, upcoming_fires
 
 SCHEDULES_SQL = """
@@ -109,17 +111,50 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     ).fetchall()
 
 
+# The leader lock's holder (pg_locks), its session (pg_stat_activity), and, when the lease
+# names that session, the lease and the holder's runtime snapshot.
+LEADERSHIP_SQL = """
+SELECT l.pid AS backend_pid, a.application_name, host(a.client_addr) AS client_addr,
+       ls.instance_id, ls.expires_at AS lease_expires_at, r.hostname, r.pid
+FROM (SELECT awa.leader_lock_pid(%(key)s) AS pid) l
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+LEFT JOIN awa.leader_lease ls ON ls.singleton AND ls.backend_pid = l.pid
+LEFT JOIN awa.runtime_instances r ON r.instance_id = ls.instance_id
+WHERE l.pid IS NOT NULL
+"""
+
+
+def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Leadership:
+    """Who holds the leader lock at `now` (DB time when omitted) and its lease state."""
+    now = now or db_time(conn)
+    row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY}).fetchone()
+    return Leadership(now=now, **row) if row else Leadership(now=now)
+
+
 def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[dict[str, Any]]:
-    """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given."""
+    """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given.
+
+    `role` is 'leader' for the runtime whose lease names the lock's holding session,
+    'stalled' when that lease has expired at `now`, else 'follower'; `is_leader` is only
+    what the snapshot last reported (it lags, and a runtime killed with -9 keeps it)."""
     return conn.execute(
         f"""
-        SELECT instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
-               snapshot_interval, is_leader, health, stopped_at, owner, authoritative, manifest_hash,
-               {fresh_sql("coalesce(%(now)s::timestamptz, now())")} AS fresh
-        FROM awa.runtime_instances
-        ORDER BY (stopped_at IS NULL) DESC, last_seen_at DESC
+        WITH ls AS MATERIALIZED (
+            SELECT instance_id, expires_at FROM awa.leader_lease
+            WHERE singleton AND backend_pid = awa.leader_lock_pid(%(key)s)
+        )
+        SELECT r.instance_id, r.hostname, r.pid, r.version, r.protocol_version, r.started_at, r.last_seen_at,
+               r.snapshot_interval, r.is_leader, r.health, r.stopped_at, r.owner, r.authoritative,
+               r.manifest_hash, {fresh_sql("coalesce(%(now)s::timestamptz, now())", "r")} AS fresh,
+               CASE WHEN ls.instance_id IS NULL THEN 'follower'
+                    WHEN ls.expires_at > coalesce(%(now)s::timestamptz, now()) THEN 'leader'
+                    ELSE 'stalled' END AS role,
+               ls.expires_at AS lease_expires_at
+        FROM awa.runtime_instances r
+        LEFT JOIN ls ON ls.instance_id = r.instance_id
+        ORDER BY (r.stopped_at IS NULL) DESC, r.last_seen_at DESC
         """,
-        {"now": now},
+        {"now": now, "key": LEADER_LOCK_KEY},
     ).fetchall()
 
 

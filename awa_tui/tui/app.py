@@ -17,6 +17,7 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
+from awa_tui.engine.leader import Leadership
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands, system_commands
@@ -25,7 +26,7 @@ from awa_tui.tui.dbthread import DbResult, DbThread
 from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import utc
 from awa_tui.tui.operations import Operation
-from awa_tui.tui.panels.runtimes import attention
+from awa_tui.tui.panels.runtimes import RuntimesView, attention
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -54,6 +55,7 @@ class PollData:
     panel_id: str
     data: Any
     write_refusal: str | None = None  # why actions would be refused (a role without write grants, a standby)
+    leadership: Leadership | None = None  # the leader lock's holder and its lease
 
 
 class ConsoleApp(App[None]):
@@ -148,8 +150,9 @@ class ConsoleApp(App[None]):
         def work() -> PollData:
             now = clock() if clock else client.db_time()
             runtimes = client.list_runtimes(now=now)
+            leadership = client.leadership(now=now)
             refusal = None if client.read_only else client.write_refusal()
-            return PollData(now, runtimes, panel_id, panel_work(client, now), refusal)
+            return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership)
 
         return work
 
@@ -181,21 +184,14 @@ class ConsoleApp(App[None]):
         if data is not None:
             self._apply(data)
 
-    def _own_runtime_truth(self, runtimes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """This process's snapshot row lags its election by up to one snapshot interval;
-        for that one row the in-process engine knows better (no false "no leader")."""
-        if self.engine is None:
-            return runtimes
-        me, leading = self.engine.identity.instance_id, self.engine.is_leader
-        return [{**r, "is_leader": leading} if r["instance_id"] == me else r for r in runtimes]
-
     def _apply(self, data: PollData) -> None:
         started = time.perf_counter()
-        runtimes = self._own_runtime_truth(data.runtimes)
-        self.freshness.attention = attention(runtimes)
+        runtimes = data.runtimes
+        leadership = data.leadership or Leadership(now=data.now)
+        self.freshness.attention = attention(leadership)
         self.remember_owners(r.get("owner") for r in runtimes)
         self.freshness.leader = self._leader_badge()
-        shown = [(self.main.panel("runtimes"), runtimes)]
+        shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), RuntimesView(runtimes, leadership))]
         if data.panel_id != "runtimes":
             shown.append((self.main.panel(data.panel_id), data.data))
         for panel, rows in shown:

@@ -7,9 +7,10 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, NamedTuple
 
 import pytest
+from lease_seed import leader_lock_held
 from textual.pilot import Pilot
 from tui_helpers import ready
-from tui_seed import DB_LABEL, NOW, OPERATOR, seed
+from tui_seed import DB_LABEL, NOW, OPERATOR, RUNTIMES, seed
 
 from awa_tui.engine.client import Client
 from awa_tui.tui.config import ConsoleConfig
@@ -17,9 +18,10 @@ from awa_tui.tui.launch import console_client, create_app
 
 
 @pytest.fixture
-def seeded(dsn: str, conn: Any) -> str:
+def seeded(dsn: str, conn: Any) -> Iterator[str]:
     seed(conn)
-    return dsn
+    with leader_lock_held(dsn, RUNTIMES[0]["instance_id"], NOW):  # app-1 leads (pg_locks)
+        yield dsn
 
 
 @pytest.fixture

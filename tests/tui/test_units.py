@@ -53,11 +53,18 @@ def test_relative_times():
     assert lateness(timedelta(seconds=1.24)) == "1.2s" and lateness(None) == "-"
 
 
-def test_attention_when_live_leaders_is_not_one():
-    fresh_leader = {"fresh": True, "is_leader": True}
-    assert attention([fresh_leader]) is None
-    assert "no live leader" in attention([{"fresh": False, "is_leader": True}])
-    assert "2 live leaders" in attention([fresh_leader, fresh_leader])
+def test_attention_from_the_lock_holder_and_its_lease():
+    import uuid
+
+    from awa_tui.engine.leader import Leadership
+
+    held = dict(backend_pid=77, instance_id=uuid.UUID(int=1), hostname="app-1", pid=4242)
+    assert attention(Leadership(now=NOW, lease_expires_at=NOW + timedelta(seconds=3), **held)) is None
+    assert attention(Leadership(now=NOW)) == "no live leader: nothing fires until a runtime takes the leader lock"
+    assert attention(Leadership(now=NOW, lease_expires_at=NOW - timedelta(seconds=4), **held)) == (
+        "leader STALLED: app-1 pid 4242 (instance 00000000) holds the lock but its lease expired 4s ago; "
+        "nothing fires until a standby deposes it"
+    )
 
 
 def test_operations_refuse_nonsense_at_keypress():

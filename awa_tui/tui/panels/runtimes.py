@@ -1,12 +1,15 @@
 """Runtimes: every engine process that reported a snapshot, fresh or stale by DB time (S21).
 
-The poll fetches runtimes every refresh anyway: the ATTENTION line (live leaders != 1)
-is shown on every panel by the status bar, so an operator never has to come here to
-learn that nothing is firing.
+The poll fetches runtimes and the leader lock's holder every refresh anyway: the ATTENTION
+line (no lock holder, or a STALLED one whose lease expired) is shown on every panel by the
+status bar, so an operator never has to come here to learn that nothing is firing.
+Leadership is the lock holder's (pg_locks), never a snapshot's is_leader flag: a runtime
+killed with -9 keeps that flag in its row for a whole freshness window.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,8 +17,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.engine.leader import Leadership
 from awa_tui.printable import printable_row
-from awa_tui.tui.formatting import relative, utc
+from awa_tui.tui.formatting import relative, span, utc
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -34,18 +38,33 @@ COLUMNS = (
 )
 
 
-def live_leaders(runtimes: list[dict[str, Any]]) -> int:
-    return sum(1 for r in runtimes if r["fresh"] and r["is_leader"])
+@dataclass(frozen=True)
+class RuntimesView:
+    """What the runtimes panel shows: the snapshot rows and the lock holder."""
+
+    rows: list[dict[str, Any]]
+    leadership: Leadership
 
 
-def attention(runtimes: list[dict[str, Any]]) -> str | None:
+def attention(leadership: Leadership) -> str | None:
     """The cluster-level problem an operator must see on every panel, if any."""
-    leaders = live_leaders(runtimes)
-    if leaders == 1:
-        return None
-    if leaders == 0:
+    if not leadership.held:
         return "no live leader: nothing fires until a runtime takes the leader lock"
-    return f"{leaders} live leaders reported: expected exactly 1 (stale snapshots or a split)"
+    if leadership.stalled:
+        left = leadership.lease_left_s
+        since = f" {span(left)} ago" if left is not None else ""
+        return (f"leader STALLED: {leadership.holder()} holds the lock but its lease expired{since}; "
+                "nothing fires until a standby deposes it")
+    return None
+
+
+def leader_text(leadership: Leadership) -> str:
+    if not leadership.held:
+        return "no leader"
+    if leadership.stalled:
+        return f"leader STALLED {leadership.holder()}"
+    left = leadership.lease_left_s
+    return f"leader {leadership.holder()}, lease {span(left or 0)}"
 
 
 def state_text(row: dict[str, Any]) -> str:
@@ -54,12 +73,15 @@ def state_text(row: dict[str, Any]) -> str:
     return "fresh" if row["fresh"] else "STALE"
 
 
+ROLES = {"leader": "LEADER", "stalled": "STALLED", "follower": "follower"}
+
+
 def cells(row: dict[str, Any], now: datetime) -> tuple[Text, ...]:
-    role = "LEADER" if row["is_leader"] else "follower"
+    role = row.get("role", "follower")
     manifest = row.get("manifest_hash")
     return (
         cell(str(row["instance_id"])),
-        cell(role, "bold" if row["is_leader"] else ""),
+        cell(ROLES.get(role, role), "" if role == "follower" else "bold"),
         cell(state_text(row), "" if row["fresh"] else "bold"),
         cell(relative(row["last_seen_at"], now)),
         cell(row["hostname"]),
@@ -86,13 +108,14 @@ class RuntimesPanel(Panel):
     def work(self) -> Work:
         return lambda client, now: None  # the poll's runtimes are used
 
-    def show(self, data: list[dict[str, Any]], now: datetime) -> None:
-        fresh = sum(1 for r in data if r["fresh"])
+    def show(self, data: RuntimesView, now: datetime) -> None:
+        rows = data.rows
+        fresh = sum(1 for r in rows if r["fresh"])
         self.title_line(
             Text.assemble(
                 ("Runtimes ", "bold"),
-                f"{len(data)} known · {fresh} fresh · {live_leaders(data)} live leader(s) · freshness by DB time",
+                f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}",
             )
         )
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r["instance_id"]), cells(printable_row(r), now)) for r in data])
+        self.table.sync([(str(r["instance_id"]), cells(printable_row(r), now)) for r in rows])
