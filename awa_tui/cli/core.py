@@ -120,7 +120,7 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         emit_table(rows, [
             "instance_id", "hostname", "pid", "version", "protocol_version", "role", "fresh",
             "health", "last_seen_at", "owner", "manifest_hash"])
-        out.print(leader_line(client.leadership()), markup=False)
+        say(leader_line(client.leadership()))
 
 
 def leader_line(leadership: Any) -> str:
