@@ -202,3 +202,35 @@ def test_the_fire_path_never_enters_an_audit_trigger(client: Client, conn: Any, 
     delta = {f: after.get(f, 0) - before.get(f, 0) for f in AUDIT_FUNCTIONS}
     assert delta == {"cron_jobs_audit": 1, "queue_meta_audit": 0, "owners_audit": 0, "audit_log_stamp": 1}
     assert [r["action"] for r in audit_rows(conn)] == ["pause"]
+
+
+def test_a_hand_redefinition_is_audited_with_just_the_changed_columns(client: Client, conn: Any) -> None:
+    client.periodic("report", "0 6 * * *", "test.job")
+    client.sync()
+    conn.execute("UPDATE awa.cron_jobs SET cron_expr = '0 7 * * *', updated_at = now() WHERE name = 'report'")
+    user = conn.execute("SELECT session_user::text AS u").fetchone()["u"]
+    [row] = audit_rows(conn)
+    assert (row["operator"], row["action"], row["before"], row["after"]) == (
+        user, "redefine", {"cron_expr": "0 6 * * *"}, {"cron_expr": "0 7 * * *"})
+
+
+def test_reconciliation_is_audited_as_awa_reconciler_and_its_bookkeeping_is_not(dsn: str, conn: Any) -> None:
+    t0 = conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
+    with Client(dsn, owner="billing", authoritative=True, retire_grace=timedelta(0)) as first:
+        first.periodic("invoice", "0 * * * *", "test.job")
+        first.periodic("dunning", "0 * * * *", "test.job")
+        first.sync()
+    with Client(dsn, owner="billing", authoritative=True, retire_grace=timedelta(0)) as second, \
+            Client(dsn) as leader:
+        second.periodic("invoice", "*/15 * * * *", "test.job")
+        second.publish(now=t0)
+        [result] = leader.reconcile(now=t0)
+        assert (result["updated"], result["retired"], result["certified"]) == (["invoice"], ["dunning"], True)
+        leader.reconcile(now=t0 + timedelta(seconds=5))  # evidence extended: nothing to say
+    rows = audit_rows(conn)
+    assert [(r["operator"], r["action"], r["target"]) for r in rows] == [
+        ("awa-reconciler", "sync_definition", "invoice"), ("awa-reconciler", "auto_retire", "dunning")]
+    sync, retire = rows
+    assert (sync["before"], sync["after"]) == ({"cron_expr": "0 * * * *"}, {"cron_expr": "*/15 * * * *"})
+    assert sync["detail"] == retire["detail"] == {"owner": "billing", "manifest_hash": result["manifest_hash"]}
+    assert (retire["before"]["retired_at"], retire["after"]["retired_by"]) == (None, "awa-reconciler")
