@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.manifest import PROTOCOL_VERSION, short_hash
 from awa_tui.engine.sync import DEFINITION_COLUMNS
@@ -285,6 +286,8 @@ def record_evidence(conn: psycopg.Connection[Any], state: OwnerState) -> Agreeme
     if (after.hash, after.since, after.seen_at) != (
         record["agreement_hash"], record["agreement_since"], record["agreement_seen_at"]
     ):
+        # The engine's own bookkeeping (a publication or a leader pass), not a hand edit.
+        declare_actor(conn, RECONCILER_LABEL)
         conn.execute(
             "UPDATE awa.owners SET agreement_hash = %s, agreement_since = %s, agreement_seen_at = %s, "
             "updated_at = now() WHERE owner = %s",

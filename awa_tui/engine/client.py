@@ -297,7 +297,10 @@ class Client:
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
-        self.migrate()
+        with self.db.connection() as conn:
+            current = migrations.current_version(conn) == migrations.code_version()
+        if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
+            self.migrate()
         runtime = Runtime(self, run_worker=run_worker, lead=lead)
         runtime.start()
         self._runtime = runtime

@@ -3,8 +3,9 @@ restore, retire_owner, restore_owner.
 
 Each runs in one transaction: protocol lock, then the owner rows it touches (sorted), then
 schedule rows in name order (S32); it checks the state, changes it under the operator
-context (S33), appends audit entries with before/after (S20), and voids the certificates
-of exactly the owners it touched (S31). `now` defaults to DB time, read after the lock.
+context (S33, declared with `begin_action`, whose rows the database writes with
+before/after, S20), and voids the certificates of exactly the owners it touched (S31).
+`now` defaults to DB time, read after the lock.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.agreement import invalidate_certificates, lock_owner
-from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
+from awa_tui.engine.audit import begin_action, record_event
+from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now
 from awa_tui.engine.errors import Conflict, NotFound
 from awa_tui.engine.manifest import check_owner
-from awa_tui.engine.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule, record_audit
+from awa_tui.engine.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule
 
 
-def lifecycle_state(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("owner", "retired_at", "retired_by", "paused_at", "last_enqueued_at")}
-
-
-def _begin(conn: psycopg.Connection[Any], now: datetime | None) -> datetime:
+def _begin(
+    conn: psycopg.Connection[Any], now: datetime | None, operator: str, action: str,
+    detail: dict[str, Any] | None = None,
+) -> datetime:
+    begin_action(conn, operator, action, detail)  # first: a role without the gate changes nothing
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
     return now or db_now(conn)
 
@@ -59,19 +61,17 @@ def adopt(
     """S23: give an unowned schedule to `owner` (its manifest may then manage it)."""
     operator, owner = check_operator(operator), check_owner(owner)
     with conn.transaction():
-        _begin(conn, now)
+        _begin(conn, now, operator, "adopt")
         current = _peek(conn, name)
         if current["owner"] == owner:
             raise Conflict(f"schedule {name!r} is already owned by {owner!r}")
         if current["owner"] is not None:
             raise Conflict(f"schedule {name!r} is owned by {current['owner']!r}; use transfer to move it to {owner!r}")
         touched = _lock_owners(conn, [owner])
-        before = lock_schedule(conn, name)
-        set_context(conn, "operator", operator)
+        lock_schedule(conn, name)
         after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
                         {"owner": owner, "name": name})
         invalidate_certificates(conn, touched)
-        record_audit(conn, operator, "adopt", name, lifecycle_state(before), lifecycle_state(after), {"owner": owner})
     return after
 
 
@@ -81,7 +81,7 @@ def transfer(
     """S23/S31: move an owned schedule to another owner; voids both owners' certificates."""
     operator, to_owner = check_operator(operator), check_owner(to_owner)
     with conn.transaction():
-        _begin(conn, now)
+        _begin(conn, now, operator, "transfer")
         current = _peek(conn, name)
         from_owner = current["owner"]
         if from_owner is None:
@@ -89,13 +89,10 @@ def transfer(
         if from_owner == to_owner:
             raise Conflict(f"schedule {name!r} is already owned by {to_owner!r}")
         touched = _lock_owners(conn, [from_owner, to_owner])
-        before = lock_schedule(conn, name)
-        set_context(conn, "operator", operator)
+        lock_schedule(conn, name)
         after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
                         {"owner": to_owner, "name": name})
         invalidate_certificates(conn, touched)
-        record_audit(conn, operator, "transfer", name, lifecycle_state(before), lifecycle_state(after),
-                     {"from_owner": from_owner, "to_owner": to_owner})
     return after
 
 
@@ -103,17 +100,15 @@ def retire(conn: psycopg.Connection[Any], name: str, operator: str, now: datetim
     """S27: tombstone one schedule (owned or not). It keeps its row and never fires."""
     operator = check_operator(operator)
     with conn.transaction():
-        at = _begin(conn, now)
+        at = _begin(conn, now, operator, "retire")
         current = _peek(conn, name)
         if current["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is already retired (by {current['retired_by']})")
         touched = _lock_owners(conn, [current["owner"]])
-        before = lock_schedule(conn, name)
-        set_context(conn, "operator", operator)
+        lock_schedule(conn, name)
         after = _update(conn, "UPDATE awa.cron_jobs SET retired_at = %(at)s, retired_by = %(by)s WHERE name = %(name)s",
                         {"at": at, "by": operator, "name": name})
         invalidate_certificates(conn, touched)
-        record_audit(conn, operator, "retire", name, lifecycle_state(before), lifecycle_state(after))
     return after
 
 
@@ -129,16 +124,14 @@ def restore(conn: psycopg.Connection[Any], name: str, operator: str, now: dateti
     """S28: clear the tombstone; evaluation resumes from now (DB time), nothing replays."""
     operator = check_operator(operator)
     with conn.transaction():
-        at = _begin(conn, now)
+        at = _begin(conn, now, operator, "restore")
         current = _peek(conn, name)
         if current["retired_at"] is None:
             raise Conflict(f"schedule {name!r} is not retired")
         touched = _lock_owners(conn, [current["owner"]])
-        before = lock_schedule(conn, name)
-        set_context(conn, "operator", operator)
+        lock_schedule(conn, name)
         after = _update(conn, f"UPDATE awa.cron_jobs SET {RESTORE_SET} WHERE name = %(name)s", {"at": at, "name": name})
         invalidate_certificates(conn, touched)
-        record_audit(conn, operator, "restore", name, lifecycle_state(before), lifecycle_state(after))
     return after
 
 
@@ -156,23 +149,17 @@ def _bulk(
     at: datetime,
 ) -> dict[str, Any]:
     lock_owner(conn, owner)
-    befores = conn.execute(
-        f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = ANY(%s::text[]) ORDER BY name FOR UPDATE",
-        (names,),
-    ).fetchall()
-    set_context(conn, "operator", operator)
+    conn.execute(  # S32: schedule rows locked in name order before the UPDATE
+        "SELECT name FROM awa.cron_jobs WHERE name = ANY(%s::text[]) ORDER BY name FOR UPDATE", (names,)
+    )
     afters = conn.execute(
         f"UPDATE awa.cron_jobs SET {set_sql} WHERE name = ANY(%(names)s::text[]) AND owner = %(owner)s "
         f"RETURNING {SCHEDULE_STATE_COLUMNS}",
         {"names": names, "owner": owner, "at": at, "by": operator},
     ).fetchall()
-    after_by_name = {r["name"]: r for r in afters}
-    for before in befores:
-        after = after_by_name[before["name"]]
-        record_audit(conn, operator, action, before["name"], lifecycle_state(before), lifecycle_state(after),
-                     {"owner": owner})
-    done = sorted(after_by_name)
-    record_audit(conn, operator, action, f"owner:{owner}", {"names": done}, None, {"count": len(done)})
+    # Each schedule's row is written by the database; the owner-wide summary is an event.
+    done = sorted(r["name"] for r in afters)
+    record_event(conn, action, f"owner:{owner}", {"names": done}, None, {"count": len(done)})
     invalidate_certificates(conn, [owner])
     return {"owner": owner, "at": at, "names": done, "count": len(done)}
 
@@ -186,7 +173,7 @@ def retire_owner(
     """
     operator, owner = check_operator(operator), check_owner(owner)
     with conn.transaction():
-        at = _begin(conn, now)
+        at = _begin(conn, now, operator, "retire_owner", {"owner": owner})
         active = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is None]
         if not active:
             raise Conflict(f"every schedule of owner {owner!r} is already retired")
@@ -203,7 +190,7 @@ def restore_owner(
     """
     operator, owner = check_operator(operator), check_owner(owner)
     with conn.transaction():
-        at = _begin(conn, now)
+        at = _begin(conn, now, operator, "restore_owner", {"owner": owner})
         retired = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is not None]
         if not retired:
             raise Conflict(f"owner {owner!r} has no retired schedules")

@@ -1,5 +1,6 @@
-"""Operator actions (S16-S18, S20). Each runs in one transaction, locks its target row,
-checks the state, changes it, and appends an audit entry with before/after.
+"""Operator actions (S16-S18, S20). Each runs in one transaction: it declares itself to
+the audit trail first (`begin_action`), locks its target row, checks the state and changes
+it; the database writes the audit entry with before/after (migration v006).
 
 Read-only enforcement lives here (and in the read-only session setting of a read-only
 client), not only in the console.
@@ -7,15 +8,13 @@ client), not only in the console.
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from awa_tui.engine.agreement import invalidate_certificates, lock_owner
-from awa_tui.engine.db import PROTOCOL_LOCK_KEY, set_context
+from awa_tui.engine.audit import begin_action, record_event
+from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
 from awa_tui.printable import printable
 
@@ -25,47 +24,21 @@ SCHEDULE_STATE_COLUMNS = (
 )
 
 
-def _json_default(value: Any) -> str:
-    # Instants in the audit trail are ISO-8601, like every other instant we print.
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def _jsonable(row: dict[str, Any] | None) -> Any:
-    if row is None:
-        return None
-    return json.loads(json.dumps(row, default=_json_default))
-
-
-def record_audit(
-    conn: psycopg.Connection[Any],
-    operator: str,
-    action: str,
-    target: str,
-    before: Any,
-    after: Any,
-    detail: dict[str, Any] | None = None,
-) -> int:
-    """Append one audit entry (S20); returns its id."""
-    row = conn.execute(
-        "INSERT INTO awa.audit_log (operator, action, target, before, after, detail) "
-        "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-        (operator, action, target, Jsonb(_jsonable(before)), Jsonb(_jsonable(after)), Jsonb(detail or {})),
-    ).fetchone()
-    assert row is not None
-    return int(row["id"])
-
-
 def require_writable(read_only: bool, action: str) -> None:
     if read_only:
         raise ReadOnly(f"{action} refused: this client is read-only")
 
 
+# What an operator action needs: to pause a schedule (column-level grants count), to insert
+# a job (trigger), and the audit gate (awa.begin_action; the trail itself is written by the
+# database, so INSERT on awa.audit_log is neither needed nor granted).
 WRITE_ACCESS_SQL = """
 SELECT current_user AS role, pg_is_in_recovery() AS standby,
        current_setting('transaction_read_only') = 'on' AS read_only_session,
-       has_table_privilege('awa.cron_jobs', 'UPDATE') AS schedules,
+       has_column_privilege('awa.cron_jobs', 'paused_at', 'UPDATE') AS schedules,
        has_table_privilege('awa.jobs', 'INSERT') AS jobs,
-       has_table_privilege('awa.audit_log', 'INSERT') AS audit
+       coalesce(has_function_privilege(to_regprocedure('awa.begin_action(text, text, jsonb)'), 'EXECUTE'),
+                false) AS audit
 """
 
 
@@ -83,7 +56,7 @@ def write_refusal(conn: psycopg.Connection[Any]) -> str | None:
         return "the session is read-only (default_transaction_read_only)"
     missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),
                                      ("INSERT on awa.jobs", row["jobs"]),
-                                     ("INSERT on awa.audit_log", row["audit"])) if not ok]
+                                     ("EXECUTE on awa.begin_action", row["audit"])) if not ok]
     if missing:
         return f"role {row['role']} lacks {', '.join(missing)}"
     return None
@@ -112,26 +85,21 @@ def lock_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     return row
 
 
-def _state(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("paused_at", "paused_by", "last_enqueued_at", "retired_at", "owner")}
-
-
 def pause(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
     """S16: set paused_at (DB time) and paused_by; last_enqueued_at is untouched."""
     operator = check_operator(operator)
     with conn.transaction():
+        begin_action(conn, operator, "pause")
         before = lock_schedule(conn, name)
         if before["paused_at"] is not None:
             # paused_by is a database string: escaped, so its newline is shown, not folded away.
             raise Conflict(f"schedule {name!r} is already paused (by {printable(before['paused_by'])})")
-        set_context(conn, "operator", operator)
         after = conn.execute(
             "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s WHERE name = %s "
             f"RETURNING {SCHEDULE_STATE_COLUMNS}",
             (operator, name),
         ).fetchone()
         assert after is not None
-        record_audit(conn, operator, "pause", name, _state(before), _state(after))
     return after
 
 
@@ -139,17 +107,16 @@ def resume(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str,
     """S16: clear the pause; the schedule's policy decides what fires next pass."""
     operator = check_operator(operator)
     with conn.transaction():
+        begin_action(conn, operator, "resume")
         before = lock_schedule(conn, name)
         if before["paused_at"] is None:
             raise Conflict(f"schedule {name!r} is not paused")
-        set_context(conn, "operator", operator)
         after = conn.execute(
             "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL WHERE name = %s "
             f"RETURNING {SCHEDULE_STATE_COLUMNS}",
             (name,),
         ).fetchone()
         assert after is not None
-        record_audit(conn, operator, "resume", name, _state(before), _state(after))
     return after
 
 
@@ -157,6 +124,7 @@ def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str
     """S17: one job now, even while paused; refused for a retired schedule."""
     operator = check_operator(operator)
     with conn.transaction():
+        begin_action(conn, operator, "trigger")
         row = lock_schedule(conn, name)
         if row["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; restore it before triggering")
@@ -169,7 +137,7 @@ def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str
             (operator, name),
         ).fetchone()
         assert job is not None
-        record_audit(conn, operator, "trigger", name, None, {"job_id": job["id"]})
+        record_event(conn, "trigger", name, None, {"job_id": job["id"]})
     return job
 
 
@@ -177,6 +145,7 @@ def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str,
     """S6: delete a schedule row; code that still registers it brings it back at sync."""
     operator = check_operator(operator)
     with conn.transaction():
+        begin_action(conn, operator, "remove")
         # S31/S32: removing an owned row voids its owner's certificate; owner state changes
         # under the protocol lock, then the owner row, then the schedule row.
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
@@ -186,11 +155,9 @@ def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str,
         before = lock_schedule(conn, name)
         if before["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; a retired schedule cannot be removed")
-        set_context(conn, "operator", operator)
         conn.execute("DELETE FROM awa.cron_jobs WHERE name = %s", (name,))
         if before["owner"] is not None:
             invalidate_certificates(conn, [before["owner"]])
-        record_audit(conn, operator, "remove", name, before, None)
     return before
 
 
@@ -230,6 +197,7 @@ def queue_pause(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
     operator = check_operator(operator)
     _check_queue_name(queue)
     with conn.transaction():
+        begin_action(conn, operator, "queue_pause")
         _known_queue(conn, queue)
         before = _queue_row(conn, queue)
         if before["paused"]:
@@ -239,7 +207,6 @@ def queue_pause(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
             "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
             (operator, queue),
         ).fetchone()
-        record_audit(conn, operator, "queue_pause", f"queue:{queue}", before, after)
     assert after is not None
     return after
 
@@ -248,6 +215,7 @@ def queue_resume(conn: psycopg.Connection[Any], queue: str, operator: str) -> di
     operator = check_operator(operator)
     _check_queue_name(queue)
     with conn.transaction():
+        begin_action(conn, operator, "queue_resume")
         _known_queue(conn, queue)
         before = _queue_row(conn, queue)
         if not before["paused"]:
@@ -257,7 +225,6 @@ def queue_resume(conn: psycopg.Connection[Any], queue: str, operator: str) -> di
             "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
             (queue,),
         ).fetchone()
-        record_audit(conn, operator, "queue_resume", f"queue:{queue}", before, after)
     assert after is not None
     return after
 
@@ -270,6 +237,7 @@ def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
     operator = check_operator(operator)
     _check_queue_name(queue)
     with conn.transaction():
+        begin_action(conn, operator, "queue_drain")
         _known_queue(conn, queue)
         _queue_row(conn, queue)  # serialise drains of one queue
         rows = conn.execute(
@@ -278,5 +246,5 @@ def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
             (queue,),
         ).fetchall()
         result = {"queue": queue, "cancelled": len(rows)}
-        record_audit(conn, operator, "queue_drain", f"queue:{queue}", {"waiting": len(rows)}, {"waiting": 0}, result)
+        record_event(conn, "queue_drain", f"queue:{queue}", {"waiting": len(rows)}, {"waiting": 0}, result)
     return result

@@ -20,13 +20,13 @@ from psycopg import pq
 
 from awa_tui.engine import agreement
 from awa_tui.engine.agreement import DESIRED_CTE, OwnerState
+from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
 from awa_tui.engine.manifest import check_owner, short_hash
-from awa_tui.engine.ops import record_audit
 from awa_tui.engine.sync import DEFINITION_COLUMNS
 
-AUTO_OPERATOR = "awa-reconciler"
+AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label
 
 # Owners reconciliation looks at: every owner ever declared, adopted or transferred to
 # gets a row in awa.owners; fresh declarations are added in case the row is missing.
@@ -112,6 +112,7 @@ def reconcile_owner(
             if not (got and got["got"]):
                 return _skipped(owner)
         at = now or db_now(conn)
+        declare_actor(conn, AUTO_OPERATOR)  # bookkeeping of owner rows is the engine's own
         record = agreement.lock_owner(conn, owner)
         runtimes = agreement.fresh_runtimes(conn, at)
         state = agreement.assess(conn, owner, at, record, runtimes)
@@ -163,17 +164,10 @@ def sync_definitions(conn: psycopg.Connection[Any], state: OwnerState) -> list[s
         return []
     names = [u["name"] for u in state.updates]
     conn.execute(LOCK_ROWS_SQL, {"names": names})
+    # The database audits each changed row (its changed columns, before and after).
+    declare_actor(conn, AUTO_OPERATOR, "sync_definition", {"owner": state.owner, "manifest_hash": state.single_hash})
     rows = conn.execute(SYNC_SQL, {"source": state.source, "owner": state.owner, "names": names}).fetchall()
-    done = {r["name"] for r in rows}
-    for update in state.updates:
-        if update["name"] in done:
-            changes = update["changes"]
-            record_audit(
-                conn, AUTO_OPERATOR, "sync_definition", update["name"],
-                {col: c["from"] for col, c in changes.items()}, {col: c["to"] for col, c in changes.items()},
-                {"owner": state.owner, "manifest_hash": state.single_hash},
-            )
-    return sorted(done)
+    return sorted(r["name"] for r in rows)
 
 
 def certify(conn: psycopg.Connection[Any], state: OwnerState) -> bool:
@@ -195,17 +189,11 @@ def certify(conn: psycopg.Connection[Any], state: OwnerState) -> bool:
 def retire_absent(conn: psycopg.Connection[Any], state: OwnerState) -> list[str]:
     """S26/S27: tombstone the owner's active schedules that its manifest no longer has."""
     conn.execute(LOCK_ROWS_SQL, {"names": state.retirements})
+    declare_actor(conn, AUTO_OPERATOR, "auto_retire", {"owner": state.owner, "manifest_hash": state.single_hash})
     rows = conn.execute(
         RETIRE_SQL,
         {"at": state.now, "by": AUTO_OPERATOR, "names": state.retirements, "owner": state.owner},
     ).fetchall()
-    for row in rows:
-        record_audit(
-            conn, AUTO_OPERATOR, "auto_retire", row["name"],
-            {"retired_at": None, "paused_at": row["paused_at"], "last_enqueued_at": row["last_enqueued_at"]},
-            {"retired_at": state.now, "retired_by": AUTO_OPERATOR},
-            {"owner": state.owner, "manifest_hash": state.single_hash},
-        )
     return sorted(r["name"] for r in rows)
 
 

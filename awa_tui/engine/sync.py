@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.audit import SYNC_LABEL, declare_actor
 from awa_tui.engine.schedule import Schedule
 
 DEFINITION_COLUMNS = (
@@ -72,6 +73,10 @@ def sync_schedules(conn: psycopg.Connection[Any], schedules: Iterable[Schedule])
     payload = rows_json(schedules)
     if payload == "[]":
         return {"inserted": 0, "updated": 0}
-    rows = conn.execute(UPSERT_SQL, {"rows": payload}).fetchall()  # type: ignore[arg-type]
+    with conn.transaction():
+        # A changed definition of an existing row is audited by the database under this
+        # label; a first registration is not (nothing existed to change).
+        declare_actor(conn, SYNC_LABEL, "sync_definition")
+        rows = conn.execute(UPSERT_SQL, {"rows": payload}).fetchall()  # type: ignore[arg-type]
     inserted = sum(1 for r in rows if r["inserted"])
     return {"inserted": inserted, "updated": len(rows) - inserted}

@@ -1,6 +1,7 @@
 """Least privilege (S20, S36, S38): under a role that can only SELECT, every read works and
 every mutation is refused in one clear line; under a role that may change schedules but
-not append to the audit trail, an action changes nothing at all (no half-written action)."""
+not pass the audit gate (awa.begin_action), an action changes nothing at all (no
+half-written action)."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def test_role_without_audit_grant_leaves_no_half_written_action(
 ) -> None:
     role_dsn = make_role(NO_AUDIT_GRANTS)
     with Client(role_dsn) as client, Client(seeded) as admin, Client(seeded, read_only=True) as reader:
-        assert client.write_refusal() == f"role {conninfo_to_dict(role_dsn)['user']} lacks INSERT on awa.audit_log"
+        assert client.write_refusal() == f"role {conninfo_to_dict(role_dsn)['user']} lacks EXECUTE on awa.begin_action"
         assert admin.write_refusal() is None
         assert reader.write_refusal() == "this client is read-only"
     env = {"AWA_DATABASE_URL": role_dsn, "AWA_EMBEDDED_HOME": str(tmp_path / "embedded")}
@@ -147,12 +148,12 @@ def test_role_without_audit_grant_leaves_no_half_written_action(
     for out in outcomes:
         assert out.code != 0, f"an action succeeded without its audit entry:\n{out.describe()}"
         assert_one_line_error(out)
-    refused_by_audit = [o for o in outcomes if "audit_log" in o.stderr]
-    # Each action gets as far as its audit entry, and is rolled back there.
+    refused_by_audit = [o for o in outcomes if "begin_action" in o.stderr]
+    # Each action is refused at the audit gate, its first statement.
     assert len(refused_by_audit) == len(outcomes), [o.describe() for o in outcomes if o not in refused_by_audit]
     assert dump(conn) == before
     summary.runs = len(outcomes)
-    summary.notes = f"no audit grant: {len(outcomes)} actions refused, {len(refused_by_audit)} at the audit insert"
+    summary.notes = f"no audit grant: {len(outcomes)} actions refused, {len(refused_by_audit)} at the audit gate"
 
 
 async def test_console_on_a_select_only_role_says_read_only(

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import MIGRATION_LOCK_KEY, connect, translate
+from awa_tui.engine.db import MIGRATION_LOCK_KEY, PROTOCOL_LOCK_KEY, connect, translate
 from awa_tui.engine.errors import SchemaError
 from awa_tui.engine.upstream.detect import refuse_foreign_schema
 
@@ -110,11 +110,16 @@ def migrate(dsn: str) -> list[int]:
 def _lock_in_enqueue_order(conn: psycopg.Connection[Any]) -> None:
     """S35: lock cron_jobs before jobs, the order the atomic enqueue takes them.
 
+    The protocol lock comes first: every writer of owner state takes it before any table
+    (S32), and some then read cron_jobs while holding an owners row, so a migration that
+    also alters or adds a trigger to awa.owners (v006) would otherwise deadlock with them.
+
     A migration that touches both tables then waits behind a live fire instead of
     deadlocking with it. The locks are taken at the strongest mode up front: a weaker
     one that the migration later upgrades (any ALTER TABLE) deadlocks with a fire that
     already holds the RowShare lock of its FOR UPDATE step and waits for the migration.
     """
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
     row = conn.execute(
         "SELECT to_regclass('awa.cron_jobs') IS NOT NULL AS c, to_regclass('awa.jobs') IS NOT NULL AS j"
     ).fetchone()

@@ -1,0 +1,34 @@
+"""`db grants`: the least-privilege role layout, printed or applied."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from awa_tui.cli.common import DsnOpt, JsonOpt, emit, errors_as_lines, out, require_dsn
+from awa_tui.cli.core import db_app
+from awa_tui.engine import grants
+
+
+@db_app.command("grants")
+def db_grants(
+    prefix: Annotated[
+        str, typer.Option("--prefix", help="Role names: <prefix>owner, runtime, operator, readonly.")
+    ] = grants.DEFAULT_PREFIX,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Run the SQL (as a superuser) instead of printing it.")
+    ] = False,
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The least-privilege role layout (owner, runtime, operator, read-only): prints its SQL."""
+    with errors_as_lines():
+        layout = grants.role_layout(prefix)
+        if not apply:
+            emit({"prefix": layout.prefix, "roles": list(layout.roles), "sql": layout.sql}, as_json,
+                 lambda: out.print(layout.sql, markup=False, end=""))
+            return
+        data = grants.apply_layout(require_dsn(dsn), layout)
+        emit(data, as_json, lambda: out.print(
+            f"applied the role layout: {', '.join(data['roles'])} ({data['statements']} statements)", markup=False))
