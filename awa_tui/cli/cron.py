@@ -51,6 +51,9 @@ def _state_text(row: dict[str, Any]) -> str:
         text = f"PAUSED by {row['paused_by']} since {fmt(row['paused_at'])}"
     else:
         text = "active"
+    if row.get("fault"):
+        # S15: the row cannot fire until repaired; the reason is the evaluator's own words.
+        text = f"BROKEN: {row['fault']}" + ("" if text == "active" else f"; {text}")
     if row.get("queue_paused"):
         text += " [queue paused]"
     return text
