@@ -95,7 +95,7 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
 
 def _refuse_broken(row: dict[str, Any]) -> None:
     if row["fault"]:
-        raise ValidationError(f"schedule {row['name']!r} is BROKEN: {row['fault']}")
+        raise ValidationError(row["fault"])  # the reason alone, as the evaluator words it
 
 
 def next_fires(
@@ -152,8 +152,11 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
     """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given."""
     return conn.execute(
         f"""
-        SELECT instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
-               snapshot_interval, is_leader, health, stopped_at, owner, authoritative, manifest_hash,
+        SELECT instance_id, hostname, pid, version, protocol_version, awa.safe_ts(started_at) AS started_at,
+               awa.safe_ts(last_seen_at) AS last_seen_at,
+               CASE WHEN snapshot_interval BETWEEN interval '-1 year' AND interval '1 year'
+                    THEN snapshot_interval END AS snapshot_interval,  -- S15: loadable or NULL
+               is_leader, health, awa.safe_ts(stopped_at) AS stopped_at, owner, authoritative, manifest_hash,
                {fresh_sql("coalesce(%(now)s::timestamptz, now())")} AS fresh
         FROM awa.runtime_instances
         ORDER BY (stopped_at IS NULL) DESC, last_seen_at DESC

@@ -43,17 +43,17 @@ LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT CASE
     WHEN NOT awa.ts_loadable(last_enqueued_at)
-        THEN 'last_enqueued_at ' || last_enqueued_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'last_enqueued_at ' || last_enqueued_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN NOT awa.ts_loadable(next_fire_at)
-        THEN 'next_fire_at ' || next_fire_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'next_fire_at ' || next_fire_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN NOT awa.ts_loadable(created_at)
-        THEN 'created_at ' || created_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'created_at ' || created_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN NOT awa.ts_loadable(updated_at)
-        THEN 'updated_at ' || updated_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'updated_at ' || updated_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN NOT awa.ts_loadable(paused_at)
-        THEN 'paused_at ' || paused_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'paused_at ' || paused_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN NOT awa.ts_loadable(retired_at)
-        THEN 'retired_at ' || retired_at::text || ' is outside the calendar (years 1..9999)'
+        THEN 'retired_at ' || retired_at::text || ' is outside the supported range 0001-01-03..9999-12-29 UTC'
     WHEN jsonb_typeof(args) <> 'object'
         THEN 'args: must be a JSON object, got a JSON ' || jsonb_typeof(args)
     WHEN jsonb_typeof(metadata) <> 'object'
