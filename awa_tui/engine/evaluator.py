@@ -244,6 +244,12 @@ def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[Fir
     return _run_batch(conn, _batch_params(sorted(plans, key=lambda p: p.name)), len(plans))
 
 
+# SQLSTATE classes that blame the data of some rows: data exception, integrity, a PL/pgSQL
+# RAISE (an operator's trigger), a program limit (an index row too large).
+ROW_REFUSALS = ("22", "23", "P0", "54")
+REFUSED_ROWS_MAX = 32  # per chunk: past this the refusal is systemic, not a few bad rows
+
+
 def _fire_isolating(
     conn: psycopg.Connection[Any], params: dict[str, str], plans: list[FirePlan]
 ) -> tuple[list[FiredJob], list[str]]:
@@ -253,23 +259,28 @@ def _fire_isolating(
     for healthy rows: the chunk is one statement, as before. A refusal the guards did not
     foresee (a hand-made trigger, a value no check knows) rolls back that statement only;
     halves are retried (the CAS makes a retry safe) until each refusing schedule is alone
-    and skipped, ~2 log2(chunk) statements per bad row. A lost connection or a cancelled
-    statement is not the data's fault: it still ends the pass."""
+    and skipped, ~2 log2(chunk) statements per bad row. Anything else (a lost connection,
+    a cancelled statement, a missing table) or more than REFUSED_ROWS_MAX refusing rows
+    still ends the pass at once, as before."""
+    errors: list[str] = []
+    return _fire_bisecting(conn, params, plans, errors), errors
+
+
+def _fire_bisecting(
+    conn: psycopg.Connection[Any], params: dict[str, str], plans: list[FirePlan], errors: list[str]
+) -> list[FiredJob]:
     try:
-        return _run_batch(conn, params, len(plans)), []
-    except (psycopg.OperationalError, psycopg.InterfaceError):
-        raise
+        return _run_batch(conn, params, len(plans))
     except psycopg.Error as exc:
+        if (exc.sqlstate or "")[:2] not in ROW_REFUSALS or len(errors) >= REFUSED_ROWS_MAX:
+            raise
         if len(plans) == 1:
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
-            return [], [f"schedule {plans[0].name!r} skipped: the database refused its fire: {lines[0]!r}"]
+            errors.append(f"schedule {plans[0].name!r} skipped: the database refused its fire: {lines[0]!r}")
+            return []
     half = len(plans) // 2
-    jobs, errors = [], []
-    for part in (plans[:half], plans[half:]):
-        part_jobs, part_errors = _fire_isolating(conn, _batch_params(part), part)
-        jobs += part_jobs
-        errors += part_errors
-    return jobs, errors
+    jobs = _fire_bisecting(conn, _batch_params(plans[:half]), plans[:half], errors)
+    return jobs + _fire_bisecting(conn, _batch_params(plans[half:]), plans[half:], errors)
 
 
 class _BatchSender:

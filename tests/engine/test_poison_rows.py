@@ -89,6 +89,10 @@ def test_a_refused_chunk_is_bisected_to_the_refused_rows(client: Client, conn: p
             RETURN NEW;
         END $$;
         CREATE TRIGGER refuse_some BEFORE INSERT ON awa.jobs FOR EACH ROW EXECUTE FUNCTION public.refuse_some();
+        CREATE FUNCTION public.refuse_every() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'refused: every job';
+        END $$;
         """
     )
     for chunk in (5000, 64):
@@ -103,6 +107,13 @@ def test_a_refused_chunk_is_bisected_to_the_refused_rows(client: Client, conn: p
         assert result.lost_races == 0
     assert fire_times(conn, "s008") == ["2025-01-01T00:01:00Z", "2025-01-01T00:02:00Z"]
     assert fire_times(conn, "s007") == []
+    # A refusal of every row is no poison row: past REFUSED_ROWS_MAX the pass fails, as before.
+    conn.execute("DROP TRIGGER refuse_some ON awa.jobs")
+    conn.execute("CREATE TRIGGER refuse_all BEFORE INSERT ON awa.jobs FOR EACH ROW "
+                 "EXECUTE FUNCTION public.refuse_every()")
+    with pytest.raises(psycopg.errors.RaiseException, match=r"^refused: every job\n"):
+        evaluator.evaluate(conn, at("2025-01-01T00:03:00"))
+    assert fire_times(conn, "s008") == ["2025-01-01T00:01:00Z", "2025-01-01T00:02:00Z"]
 
 
 def test_every_engine_view_renders_poison_rows(client: Client, conn: psycopg.Connection[Any]) -> None:
