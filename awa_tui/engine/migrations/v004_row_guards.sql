@@ -95,7 +95,7 @@ DECLARE
     ch text;
 BEGIN
     FOREACH ch IN ARRAY regexp_split_to_array(left(t, width), '') LOOP
-        IF ch ~ '[[:cntrl:]\u0080-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]' THEN
+        IF ch ~ '[\u0001-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]' THEN
             out := out || '\u' || lpad(to_hex(ascii(ch)), 4, '0');
         ELSE
             out := out || ch;
@@ -125,7 +125,7 @@ BEGIN
             RAISE EXCEPTION 'cron_expr: at most 256 characters, got % (% characters)',
                 awa.escaped(NEW.cron_expr), char_length(NEW.cron_expr) USING ERRCODE = 'check_violation';
         END IF;
-        IF NEW.cron_expr ~ '[[:cntrl:]\u0080-\u009f]' THEN
+        IF NEW.cron_expr ~ '[\u0001-\u001f\u007f-\u009f]' THEN
             RAISE EXCEPTION 'cron_expr: must not contain newlines or control characters: %',
                 awa.escaped(NEW.cron_expr) USING ERRCODE = 'check_violation';
         END IF;
@@ -148,7 +148,7 @@ CREATE TRIGGER cron_jobs_size_guard_insert
     WHEN (
         NEW.name ~ '[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]'
         OR char_length(NEW.cron_expr) > 256
-        OR NEW.cron_expr ~ '[[:cntrl:]\u0080-\u009f]'
+        OR NEW.cron_expr ~ '[\u0001-\u001f\u007f-\u009f]'
         OR octet_length(NEW.args::text) > 262144
         OR octet_length(NEW.metadata::text) > 262144
     )
@@ -161,7 +161,7 @@ CREATE TRIGGER cron_jobs_size_guard_update
         (NEW.name IS DISTINCT FROM OLD.name
          AND NEW.name ~ '[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]')
         OR (NEW.cron_expr IS DISTINCT FROM OLD.cron_expr
-            AND (char_length(NEW.cron_expr) > 256 OR NEW.cron_expr ~ '[[:cntrl:]\u0080-\u009f]'))
+            AND (char_length(NEW.cron_expr) > 256 OR NEW.cron_expr ~ '[\u0001-\u001f\u007f-\u009f]'))
         OR (NEW.args IS DISTINCT FROM OLD.args AND octet_length(NEW.args::text) > 262144)
         OR (NEW.metadata IS DISTINCT FROM OLD.metadata AND octet_length(NEW.metadata::text) > 262144)
     )
