@@ -51,6 +51,9 @@ def _state_text(row: dict[str, Any]) -> str:
         text = f"PAUSED by {row['paused_by']} since {fmt(row['paused_at'])}"
     else:
         text = "active"
+    if row.get("fault"):
+        # S15: the row cannot fire until repaired; the reason is the evaluator's own words.
+        text = f"BROKEN: {row['fault']}" + ("" if text == "active" else f"; {text}")
     if row.get("queue_paused"):
         text += " [queue paused]"
     return text
@@ -85,7 +88,20 @@ def _parse_instant(text: str) -> datetime:
         raise ValidationError(
             f"--after: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
         ) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value  # a bare time is UTC
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # a bare time is UTC
+    try:
+        value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is in year 0 in UTC
+        raise ValidationError(
+            f"--after: {text!r} is outside the calendar in UTC (0001-01-01 to 9999-12-31)"
+        ) from None
+    return value
+
+
+def _stamp(value: datetime, pattern: str) -> str:
+    """strftime with a four-digit year: glibc prints year 1 as "1", not "0001"."""
+    return value.strftime(pattern.replace("%Y", f"{value.year:04d}"))
 
 
 @cron_app.command("next")
@@ -107,9 +123,11 @@ def cron_next(
             if fires:
                 say(f"next fires of {name} (zone {fires[0]['timezone']}; local time, then UTC):")
             for f in fires:
-                local = f["local"].strftime("%Y-%m-%d %H:%M:%S %Z (UTC%z)")
+                local = _stamp(f["local"], "%Y-%m-%d %H:%M:%S %Z (UTC%z)")
                 mark = f"  [{DST_MARKS[f['dst']]}]" if f["dst"] else ""
-                say(f"  {local}  {f['utc'].strftime('%Y-%m-%dT%H:%M:%SZ')}{mark}")
+                say(f"  {local}  {_stamp(f['utc'], '%Y-%m-%dT%H:%M:%SZ')}{mark}")
+            if len(fires) < count:  # only the end of the calendar (year 9999) cuts the list
+                say(f"{len(fires)} of {count} fires: the calendar ends at 9999-12-31")
 
         emit(fires, as_json, render)
 

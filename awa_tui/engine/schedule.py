@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -38,6 +40,11 @@ _NAMES_OK = {
     "day-of-week": {"sun", "mon", "tue", "wed", "thu", "fri", "sat"},
 }
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Bidi controls and zero-width characters: a name holding them can read as another name
+# in a confirm dialog. The database refuses the same set (migration v004).
+_LOOKALIKE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
+CRON_EXPR_MAX = 256
+JSON_MAX_BYTES = 256 * 1024  # args and metadata, as Postgres prints them (jsonb::text)
 ONE_SECOND = timedelta(seconds=1)
 
 
@@ -63,6 +70,12 @@ def parse_cron(expr: str) -> CronSpec:
     """Validate a cron expression (S2) and return its croniter form."""
     if not isinstance(expr, str):
         raise ValidationError(f"cron_expr: expected a string, got {_short(expr)}")
+    if len(expr) > CRON_EXPR_MAX:
+        raise ValidationError(
+            f"cron_expr: at most {CRON_EXPR_MAX} characters, got {_short(expr)} ({len(expr)} characters)"
+        )
+    if _CONTROL.search(expr):
+        raise ValidationError(f"cron_expr: must not contain newlines or control characters: {_short(expr)}")
     text = " ".join(expr.split())
     if not text:
         raise ValidationError("cron_expr: empty expression")
@@ -253,6 +266,10 @@ class Schedule:
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
+        if _LOOKALIKE.search(self.name):
+            raise ValidationError(
+                f"name: must not contain bidi controls or zero-width characters: {_short(self.name)}"
+            )
         parse_cron(self.cron_expr)
         parse_timezone(self.timezone)
         _check_text("kind", self.kind)
@@ -360,6 +377,27 @@ def _check_json_object(fname: str, value: object) -> None:
     except RecursionError:
         raise ValidationError(f"{fname}: nested too deeply to store as JSON") from None
     _check_json_members(fname, value)
+    size = _stored_json_size(value)
+    if size > JSON_MAX_BYTES:
+        raise ValidationError(f"{fname}: at most {JSON_MAX_BYTES} bytes as JSON, got {size} bytes")
+
+
+def _stored_json_size(value: object) -> int:
+    """Bytes of `value` as Postgres prints it (jsonb::text), which the database cap of
+    migration v004 measures: ", " and ": " separators, raw UTF-8, and numbers written out
+    in full (1e300 is 301 digits there). Never less than the database's count, so a value
+    accepted here is never refused at sync."""
+    if isinstance(value, dict):
+        items = [_stored_json_size(k) + 2 + _stored_json_size(v) for k, v in value.items()]
+        return 2 + sum(items) + 2 * max(0, len(items) - 1)
+    if isinstance(value, (list, tuple)):
+        items = [_stored_json_size(v) for v in value]
+        return 2 + sum(items) + 2 * max(0, len(items) - 1)
+    if isinstance(value, str):
+        return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if isinstance(value, float):
+        return len(format(Decimal(repr(value)), "f"))
+    return len(json.dumps(value))  # int, bool, None
 
 
 def _check_json_members(fname: str, value: object) -> None:
@@ -378,6 +416,33 @@ def _check_json_members(fname: str, value: object) -> None:
         if "\x00" in value:
             raise ValidationError(f"{fname}: must not contain NUL characters, got {_short(value)}")
         _check_unicode(fname, value)
+
+
+# --- stored rows that cannot fire (S15) ----------------------------------------------------
+
+
+def check_stored(row: Mapping[str, Any]) -> None:
+    """Raise a one-line ValidationError when a stored schedule row cannot fire.
+
+    `row["fault"]` is what SQL judged (awa.cron_job_fault, migration v004: instants Python
+    cannot load, JSON that is not an object, numbers out of range); the expression, zone
+    and policy are judged here by the same parser registration uses. The evaluator and
+    every view call this (or row_fault): one definition of BROKEN."""
+    if row["fault"]:
+        raise ValidationError(row["fault"])
+    parse_cron(row["cron_expr"])
+    parse_timezone(row["timezone"])
+    if row["missed_fire_policy"] not in POLICIES:
+        raise ValidationError(f"missed_fire_policy: unknown policy {_short(row['missed_fire_policy'])}")
+
+
+def row_fault(row: Mapping[str, Any]) -> str | None:
+    """Why a stored row is BROKEN (see check_stored), or None."""
+    try:
+        check_stored(row)
+    except ValidationError as exc:
+        return str(exc)
+    return None
 
 
 # --- public fire arithmetic ------------------------------------------------------------
@@ -411,12 +476,36 @@ def fires_between(
     return out
 
 
+CALENDAR_END_YEAR = 9999 - 60  # beyond this, a cron search may run off datetime's range
+
+
 def upcoming_fires(cron_expr: str, timezone: str, after: datetime, count: int) -> list[Fire]:
-    """The next `count` fires after `after`, for previews (`cron next`, detail views)."""
+    """The next `count` fires after `after`, for previews (`cron next`, detail views).
+
+    Near the end of the calendar (year 9999) the list is cut where the calendar ends:
+    fewer fires, maybe none. An instant outside it in UTC, or one so close to its start
+    that the zone's wall time falls before year 1, is a one-line ValidationError."""
+    parse_cron(cron_expr)
+    parse_timezone(timezone)
+    try:
+        cursor = _utc(after)
+    except OverflowError:
+        raise ValidationError(
+            f"after: {after.isoformat()} is outside the calendar in UTC (years 1..9999)"
+        ) from None
     out: list[Fire] = []
-    cursor = _utc(after)
     for _ in range(count):
-        fire = next_fire(cron_expr, timezone, cursor)
+        try:
+            fire = next_fire(cron_expr, timezone, cursor)
+        except (OverflowError, ValueError) as exc:
+            if cursor.year >= CALENDAR_END_YEAR:
+                break  # the calendar ends before the next fire
+            if isinstance(exc, ValidationError):
+                raise
+            raise ValidationError(
+                f"after: {cursor.isoformat()} is too close to the start of the calendar (year 1) "
+                f"to compute fires in zone {_short(timezone)}"
+            ) from None
         out.append(fire)
         cursor = fire.at
     return out

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from awa_tui.engine.db import LEADER_LOCK_KEY
-from awa_tui.engine.errors import NotFound
+from awa_tui.engine.errors import NotFound, ValidationError
+from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.leader import Leadership
-from awa_tui.engine.schedule import next_fire, parse_timezone, upcoming_fires
+from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
 
-SCHEDULES_SQL = """
-SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
-       c.missed_fire_policy, c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at,
-       c.paused_at, c.paused_by, c.owner, c.retired_at, c.retired_by,
+# S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
+# they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
+# schedule.row_fault completes the verdict (the `fault` key) with the parser's: BROKEN.
+SCHEDULE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
+       c.missed_fire_policy, awa.safe_ts(c.last_enqueued_at) AS last_enqueued_at,
+       awa.safe_ts(c.next_fire_at) AS next_fire_at, awa.safe_ts(c.created_at) AS created_at,
+       awa.safe_ts(c.updated_at) AS updated_at, awa.safe_ts(c.paused_at) AS paused_at, c.paused_by,
+       c.owner, awa.safe_ts(c.retired_at) AS retired_at, c.retired_by, {FAULT_SQL} AS fault"""
+
+# A job row as the console reads it: a hand-written cron_fire_time that is no instant, or
+# an unloadable created_at, shows as unknown instead of failing the view.
+_JOB_CREATED = "awa.safe_ts({j}.created_at)"
+_JOB_FIRE = "awa.try_timestamptz({j}.metadata ->> 'cron_fire_time')"
+
+SCHEDULES_SQL = f"""
+SELECT {SCHEDULE_COLUMNS},
        coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
        CASE WHEN c.retired_at IS NOT NULL THEN 'retired'
             WHEN c.paused_at IS NOT NULL THEN 'paused'
@@ -46,20 +60,44 @@ def _like(text: str | None) -> str | None:
 def list_schedules(
     conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000
 ) -> list[dict[str, Any]]:
-    """Every schedule with its state and queue pause (S18 badge), name order."""
-    return conn.execute(SCHEDULES_SQL, {"pattern": _like(filter_text), "limit": limit}).fetchall()
+    """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
+    why it is BROKEN (S15), or None."""
+    rows = conn.execute(SCHEDULES_SQL, {"pattern": _like(filter_text), "limit": limit}).fetchall()
+    for row in rows:
+        row["fault"] = row_fault(row)
+    return rows
+
+
+def _json_value(text: str) -> Any:
+    """A stored JSON document as Python; one Python cannot hold (a number of more than
+    4300 digits, nesting deeper than the recursion limit) stays its text."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
 
 
 def get_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     row = conn.execute(
-        "SELECT c.*, coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by "
+        f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
+        "array_replace(c.tags, NULL, 'NULL') AS tags, "
+        "coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by, "
+        "c.retired_at IS NOT NULL AS retired, c.paused_at IS NOT NULL AS paused "
         "FROM awa.cron_jobs c LEFT JOIN awa.queue_meta q ON q.queue = c.queue WHERE c.name = %s",
         (name,),
     ).fetchone()
     if row is None:
         raise NotFound(f"unknown schedule {name!r}")
-    row["state"] = "retired" if row["retired_at"] else "paused" if row["paused_at"] else "active"
+    row["args"], row["metadata"] = _json_value(row["args"]), _json_value(row["metadata"])
+    retired, paused = row.pop("retired"), row.pop("paused")
+    row["state"] = "retired" if retired else "paused" if paused else "active"
+    row["fault"] = row_fault(row)
     return row
+
+
+def _refuse_broken(row: dict[str, Any]) -> None:
+    if row["fault"]:
+        raise ValidationError(row["fault"])  # the reason alone, as the evaluator words it
 
 
 def next_fires(
@@ -68,10 +106,10 @@ def next_fires(
     """The next fires after `after` (default: now in DB time, or the last fire if later),
     in UTC and the schedule's zone, with DST marks."""
     row = get_schedule(conn, name)
+    _refuse_broken(row)  # S15: a one-line error naming the fault, not a crash
     if after is None:
         now = db_time(conn)
         after = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
-    # A hand-written bad zone (S15) is a one-line ValidationError, not a crash.
     zone = parse_timezone(row["timezone"])
     return [
         {"utc": f.at, "local": f.at.astimezone(zone), "timezone": row["timezone"], "dst": f.mark}
@@ -82,10 +120,11 @@ def next_fires(
 def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> list[dict[str, Any]]:
     """Recent jobs written for a schedule, with their states and lateness."""
     return conn.execute(
-        "SELECT id, state, attempt, created_at, metadata ->> 'cron_fire_time' AS fire_time, "
-        "coalesce((metadata ->> 'triggered_manually')::boolean, false) AS manual, "
-        "created_at - (metadata ->> 'cron_fire_time')::timestamptz AS lateness "
-        "FROM awa.jobs WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = %s "
+        f"SELECT id, state, attempt, {_JOB_CREATED.format(j='j')} AS created_at, "
+        "j.metadata ->> 'cron_fire_time' AS fire_time, "
+        "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
+        f"{_JOB_CREATED.format(j='j')} - {_JOB_FIRE.format(j='j')} AS lateness "
+        "FROM awa.jobs j WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %s "
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
@@ -143,13 +182,16 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
             SELECT instance_id, expires_at FROM awa.leader_lease
             WHERE singleton AND backend_pid = awa.leader_lock_pid(%(key)s)
         )
-        SELECT r.instance_id, r.hostname, r.pid, r.version, r.protocol_version, r.started_at, r.last_seen_at,
-               r.snapshot_interval, r.is_leader, r.health, r.stopped_at, r.owner, r.authoritative,
+        SELECT r.instance_id, r.hostname, r.pid, r.version, r.protocol_version,
+               awa.safe_ts(r.started_at) AS started_at, awa.safe_ts(r.last_seen_at) AS last_seen_at,
+               CASE WHEN r.snapshot_interval BETWEEN interval '-1 year' AND interval '1 year'
+                    THEN r.snapshot_interval END AS snapshot_interval,  -- S15: loadable or NULL
+               r.is_leader, r.health, awa.safe_ts(r.stopped_at) AS stopped_at, r.owner, r.authoritative,
                r.manifest_hash, {fresh_sql("coalesce(%(now)s::timestamptz, now())", "r")} AS fresh,
                CASE WHEN ls.instance_id IS NULL THEN 'follower'
                     WHEN ls.expires_at > coalesce(%(now)s::timestamptz, now()) THEN 'leader'
                     ELSE 'stalled' END AS role,
-               ls.expires_at AS lease_expires_at
+               awa.safe_ts(ls.expires_at) AS lease_expires_at
         FROM awa.runtime_instances r
         LEFT JOIN ls ON ls.instance_id = r.instance_id
         ORDER BY (r.stopped_at IS NULL) DESC, r.last_seen_at DESC
@@ -195,17 +237,15 @@ FROM awa.cron_jobs c
 
 # The page is cut server-side (filter, sort, limit) so 100k schedules never cross the wire
 # at once; the last fire's job is probed per row of the page only (jobs_cron_name_idx).
-SCHEDULE_PAGE_SQL = """
-SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
-       c.missed_fire_policy, c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at,
-       c.paused_at, c.paused_by, c.owner, c.retired_at, c.retired_by,
+SCHEDULE_PAGE_SQL = f"""
+SELECT {SCHEDULE_COLUMNS},
        coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
        q.paused_at AS queue_paused_at,
        CASE WHEN c.retired_at IS NOT NULL THEN 'retired'
             WHEN c.paused_at IS NOT NULL THEN 'paused'
             ELSE 'active' END AS state,
        j.state AS last_job_state,
-       j.created_at - (j.metadata ->> 'cron_fire_time')::timestamptz AS lateness
+       {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 LEFT JOIN LATERAL (
@@ -214,8 +254,8 @@ LEFT JOIN LATERAL (
       AND jb.metadata ? 'cron_fire_time'
     ORDER BY jb.id DESC LIMIT 1
 ) j ON c.last_enqueued_at IS NOT NULL
-WHERE {filter}
-ORDER BY {order} {direction} NULLS LAST, c.name {direction}
+WHERE {{filter}}
+ORDER BY {{order}} {{direction}} NULLS LAST, c.name {{direction}}
 LIMIT %(limit)s
 """
 
@@ -227,8 +267,8 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
     is due (or, for a paused schedule, will fire on resume). Without a hint the next fire
     after `now` is computed, once per (expression, zone) for the whole page.
     """
-    if row["retired_at"] is not None:
-        return None, False
+    if row["state"] == "retired" or row["fault"]:
+        return None, False  # a BROKEN row (S15) fires nothing until it is repaired
     hint = row["next_fire_at"]
     if hint is not None:
         return hint, hint <= now
@@ -263,6 +303,7 @@ def schedule_page(
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}
     for row in rows:
+        row["fault"] = row_fault(row)
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
     return {"now": now, "rows": rows, **(counts or {})}
 
@@ -277,16 +318,16 @@ def schedule_detail(
     audit: int = 20,
 ) -> dict[str, Any]:
     """Everything the console's detail view shows about one schedule."""
-    from zoneinfo import ZoneInfo
-
     now = now or db_time(conn)
     row = get_schedule(conn, name)
     start = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
-    zone = ZoneInfo(row["timezone"])
-    upcoming = [] if row["retired_at"] else [
-        {"utc": f.at, "local": f.at.astimezone(zone), "dst": f.mark}
-        for f in upcoming_fires(row["cron_expr"], row["timezone"], start, fires)
-    ]
+    upcoming = []
+    if row["state"] != "retired" and not row["fault"]:  # a BROKEN row has no next fires
+        zone = parse_timezone(row["timezone"])
+        upcoming = [
+            {"utc": f.at, "local": f.at.astimezone(zone), "dst": f.mark}
+            for f in upcoming_fires(row["cron_expr"], row["timezone"], start, fires)
+        ]
     return {
         "now": now,
         "schedule": row,

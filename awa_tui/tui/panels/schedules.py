@@ -45,7 +45,14 @@ def state_cell(row: dict[str, Any]) -> Text:
     label, style = {"paused": ("PAUSED", "bold yellow"), "retired": ("RETIRED", "bold red")}.get(
         row["state"], ("active", "")
     )
-    text = Text(label, style=style, no_wrap=True, overflow="ellipsis", end="")
+    if row.get("fault"):
+        # S15: it cannot fire until repaired; the summary line below says why.
+        text = Text("BROKEN", style="bold red reverse", no_wrap=True, overflow="ellipsis", end="")
+        if row["state"] != "active":
+            text.append(", ")
+            text.append(label, style=style)
+    else:
+        text = Text(label, style=style, no_wrap=True, overflow="ellipsis", end="")
     if row.get("queue_paused"):
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
@@ -78,7 +85,7 @@ def _who_live(value: tuple[str | None, datetime | None], now: datetime) -> str:
 # The fields a row's cells are made from: a row whose signature did not change keeps
 # its cells (and its relative times re-render from the clock, see widgets/live.py).
 SIGNATURE = (
-    "state", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
+    "state", "fault", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
 )
 
@@ -115,6 +122,10 @@ def summary(row: dict[str, Any], now: datetime) -> Text:
         text.append(f" by {row['retired_by']} at {utc(row['retired_at'])}")
     else:
         text.append("active")
+    if row.get("fault"):
+        text.append(" · ")
+        text.append("BROKEN", style="bold")
+        text.append(f" ({row['fault']}): skipped until repaired")
     text.append(f" · {row['cron_expr']} ({describe(row['cron_expr'])}) {row['timezone']}")
     text.append("\n")
     if row["state"] != "retired" and row.get("next_fire"):

@@ -49,6 +49,10 @@ def state_line(row: dict[str, Any], now: datetime) -> Text:
         text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
     else:
         text.append("active")
+    if row.get("fault"):  # S15: skipped by the evaluator until repaired
+        text.append("  ")
+        text.append("BROKEN", style="bold reverse")
+        text.append(f" {row['fault']}")
     if row.get("queue_paused"):
         text.append("  ")
         text.append("QUEUE PAUSED", style="bold reverse")
@@ -76,6 +80,8 @@ def definition(row: dict[str, Any], now: datetime) -> Table:
 
 def next_fires(data: dict[str, Any]) -> Table | Text:
     if not data["next"]:
+        if data["schedule"].get("fault"):
+            return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
     table = _table("UTC", f"LOCAL ({printable(data['schedule']['timezone'])})", "IN", "DST")
     for fire in data["next"]:
