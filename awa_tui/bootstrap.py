@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from awa_tui import embedded
 from awa_tui.config import resolve_dsn
-from awa_tui.engine import embedded
 from awa_tui.engine.errors import AwaError
 
 

@@ -153,7 +153,7 @@ class Server:
 
     def stop(self) -> None:
         if self.started_here and self.home is not None:
-            from awa_tui.engine import embedded
+            from awa_tui import embedded
 
             embedded.stop(self.home)
 
@@ -164,7 +164,7 @@ def start_server() -> Server:
     if external:
         admin, home, started = external, None, False
     else:
-        from awa_tui.engine import embedded
+        from awa_tui import embedded
 
         home = BENCH_DIR / ".pg"
         server = embedded.ensure_running(home, port=BENCH_PORT, tcp=True, server_flags=SERVER_FLAGS,

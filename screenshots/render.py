@@ -49,7 +49,7 @@ def admin_dsn() -> str:
     external = os.environ.get("AWA_TEST_DATABASE_URL")
     if external:
         return external
-    from awa_tui.engine import embedded
+    from awa_tui import embedded
 
     return embedded.ensure_running().dsn("postgres")
 

@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from awa_tui.engine import embedded
+from awa_tui import embedded
 from awa_tui.engine.migrations import migrate
 
 # The reliability suite's --soak options and summary table (tests/reliability/plugin.py).

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_engine_import_does_not_load_textual():
     code = (
-        "import sys, awa_tui.engine.client, awa_tui.engine.runtime, awa_tui.engine.views, awa_tui.engine.ops;"
+        "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.views, awa_tui.engine.ops;"
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from awa_tui import embedded
 from awa_tui.bootstrap import build_client, dsn_or_embedded
 from awa_tui.cli import app
 from awa_tui.cli.common import (
@@ -24,7 +25,6 @@ from awa_tui.cli.common import (
     make_client,
     say,
 )
-from awa_tui.engine import embedded
 from awa_tui.printable import PrintableFormatter, printable_logger
 
 db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)

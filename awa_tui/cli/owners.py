@@ -20,7 +20,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.cron import NameArg, cron_app
-from awa_tui.engine.manifest import short_hash
+from awa_tui.engine.ownership.manifest import short_hash
 
 owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
 app.add_typer(owner_app, name="owner")

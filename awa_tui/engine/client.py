@@ -12,11 +12,13 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
-from awa_tui.engine import evaluator, leader, lifecycle, migrations, ops, reconcile, reporter, views, worker
+from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
-from awa_tui.engine.declaration import sync_declared
 from awa_tui.engine.errors import AwaError, ValidationError
-from awa_tui.engine.manifest import Manifest, build_manifest, check_owner
+from awa_tui.engine.ownership import lifecycle, reconcile
+from awa_tui.engine.ownership.declaration import sync_declared
+from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
+from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.printable import printable_logger
@@ -234,13 +236,13 @@ class Client:
     def plan(self, owner: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
         """Preview of reconciliation per owner, from one snapshot, changing nothing (S34).
 
-        See `awa_tui.engine.reconcile.plan` for the shape of each dict (inserts, updates,
+        See `awa_tui.engine.ownership.reconcile.plan` for the shape of each dict (inserts, updates,
         retirements, conflicts, blockers with code and message, agreement clock).
         """
         return self._view(reconcile.plan, owner, now)
 
     def list_owners(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        """One summary dict per owner; see `awa_tui.engine.reconcile.list_owners`."""
+        """One summary dict per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
         return self._view(reconcile.list_owners, now)
 
     @property
@@ -292,7 +294,7 @@ class Client:
 
     def start(self, *, run_worker: bool = True, lead: bool = True) -> Any:
         """Start the runtime loops in background threads; returns the Runtime."""
-        from awa_tui.engine.runtime import Runtime
+        from awa_tui.engine.runtime.loops import Runtime
 
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:

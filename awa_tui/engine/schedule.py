@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from awa_tui.engine.cronfields import CronError, cron_fields
+from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.errors import ValidationError
 
 POLICIES = ("coalesce", "catch_up")

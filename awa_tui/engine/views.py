@@ -12,7 +12,7 @@ from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.freshness import fresh_sql
-from awa_tui.engine.leader import Leadership
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):

@@ -17,7 +17,7 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
-from awa_tui.engine.leader import Leadership
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands, system_commands

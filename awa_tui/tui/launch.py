@@ -50,8 +50,8 @@ def build_config(
 ) -> ConsoleConfig:
     """Resolve the database (embedded when none is configured), build the clients, and
     start the engine under --lead. Raises AwaError with a one-line message."""
+    from awa_tui import embedded
     from awa_tui.bootstrap import build_client, dsn_or_embedded
-    from awa_tui.engine import embedded
     from awa_tui.engine.client import Client
 
     if not (REFRESH_MIN_S <= refresh <= REFRESH_MAX_S):  # also false for nan

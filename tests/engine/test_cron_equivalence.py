@@ -15,7 +15,7 @@ from croniter import croniter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from awa_tui.engine.cronfields import CronError, cron_fields
+from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.schedule import parse_cron
 

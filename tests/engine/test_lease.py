@@ -32,8 +32,8 @@ from awa_tui import Client
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.evaluator import PassResult
-from awa_tui.engine.leader import LeaderElector
-from awa_tui.engine.runtime import Runtime
+from awa_tui.engine.runtime.leader import LeaderElector
+from awa_tui.engine.runtime.loops import Runtime
 
 T0 = at("2031-05-04T10:00:00")
 LEASE = timedelta(seconds=5)

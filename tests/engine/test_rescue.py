@@ -7,7 +7,7 @@ from datetime import timedelta
 from engine_helpers import at
 
 from awa_tui import Client
-from awa_tui.engine import worker
+from awa_tui.engine.runtime import worker
 
 
 def _claim(runtime: Client, kind: str) -> worker.Job:

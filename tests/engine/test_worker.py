@@ -11,7 +11,7 @@ import pytest
 from engine_helpers import at, schedule_row
 
 from awa_tui import Client, Conflict, NotFound
-from awa_tui.engine.worker import Job, backoff
+from awa_tui.engine.runtime.worker import Job, backoff
 
 
 def _enqueue(conn: Any, count: int, *, kind: str = "test.job", queue: str = "default", max_attempts: int = 25) -> None:

@@ -13,7 +13,7 @@ from reconcile_helpers import codes, declare, owned, owner_plan, row
 
 from awa_tui import Client, Conflict, ValidationError
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-from awa_tui.engine.manifest import PROTOCOL_VERSION, build_manifest
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, build_manifest
 
 
 def test_new_names_are_inserted_at_once_owned_by_the_declaring_owner(dsn, conn):

@@ -12,8 +12,8 @@ from psycopg.rows import dict_row
 from reconcile_helpers import codes, db_now, declare, owner_plan, result_for, retired_names
 
 from awa_tui import Client, NotFound
-from awa_tui.engine import reconcile
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
+from awa_tui.engine.ownership import reconcile
 
 
 def _table_state(conn):

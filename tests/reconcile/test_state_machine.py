@@ -24,7 +24,7 @@ from psycopg.rows import dict_row
 from test_fences import OLD_ENQUEUE, OLD_UPSERT
 
 from awa_tui import Client, Conflict, NotFound
-from awa_tui.engine import agreement
+from awa_tui.engine.ownership import agreement
 
 NAMES = ("n1", "n2", "n3", "n4")
 OWNERS = ("a", "b")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from helpers import wait_for
 
-from awa_tui.engine import leader as leader_mod
+from awa_tui.engine.runtime import leader as leader_mod
 
 from .harness import (
     Fleet,

@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 from helpers import wait_for
 
-from awa_tui.engine import embedded, leader
+from awa_tui import embedded
 from awa_tui.engine.migrations import migrate
-from awa_tui.engine.runtime import MAX_BACKOFF_S
+from awa_tui.engine.runtime import leader
+from awa_tui.engine.runtime.loops import MAX_BACKOFF_S
 
 from .harness import (
     Summary,

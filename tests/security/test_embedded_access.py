@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from awa_tui.engine import embedded
+from awa_tui import embedded
 
 PSQL = embedded._wheel_install_dir() / "bin" / "psql"
 SERVER_ACCOUNT = "postgres"  # what the server runs as under root here (see embedded._run_user)

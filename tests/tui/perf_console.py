@@ -156,7 +156,7 @@ def main() -> int:
 
     admin = os.environ.get("AWA_TEST_DATABASE_URL")
     if not admin:
-        from awa_tui.engine import embedded
+        from awa_tui import embedded
 
         admin = embedded.ensure_running().dsn("postgres")
     name = f"awa_perf_{uuid.uuid4().hex[:8]}"

@@ -130,7 +130,7 @@ def test_losing_the_terminal_or_sigterm_releases_leadership(terminal, dsn, conn,
 
 
 def test_zero_config_uses_the_embedded_postgres_and_says_so(terminal):
-    from awa_tui.engine import embedded
+    from awa_tui import embedded
 
     # Short: the server's socket path must stay under 108 bytes (pytest's tmp_path is long).
     home = Path(tempfile.mkdtemp(prefix="awa-e2e-", dir="/tmp"))

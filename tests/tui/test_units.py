@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.errors import AwaError
 from awa_tui.tui import operations
-from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import lateness, relative, span_precise
 from awa_tui.tui.launch import build_config
 from awa_tui.tui.panels.runtimes import attention
@@ -56,7 +56,7 @@ def test_relative_times():
 def test_attention_from_the_lock_holder_and_its_lease():
     import uuid
 
-    from awa_tui.engine.leader import Leadership
+    from awa_tui.engine.runtime.leader import Leadership
 
     held = dict(backend_pid=77, instance_id=uuid.UUID(int=1), hostname="app-1", pid=4242)
     assert attention(Leadership(now=NOW, lease_expires_at=NOW + timedelta(seconds=3), **held)) is None

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine.manifest import manifest_hash
+from awa_tui.engine.ownership.manifest import manifest_hash
 from awa_tui.engine.schedule import Schedule
 
 NOW = datetime(2025, 3, 8, 12, 0, 30, tzinfo=UTC)

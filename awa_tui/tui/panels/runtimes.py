@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from awa_tui.engine.leader import Leadership
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
 from awa_tui.tui.formatting import relative, span, utc
 from awa_tui.tui.panels.base import Panel, Work

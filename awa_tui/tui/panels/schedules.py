@@ -15,9 +15,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
+from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
-from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import lateness, relative, short_utc, utc
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell

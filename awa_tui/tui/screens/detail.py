@@ -14,9 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
-from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, utc
 from awa_tui.tui.screens.confirm import facts
 

@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine import agreement
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-from awa_tui.engine.manifest import PROTOCOL_VERSION, Manifest
+from awa_tui.engine.ownership import agreement
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, Manifest
 
 
 @dataclass

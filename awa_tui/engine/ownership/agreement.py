@@ -16,7 +16,7 @@ import psycopg
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
-from awa_tui.engine.manifest import PROTOCOL_VERSION, short_hash
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
 from awa_tui.engine.sync import DEFINITION_COLUMNS
 
 DEFAULT_RETIRE_GRACE = timedelta(minutes=10)  # for a declaration that stored none

@@ -18,12 +18,12 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from awa_tui.engine import agreement
-from awa_tui.engine.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
-from awa_tui.engine.manifest import check_owner, short_hash
+from awa_tui.engine.ownership import agreement
+from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
+from awa_tui.engine.ownership.manifest import check_owner, short_hash
 from awa_tui.engine.sync import DEFINITION_COLUMNS
 
 AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.leader import LeaderElector, lease_valid
+from awa_tui.engine.runtime.leader import LeaderElector, lease_valid
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client

@@ -1,0 +1,1 @@
+"""Cron expressions: parsing, field search, fire arithmetic, DST rules, descriptions."""

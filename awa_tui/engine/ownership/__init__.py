@@ -1,0 +1,1 @@
+"""Owner-scoped reconciliation: manifests, agreement, declaration, plans, lifecycle."""

@@ -1,0 +1,1 @@
+"""One runtime process: its loops, leader election, leader duties, snapshots, worker."""
