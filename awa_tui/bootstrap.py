@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from awa_tui import embedded
@@ -51,6 +52,22 @@ def dsn_or_embedded(flag: str | None, say: Callable[[str], None]) -> tuple[str, 
     server = embedded.ensure_running()
     say(f"no database configured: using embedded Postgres at {server.home} (data: {server.data_dir})")
     return server.dsn(), True
+
+
+def running_embedded_dsn(home: Path | None = None) -> str | None:
+    """The DSN of the embedded Postgres if it is running now, else None; never starts it.
+
+    Over its socket, as role postgres by peer authentication: no password in it. The
+    port is the one the server announced in postmaster.pid (a Postgres file: line 4)."""
+    state = embedded.status(home)
+    if not state["running"]:
+        return None
+    home = Path(str(state["home"]))
+    try:
+        port = int((home / "data" / "postmaster.pid").read_text().splitlines()[3])
+    except (OSError, ValueError, IndexError):
+        port = embedded.DEFAULT_PORT  # a server still writing its pid file: the default
+    return embedded.EmbeddedServer(home=home, bindir=Path(), port=port, tcp=False).dsn()
 
 
 def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, **kwargs: Any) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import socket
+from datetime import timedelta
 from pathlib import Path
 
 from awa_tui.engine.errors import AwaError
@@ -62,3 +64,19 @@ def default_operator() -> str:
         except (KeyError, OSError):
             user = "unknown"
     return f"{user}@{socket.gethostname()}"
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)", re.ASCII)
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(option: str, text: str) -> timedelta:
+    """A duration option: `30s`, `10m`, `2h`, `1d`, or plain seconds (`90`, `1.5`)."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        # repr: the value came from argv and may hold control bytes.
+        raise AwaError(f"{option}: expected a duration such as 30s, 10m, 2h or a number of seconds, got {text!r}")
+    try:
+        return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    except OverflowError:
+        raise AwaError(f"{option}: duration too large, got {text!r}") from None

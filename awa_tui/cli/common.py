@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated, Any, NoReturn
 from uuid import UUID
@@ -16,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from awa_tui.bootstrap import running_embedded_dsn
 from awa_tui.config import resolve_dsn
 from awa_tui.engine.db import check_dsn
 from awa_tui.engine.errors import AwaError
@@ -72,11 +74,21 @@ def errors_as_lines() -> Iterator[None]:
         fail("interrupted", 130)
 
 
+NO_DATABASE = "no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)"
+
+
 def require_dsn(flag: str | None) -> str:
-    """Commands that inspect or change a database need one configured explicitly."""
+    """Commands that inspect or change a database need one configured, or the embedded
+    Postgres already running (started by the console or `awa-tui db start`). It is never
+    started here: a forgotten variable on a bastion must fail, not point the command at
+    a new, empty database."""
     dsn = resolve_dsn(flag)
     if dsn is None:
-        fail("no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)")
+        dsn = running_embedded_dsn()
+        if dsn is None:
+            fail(NO_DATABASE)
+        err.print(printable(f"no database configured: using the running embedded Postgres: {dsn}"), markup=False)
+        return dsn
     try:
         check_dsn(dsn)  # libpq's own parse errors would quote the password
     except AwaError as exc:
@@ -84,18 +96,57 @@ def require_dsn(flag: str | None) -> str:
     return dsn
 
 
-def _dsn_file_param() -> Any:
-    """The --dsn-file option exactly as Typer builds it from DsnFileOpt."""
+def _typer_param(name: str) -> Any:
+    """The --dsn-file or top-level --json option exactly as Typer builds it."""
     probe = typer.Typer()
 
     @probe.command()
-    def _probe(dsn_file: DsnFileOpt = None) -> None:
-        """Only here to have Typer build the option."""
+    def _probe(
+        dsn_file: DsnFileOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output of the subcommand.")] = False,
+    ) -> None:
+        """Only here to have Typer build the options."""
 
-    return next(p for p in typer.main.get_command(probe).params if p.name == "dsn_file")
+    return next(p for p in typer.main.get_command(probe).params if p.name == name)
 
 
-def _read_dsn_file_into_dsn(callback: Callable[..., Any]) -> Callable[..., Any]:
+@dataclass
+class GlobalOptions:
+    """Options given before the subcommand (`awa-tui --dsn X cron list`). The top-level
+    callback records them and click always runs it before the subcommand, in this one
+    process; each command then takes them as if given after its own name."""
+
+    dsn: str | None = None
+    as_json: bool = False
+    operator: str | None = None
+
+
+GLOBAL_OPTIONS = GlobalOptions()
+
+
+def set_global_options(dsn: str | None, as_json: bool, operator: str | None) -> None:
+    GLOBAL_OPTIONS.dsn, GLOBAL_OPTIONS.as_json, GLOBAL_OPTIONS.operator = dsn, as_json, operator
+
+
+def _apply_global_options(command: str, leaf: bool, kwargs: dict[str, Any]) -> None:
+    """Give a command the options given before it; the same option given both before and
+    after with different values is refused (which one was meant cannot be guessed)."""
+    given = GLOBAL_OPTIONS
+    if given.dsn is not None and leaf:
+        if "dsn" not in kwargs:
+            fail(f"--dsn/--dsn-file: `{command}` does not use a database URL")
+        if kwargs["dsn"] not in (None, given.dsn):  # the values are never quoted: passwords
+            fail("--dsn/--dsn-file given both before and after the subcommand, with different values: give it once")
+        kwargs["dsn"] = given.dsn
+    if given.operator is not None and "operator" in kwargs:
+        if kwargs["operator"] not in (None, given.operator):
+            fail("--operator given both before and after the subcommand, with different labels: give it once")
+        kwargs["operator"] = given.operator
+    if given.as_json and "as_json" in kwargs:
+        kwargs["as_json"] = True
+
+
+def _with_options(callback: Callable[..., Any], command: str, leaf: bool) -> Callable[..., Any]:
     @functools.wraps(callback)
     def wrapper(*args: Any, dsn_file: str | None = None, **kwargs: Any) -> Any:
         if dsn_file is not None:
@@ -103,6 +154,10 @@ def _read_dsn_file_into_dsn(callback: Callable[..., Any]) -> Callable[..., Any]:
                 kwargs["dsn"] = resolve_dsn(kwargs.get("dsn"), dsn_file)
             except AwaError as exc:
                 fail(str(exc))
+        if not command:  # the top level: record what a subcommand will take (the console has no JSON)
+            set_global_options(kwargs.get("dsn"), kwargs.pop("as_json", False), kwargs.get("operator"))
+        else:
+            _apply_global_options(command, leaf, kwargs)
         return callback(*args, **kwargs)
 
     return wrapper
@@ -110,21 +165,24 @@ def _read_dsn_file_into_dsn(callback: Callable[..., Any]) -> Callable[..., Any]:
 
 def add_dsn_file_option(command: Any) -> None:
     """Give every command that takes --dsn a --dsn-file beside it (in one place, so no
-    command can miss it): the file's content reaches the command as its dsn.
+    command can miss it): the file's content reaches the command as its dsn. Every
+    command also takes the options given before the subcommand (GlobalOptions).
 
     `command` is the click command Typer built for the app (Typer vendors click, so it is
     handled through its attributes: params, callback, and a group's commands)."""
-    param = _dsn_file_param()
+    param = _typer_param("dsn_file")
+    command.params.append(_typer_param("as_json"))  # the top level's --json, for its subcommand
 
-    def visit(cmd: Any) -> None:
+    def visit(cmd: Any, path: str) -> None:
         names = [p.name for p in cmd.params]
-        if "dsn" in names and "dsn_file" not in names and cmd.callback is not None:
+        if "dsn" in names and "dsn_file" not in names:
             cmd.params.insert(names.index("dsn") + 1, param)
-            cmd.callback = _read_dsn_file_into_dsn(cmd.callback)
-        for sub in getattr(cmd, "commands", {}).values():
-            visit(sub)
+        if cmd.callback is not None:
+            cmd.callback = _with_options(cmd.callback, path, leaf=not hasattr(cmd, "commands"))
+        for sub_name, sub in getattr(cmd, "commands", {}).items():
+            visit(sub, f"{path} {sub_name}".strip())
 
-    visit(command)
+    visit(command, "")
 
 
 def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Any:

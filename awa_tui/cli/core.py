@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from awa_tui import embedded
-from awa_tui.bootstrap import build_client, dsn_or_embedded
+from awa_tui.bootstrap import build_client, dsn_or_embedded, running_embedded_dsn
 from awa_tui.cli import app
 from awa_tui.cli.common import (
     APP_HELP,
@@ -25,6 +25,8 @@ from awa_tui.cli.common import (
     make_client,
     say,
 )
+from awa_tui.config import parse_duration
+from awa_tui.engine.ownership.manifest import check_owner
 from awa_tui.printable import PrintableFormatter, printable_logger
 
 db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
@@ -52,6 +54,13 @@ def run(
         float, typer.Option("--leader-lease", metavar="SECONDS",
                             help="Leadership lease: a leader silent this long (frozen) is deposed by a standby.")
     ] = 5.0,
+    owner: Annotated[str | None, typer.Option("--owner", help="The owner this runtime runs for.")] = None,
+    authoritative: Annotated[bool, typer.Option("--authoritative", help=(
+        "The registered schedules are the owner's complete manifest: ones it drops are retired "
+        "once every live runtime of the owner agrees for --retire-grace. Needs --owner."))] = False,
+    retire_grace: Annotated[str | None, typer.Option("--retire-grace", metavar="DURATION", help=(
+        "How long the owner's runtimes must agree before a dropped schedule is retired "
+        "(30s, 10m, 2h or seconds; default 10m). Only with --authoritative."))] = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     # Names, kinds and errors in log lines come from the database: one escaped line each,
@@ -63,18 +72,33 @@ def run(
     with errors_as_lines():
         if not demo and not app_ref:
             fail("nothing to run: pass --demo or --app module:attribute")
+        ownership = _ownership(owner, authoritative, retire_grace)  # refused before any database is touched
         log = printable_logger("awa_tui")
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
         client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run",
-                              leader_lease=timedelta(seconds=leader_lease))
+                              leader_lease=timedelta(seconds=leader_lease), **ownership)
         client.on_pass.append(_log_fires)
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
         log.info("%d schedules registered; Ctrl-C stops", len(client.schedules))
         client.run()
         log.info("stopped cleanly (leader lock released)")
+
+
+def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None) -> dict[str, Any]:
+    """The Client's owner arguments from run's options, each misuse refused in one line."""
+    if owner is not None:
+        check_owner(owner)
+    if authoritative and owner is None:
+        fail("--authoritative needs --owner OWNER: the owner whose complete manifest this runtime declares")
+    if retire_grace is not None and not authoritative:
+        fail("--retire-grace applies only with --authoritative (only an authoritative owner retires schedules)")
+    ownership: dict[str, Any] = {"owner": owner, "authoritative": authoritative}
+    if retire_grace is not None:
+        ownership["retire_grace"] = parse_duration("--retire-grace", retire_grace)
+    return ownership
 
 
 @app.command()
@@ -92,10 +116,41 @@ def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
 
 @db_app.command("status")
 def db_status(as_json: JsonOpt = False) -> None:
-    """Where the embedded server lives, its version, whether it runs."""
+    """Where the embedded server lives, its version, whether it runs, and its DSN."""
     with errors_as_lines():
         data = embedded.status()
-        emit(data, as_json, lambda: emit_table([data], list(data), title="embedded Postgres"))
+        data["dsn"] = running_embedded_dsn() or data["dsn"]  # the port it really listens on
+
+        def render() -> None:
+            emit_table([data], list(data), title="embedded Postgres")
+            if data["running"]:
+                _say_reuse(str(data["dsn"]))
+
+        emit(data, as_json, render)
+
+
+def _say_reuse(dsn: str) -> None:
+    # No password: role postgres over the socket by peer authentication (embedded.py).
+    say(f"reuse it: --dsn '{dsn}' (commands with no database configured use it while it runs)")
+
+
+@db_app.command("start")
+def db_start(as_json: JsonOpt = False) -> None:
+    """Start the embedded server (or reuse the running one) and apply migrations."""
+    from awa_tui.engine import migrations
+
+    with errors_as_lines():
+        server = embedded.ensure_running()
+        dsn = running_embedded_dsn() or server.dsn()  # a server started earlier keeps its port
+        applied = migrations.migrate(dsn)
+        data = {"home": str(server.home), "dsn": dsn, "applied": applied}
+
+        def render() -> None:
+            say(f"embedded Postgres running at {server.home}"
+                + (f"; applied {', '.join(f'v{v:03d}' for v in applied)}" if applied else ""))
+            _say_reuse(dsn)
+
+        emit(data, as_json, render)
 
 
 @db_app.command("stop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -152,9 +153,28 @@ def cron_pause(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, 
 
 
 @cron_app.command("resume")
-def cron_resume(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+def cron_resume(
+    name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show what resuming would fire now (the policy's instants), and change nothing.")] = False,
+) -> None:
     """Resume; the missed-fire policy decides what fires (S16)."""
-    _action("resume", name, dsn, operator, as_json)
+    if dry_run:
+        _resume_preview(name, dsn, as_json)
+    else:
+        _action("resume", name, dsn, operator, as_json)
+
+
+def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
+    with errors_as_lines():
+        preview = make_client(dsn, read_only=True).resume_preview(name)
+        data = dataclasses.asdict(preview)
+
+        def render() -> None:
+            say(f"{name}: {preview.explanation}")
+            say("dry run: nothing changed, the schedule is still paused")
+
+        emit(data, as_json, render)
 
 
 @cron_app.command("trigger")

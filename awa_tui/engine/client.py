@@ -18,6 +18,7 @@ from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.ownership import lifecycle, reconcile
 from awa_tui.engine.ownership.declaration import sync_declared
 from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
+from awa_tui.engine.preview import ResumePreview, resume_preview
 from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
@@ -429,6 +430,11 @@ class Client:
 
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[dict[str, Any]]:
         return self._view(views.next_fires, name, count, after=after)
+
+    def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
+        """What resuming the paused schedule `name` would fire now (DB time when omitted),
+        by this client's catch-up cap; reads only."""
+        return self._view(resume_preview, name, now, catch_up_limit=self.catch_up_limit)  # type: ignore[no-any-return]
 
     def recent_fires(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         return self._view(views.recent_fires, name, limit)

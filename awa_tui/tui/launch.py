@@ -50,7 +50,6 @@ def build_config(
 ) -> ConsoleConfig:
     """Resolve the database (embedded when none is configured), build the clients, and
     start the engine under --lead. Raises AwaError with a one-line message."""
-    from awa_tui import embedded
     from awa_tui.bootstrap import build_client, dsn_or_embedded
     from awa_tui.engine.client import Client
 
@@ -70,7 +69,9 @@ def build_config(
     return ConsoleConfig(
         client=console_client(resolved, operator, read_only),
         engine=engine,
-        embedded_at=str(embedded.default_home()) if is_embedded else None,
+        # Its DSN (under the home; no password: peer over the socket), so the header names a
+        # database other tools can reuse.
+        embedded_at=resolved if is_embedded else None,
         refresh=refresh,
         clock=clock,
         handle_signals=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -100,8 +101,9 @@ def test_hand_written_bad_row_is_one_line(dsn: str, conn: psycopg.Connection[Any
     assert one_line_error(awa("cron", "next", "bad", "--dsn", dsn)) == "error: timezone: unknown time zone 'Mars/X'"
 
 
-def test_no_database_configured() -> None:
-    result = awa("cron", "list", env=cli_env())
+def test_no_database_configured(tmp_path: Path) -> None:
+    # A private embedded home, not running: the user's own embedded server, if it runs, would be used.
+    result = awa("cron", "list", env=cli_env(AWA_EMBEDDED_HOME=str(tmp_path)))
     assert one_line_error(result) == (
         "error: no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)"
     )
