@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from awa_tui.tui.operations import NotPossible, Operation
+from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ class Panel(Vertical):
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
         self.now: datetime | None = None
+        self.rows: dict[str, dict[str, Any]] = {}  # keyed by the shown key (the table's row key); real rows
 
     @property
     def console(self) -> ConsoleApp:
@@ -48,6 +49,15 @@ class Panel(Vertical):
     def title_line(self, text: Text | str) -> None:
         self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
 
+    def needs(self, method: str, feature: str) -> None:
+        """Show the table (and its summary) only if this build's Client has `method`; else say so."""
+        available = self.console.supports(method)
+        note = self.query_one(".unavailable", Static)
+        note.display = not available
+        note.update(unavailable(feature, method))
+        for part in (self.table, *self.query(".row-summary")):
+            part.display = available
+
     def work(self) -> Work:
         raise NotImplementedError
 
@@ -62,15 +72,16 @@ class Panel(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed(self.panel_id, action)
 
-    def operate(self, build: Callable[[], Operation]) -> None:
-        """Build the operation from the row under the cursor now, then ask to confirm."""
-        try:
-            operation = build()
-        except NotPossible as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        self.console.confirm_and_run(operation)
+    def selected_row(self) -> dict[str, Any] | None:
+        key = self.table.selected_key
+        return self.rows.get(key) if key else None
 
+    def chosen_row(self, what: str) -> dict[str, Any]:
+        """The row under the cursor, for an action: NotPossible (said at keypress) when none."""
+        row = self.selected_row()
+        if row is None:
+            raise NotPossible(f"no {what} selected")
+        return row
 
 def unavailable(feature: str, method: str) -> Text:
     """The honest state of a panel whose engine part is not in this build."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,10 +12,8 @@ from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui.formatting import compact_json, utc
+from awa_tui.tui.messages import AuditDataRequested
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
-
-if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
 
 COLUMNS = (
     Column("id", "#", 5),
@@ -42,10 +40,6 @@ class AuditScreen(Screen[None]):
         Binding("r", "reload", "reload"),
     ]
 
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(Text("Audit log: loading…"), classes="panel-title", id="audit-title")
@@ -57,7 +51,7 @@ class AuditScreen(Screen[None]):
         self.query_one(KeyedTable).focus()
 
     def action_reload(self) -> None:
-        self.console.load_audit(self.show)
+        self.post_message(AuditDataRequested(self.show))
 
     def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
         if not self.is_attached:

@@ -15,9 +15,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
-from awa_tui.tui import actions, operations
+from awa_tui.tui import actions
 from awa_tui.tui.cron_text import describe
-from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, utc
+from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
+from awa_tui.tui.messages import DetailDataRequested, ScheduleActions
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -41,14 +42,7 @@ def _table(*headers: str) -> Table:
 
 def state_line(row: dict[str, Any], now: datetime) -> Text:
     text = Text.assemble((row["name"], "bold"), "  ")
-    if row["state"] == "retired":
-        text.append("RETIRED", style="bold reverse")
-        text.append(f" by {row['retired_by']} at {utc(row['retired_at'])} ({relative(row['retired_at'], now)})")
-    elif row["state"] == "paused":
-        text.append("PAUSED", style="bold reverse")
-        text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
-    else:
-        text.append("active")
+    text.append_text(state_text(row, now, "bold reverse"))
     if row.get("queue_paused"):
         text.append("  ")
         text.append("QUEUE PAUSED", style="bold reverse")
@@ -126,7 +120,7 @@ def fire_time(job: dict[str, Any]) -> str:
         return stamp
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(ScheduleActions, Screen[None]):
     BINDINGS = actions.bindings("detail")
 
     def __init__(self, name: str) -> None:
@@ -152,7 +146,7 @@ class DetailScreen(Screen[None]):
         return self.console.action_allowed("detail", action)
 
     def action_reload(self) -> None:
-        self.console.load_detail(self.schedule_name, self.show)
+        self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
     def show(self, data: dict[str, Any] | None, error: str | None) -> None:
         if not self.is_attached:
@@ -187,27 +181,8 @@ class DetailScreen(Screen[None]):
     def action_close(self) -> None:
         self.dismiss()
 
-    def _operate(self, build: Any) -> None:
-        if self.data is None:
-            return
-        try:
-            operation = build(self.data["schedule"])
-        except operations.NotPossible as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        self.console.confirm_and_run(operation, after=self.action_reload)
+    def acted_schedule(self) -> dict[str, Any] | None:
+        return None if self.data is None else self.data["schedule"]
 
-    def action_toggle_pause(self) -> None:
-        self._operate(operations.toggle_pause)
-
-    def action_trigger(self) -> None:
-        self._operate(operations.trigger)
-
-    def action_adopt(self) -> None:
-        self._operate(lambda row: operations.adopt_or_transfer(row, self.console.known_owners))
-
-    def action_retire(self) -> None:
-        self._operate(operations.retire)
-
-    def action_restore(self) -> None:
-        self._operate(operations.restore)
+    def after_operation(self) -> None:
+        self.action_reload()
