@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import Static
 
+from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
 
@@ -76,6 +79,17 @@ class OwnersSeen(Message):
 
 class PanelsResumed(Message):
     """The panels are on top again: show the data that arrived under a dialog."""
+
+
+def usable_reply(widget: Widget, place: str, error: str | None, what: str) -> bool:
+    """Whether a reply to a *DataRequested is to be shown: not if its widget closed before
+    the data arrived, nor if it is an error (then said, escaped, in the `place` Static)."""
+    if not widget.is_attached:
+        return False
+    if error:
+        widget.query_one(place, Static).update(Text(printable(f"{what}: {error}")))
+        return False
+    return True
 
 
 def request_operation(widget: Widget, build: Callable[[], Operation | None],

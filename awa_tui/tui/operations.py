@@ -212,10 +212,12 @@ def owner_state(row: dict[str, Any] | None) -> tuple[Any, ...]:
     return ("present", row.get("schedules_owned", 0), row.get("schedules_retired", 0))
 
 
-def _read_owner(owner: str) -> Callable[[Any], Any]:
+def _read_listed(method: str, key: str, name: str, state: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """client -> the state fingerprint of the row of `client.<method>()` whose `key` is `name`."""
+
     def read(client: Any) -> Any:
-        rows = {r["owner"]: r for r in client.list_owners()}
-        return owner_state(rows.get(owner))
+        rows = {r[key]: r for r in getattr(client, method)()}
+        return state(rows.get(name))
 
     return read
 
@@ -231,7 +233,8 @@ def _owner_op(row: dict[str, Any], action: str, **fields: Any) -> Operation:
     owner = row["owner"]
     done = "retired" if action == "retire_owner" else "restored"
     return Operation(
-        target=f"owner {owner}", captured=owner_state(row), read_state=_read_owner(owner), describe=_describe_owner,
+        target=f"owner {owner}", captured=owner_state(row), describe=_describe_owner,
+        read_state=_read_listed("list_owners", "owner", owner, owner_state),
         run=lambda client, _v: f"{done} owner {owner}: {_count(getattr(client, action)(owner))}",
         **fields,
     )
@@ -277,14 +280,6 @@ def queue_state(row: dict[str, Any] | None) -> tuple[Any, ...]:
     return ("paused" if row["paused"] else "active", row.get("paused_by"))
 
 
-def _read_queue(queue: str) -> Callable[[Any], Any]:
-    def read(client: Any) -> Any:
-        rows = {r["queue"]: r for r in client.list_queues()}
-        return queue_state(rows.get(queue))
-
-    return read
-
-
 def _describe_queue(state: tuple[Any, ...]) -> str:
     return {"gone": "unknown", "active": "active"}.get(state[0], f"PAUSED by {state[1]}")
 
@@ -292,7 +287,8 @@ def _describe_queue(state: tuple[Any, ...]) -> str:
 def toggle_queue(row: dict[str, Any]) -> Operation:
     queue = row["queue"]
     common = {
-        "target": f"queue {queue}", "captured": queue_state(row), "read_state": _read_queue(queue),
+        "target": f"queue {queue}", "captured": queue_state(row),
+        "read_state": _read_listed("list_queues", "queue", queue, queue_state),
         "describe": _describe_queue,
     }
     if row["paused"]:

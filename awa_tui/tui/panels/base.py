@@ -61,6 +61,18 @@ class Panel(Vertical):
     def work(self) -> Work:
         raise NotImplementedError
 
+    def work_if_supported(self, method: str) -> Work:
+        """Fetch `client.<method>(now=now)`, or None when this build's Client has no such method."""
+        if not self.console.supports(method):
+            return lambda client, now: None
+        return lambda client, now: getattr(client, method)(now=now)
+
+    def said_unavailable(self, data: Any) -> bool:
+        """True (and the title says so) for work_if_supported's None."""
+        if data is None:
+            self.title_line(Text.assemble((f"{self.title} ", "bold"), "not available in this build"))
+        return data is None
+
     def show(self, data: Any, now: datetime) -> None:
         raise NotImplementedError
 

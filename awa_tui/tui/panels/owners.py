@@ -93,13 +93,10 @@ class OwnersPanel(Panel):
         self.needs("list_owners", "Owners")
 
     def work(self) -> Work:
-        if not self.console.supports("list_owners"):
-            return lambda client, now: None
-        return lambda client, now: client.list_owners(now=now)
+        return self.work_if_supported("list_owners")
 
     def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if data is None:
-            self.title_line(Text.assemble(("Owners ", "bold"), "not available in this build"))
+        if self.said_unavailable(data):
             return
         self.now = now
         # Keyed by the shown owner (the table's first column is its key); values stay real rows.

@@ -70,13 +70,10 @@ class PlanPanel(Panel):
         self.needs("plan", "Reconciliation plans")
 
     def work(self) -> Work:
-        if not self.console.supports("plan"):
-            return lambda client, now: None
-        return lambda client, now: client.plan(now=now)
+        return self.work_if_supported("plan")
 
     def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if data is None:
-            self.title_line(Text.assemble(("Plan ", "bold"), "not available in this build"))
+        if self.said_unavailable(data):
             return
         # Names, messages and changed values come from the database: escaped for display.
         lines = [line for entry in data for line in owner_lines(printable_row(entry))]

@@ -12,7 +12,7 @@ from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui.formatting import compact_json, utc
-from awa_tui.tui.messages import AuditDataRequested
+from awa_tui.tui.messages import AuditDataRequested, usable_reply
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -54,14 +54,12 @@ class AuditScreen(Screen[None]):
         self.post_message(AuditDataRequested(self.show))
 
     def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
-        if not self.is_attached:
-            return  # closed before its data arrived
-        title = self.query_one("#audit-title", Static)
-        if error:
-            title.update(Text(printable(f"Audit log: {error}")))
+        if not usable_reply(self, "#audit-title", error, "Audit log"):
             return
         assert data is not None
-        title.update(Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first"))
+        self.query_one("#audit-title", Static).update(
+            Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first")
+        )
         self.query_one(KeyedTable).sync([
             # Database strings escaped (printable_row keeps a None target None: shown as "-").
             (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(printable_row(e["operator"])),

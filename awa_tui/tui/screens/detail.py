@@ -18,7 +18,7 @@ from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.cron_text import describe
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
-from awa_tui.tui.messages import DetailDataRequested, ScheduleActions
+from awa_tui.tui.messages import DetailDataRequested, ScheduleActions, usable_reply
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -149,12 +149,9 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
     def show(self, data: dict[str, Any] | None, error: str | None) -> None:
-        if not self.is_attached:
-            return  # closed before its data arrived
-        body = self.query_one("#detail-body", Static)
-        if error:
-            body.update(Text(printable(f"{self.schedule_name}: {error}")))
+        if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
+        body = self.query_one("#detail-body", Static)
         assert data is not None
         self.data = data
         row, now = data["schedule"], data["now"]
