@@ -2,7 +2,8 @@
 
 `work()` runs on the UI thread and captures the panel's parameters (filter, sort); the
 function it returns runs on the reader thread with the client and `now`; `show()` runs
-back on the UI thread with the result. Panels never touch the database directly.
+back on the UI thread with the result. Panels never touch the database directly, and ask
+the app for nothing but answers: what they want done they post (awa_tui/tui/messages.py).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Panel(Vertical):
         if row is None:
             raise NotPossible(f"no {what} selected")
         return row
+
 
 def unavailable(feature: str, method: str) -> Text:
     """The honest state of a panel whose engine part is not in this build."""
