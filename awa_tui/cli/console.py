@@ -9,6 +9,7 @@ import typer
 from awa_tui.cli import app
 from awa_tui.cli.common import APP_HELP, DsnOpt, OperatorOpt, fail
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
+from awa_tui.engine.errors import AwaError
 
 
 @app.callback(invoke_without_command=True)
@@ -27,10 +28,14 @@ def console(
     if ctx.invoked_subcommand is not None:
         return
     try:
-        from awa_tui.tui.launch import launch_console
+        from awa_tui.tui.launch import build_config, launch_console, say
     except ImportError:
         fail("the console is not available in this build; use `awa-tui run` or `awa-tui --help`")
-    launch_console(
-        dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
-        operator=operator, refresh=refresh,
-    )
+    try:
+        config = build_config(
+            dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
+            operator=operator, refresh=refresh, say=say,
+        )
+    except AwaError as exc:
+        fail(str(exc))
+    launch_console(config)

@@ -1,6 +1,7 @@
 """The console App. It composes the pieces (main screen, poller, database threads, screens)
-and owns the state they share; panels render, operations describe actions, the engine's
-Client does all database work on the two DbThreads."""
+and owns the state they share; panels render and post requests (messages.py) that the app
+handles, operations describe actions, the engine's Client does all database work on the
+two DbThreads."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.dbthread import DbResult, DbThread
 from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import utc
+from awa_tui.tui.messages import (
+    AuditDataRequested,
+    DetailDataRequested,
+    DetailRequested,
+    OperationRequested,
+    OwnersSeen,
+    PanelsResumed,
+    RefreshRequested,
+)
 from awa_tui.tui.operations import Operation
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
 from awa_tui.tui.poller import Poller
@@ -164,6 +174,7 @@ class ConsoleApp(App[None]):
             self._pending = data  # never re-render under a dialog (Dolphie)
             self._status()
             return
+        self._pending = None  # older than this; must not be shown after it (PanelsResumed is a message)
         self._apply(data)
 
     def _write_access(self, refusal: str | None) -> None:
@@ -178,6 +189,9 @@ class ConsoleApp(App[None]):
             self.notify(f"read-only: {refusal}", severity="warning", markup=False, timeout=10)
         self.refresh_bindings()
         self._status()
+
+    def on_panels_resumed(self, message: PanelsResumed) -> None:
+        self.apply_pending()
 
     def apply_pending(self) -> None:
         data, self._pending = self._pending, None
@@ -226,6 +240,12 @@ class ConsoleApp(App[None]):
     def _status(self) -> None:
         for bar in self.query(StatusBar):
             bar.show(self.freshness)
+
+    def on_refresh_requested(self, message: RefreshRequested) -> None:
+        if message.soon:
+            self.refresh_soon()
+        else:
+            self.refresh_now()
 
     def refresh_now(self) -> None:
         self.poller.refresh_now()
@@ -332,6 +352,9 @@ class ConsoleApp(App[None]):
 
     # --- operations --------------------------------------------------------------------------
 
+    def on_operation_requested(self, message: OperationRequested) -> None:
+        self.confirm_and_run(message.operation, message.after)
+
     def confirm_and_run(self, op: Operation, after: Callable[[], None] | None = None) -> None:
         if self.read_only:  # defence in depth: the keys are gone, and the engine refuses too
             self.notify("read-only console: no action can change anything", severity="warning", markup=False)
@@ -356,16 +379,19 @@ class ConsoleApp(App[None]):
 
     # --- screens that load on demand -------------------------------------------------------------
 
-    def open_detail(self, name: str) -> None:
-        self.push_screen(DetailScreen(name))
+    def on_detail_requested(self, message: DetailRequested) -> None:
+        self.push_screen(DetailScreen(message.name))
 
-    def load_detail(self, name: str, show: Callable[[Any, str | None], None]) -> None:
-        clock, client = self.config.clock, self.client
-        self.reader.submit(lambda: client.schedule_detail(name, now=clock() if clock else None), show)
+    def on_detail_data_requested(self, message: DetailDataRequested) -> None:
+        clock, client, name = self.config.clock, self.client, message.name
+        self.reader.submit(lambda: client.schedule_detail(name, now=clock() if clock else None), message.show)
 
-    def load_audit(self, show: Callable[[Any, str | None], None]) -> None:
+    def on_audit_data_requested(self, message: AuditDataRequested) -> None:
         client = self.client
-        self.reader.submit(lambda: client.list_audit(limit=200), show)
+        self.reader.submit(lambda: client.list_audit(limit=200), message.show)
+
+    def on_owners_seen(self, message: OwnersSeen) -> None:
+        self.remember_owners(message.owners)
 
     def remember_owners(self, *sources: Any) -> None:
         """Owner names offered when adopting/transferring: from every panel that saw one."""

@@ -1,10 +1,12 @@
-"""How values look on screen: times, durations, states. Pure functions, no Textual."""
+"""How values look on screen: times, durations, states. Pure functions (Rich text), no Textual."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from rich.text import Text
 
 
 def clip(text: str, width: int) -> str:
@@ -79,3 +81,30 @@ def compact_json(value: Any, width: int | None = None) -> str:
 
 def pretty_json(value: Any) -> str:
     return json.dumps(value, default=str, indent=2, sort_keys=True)
+
+
+# A schedule's state, written the same way in the table, the summary, the detail screen
+# and an operation's refusal: the word, who set it and when.
+STATE_WORDS = {"paused": "PAUSED", "retired": "RETIRED"}
+
+
+def state_word(state: str) -> str:
+    return STATE_WORDS.get(state, "active")
+
+
+def state_by(row: dict[str, Any]) -> tuple[Any, Any]:
+    """Who paused or retired it, and when (the retirement when it is retired)."""
+    if row["state"] == "retired":
+        return row.get("retired_by"), row.get("retired_at")
+    return row.get("paused_by"), row.get("paused_at")
+
+
+def state_text(row: dict[str, Any], now: datetime, style: str = "bold") -> Text:
+    """'PAUSED by ops since 2026-03-08 12:00:00Z (3m ago)', 'RETIRED by ops at ... (...)' or 'active'."""
+    word = state_word(row["state"])
+    if row["state"] not in STATE_WORDS:
+        return Text(word)
+    by, at = state_by(row)
+    text = Text(word, style=style)
+    text.append(f" by {by} {'at' if row['state'] == 'retired' else 'since'} {utc(at)} ({relative(at, now)})")
+    return text

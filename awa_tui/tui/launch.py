@@ -1,4 +1,5 @@
-"""`awa-tui [--lead] [--demo] [--app m:attr] [--read-only]`: build the console and run it.
+"""`awa-tui [--lead] [--demo] [--app m:attr] [--read-only]`: build the console and run it
+(the CLI's options arrive here; nothing here depends on the CLI).
 
 The console always has its own Client (reads and operator actions, read-only if asked).
 Under --lead a second Client runs the engine in-process (sync, snapshots, election,
@@ -78,31 +79,17 @@ def build_config(
     )
 
 
-def launch_console(
-    *,
-    dsn: str | None,
-    lead: bool,
-    app_ref: str | None,
-    demo: bool,
-    read_only: bool,
-    operator: str | None,
-    refresh: float,
-) -> None:
-    from awa_tui.cli.common import fail
-
-    def say(message: str) -> None:
-        try:
-            print(message, file=sys.stderr, flush=True)
-        except OSError:  # the terminal is gone (SIGHUP): nobody to tell, carry on
-            pass
-
+def say(message: str) -> None:
+    """A line on stderr about the console's start or stop (not a database string)."""
     try:
-        config = build_config(
-            dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
-            operator=operator, refresh=refresh, say=say,
-        )
-    except AwaError as exc:
-        fail(str(exc))
+        print(message, file=sys.stderr, flush=True)
+    except OSError:  # the terminal is gone (SIGHUP): nobody to tell, carry on
+        pass
+
+
+def launch_console(config: ConsoleConfig) -> None:
+    """Run the console built by build_config, then stop its engine and clients, whatever
+    ended it. The CLI turns build_config's AwaError into its one-line error first."""
     app = create_app(config)
     try:
         app.run()

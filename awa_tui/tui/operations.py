@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from awa_tui.engine.errors import Conflict, NotFound
-from awa_tui.tui.formatting import utc
+from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
 
 
 class Refused(Conflict):
@@ -76,7 +76,7 @@ def describe_schedule_state(state: tuple[Any, ...]) -> str:
     kind, by, owner = state
     if kind == "gone":
         return "removed"
-    text = {"paused": f"PAUSED by {by}", "retired": f"RETIRED by {by}"}.get(kind, "active")
+    text = f"{state_word(kind)} by {by}" if kind in STATE_WORDS else state_word(kind)
     return f"{text}, owner {owner or 'none'}"
 
 
@@ -212,10 +212,12 @@ def owner_state(row: dict[str, Any] | None) -> tuple[Any, ...]:
     return ("present", row.get("schedules_owned", 0), row.get("schedules_retired", 0))
 
 
-def _read_owner(owner: str) -> Callable[[Any], Any]:
+def _read_listed(method: str, key: str, name: str, state: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """client -> the state fingerprint of the row of `client.<method>()` whose `key` is `name`."""
+
     def read(client: Any) -> Any:
-        rows = {r["owner"]: r for r in client.list_owners()}
-        return owner_state(rows.get(owner))
+        rows = {r[key]: r for r in getattr(client, method)()}
+        return state(rows.get(name))
 
     return read
 
@@ -226,19 +228,28 @@ def _describe_owner(state: tuple[Any, ...]) -> str:
     return f"{state[1]} owned, {state[2]} retired"
 
 
+def _owner_op(row: dict[str, Any], action: str, **fields: Any) -> Operation:
+    """Owner-wide retire / restore: `client.<action>(owner)` after the owner's counts are re-checked."""
+    owner = row["owner"]
+    done = "retired" if action == "retire_owner" else "restored"
+    return Operation(
+        target=f"owner {owner}", captured=owner_state(row), describe=_describe_owner,
+        read_state=_read_listed("list_owners", "owner", owner, owner_state),
+        run=lambda client, _v: f"{done} owner {owner}: {_count(getattr(client, action)(owner))}",
+        **fields,
+    )
+
+
 def retire_owner(row: dict[str, Any]) -> Operation:
     owner = row["owner"]
     if not row.get("schedules_owned"):
         raise NotPossible(f"owner {owner} has no active schedule to retire")
-    return Operation(
-        title="Retire owner", verb="Retire all", target=f"owner {owner}",
+    return _owner_op(
+        row, "retire_owner", title="Retire owner", verb="Retire all", type_to_confirm=owner,
         consequence=(
             f"Retires every schedule of {owner} ({row.get('schedules_owned', 0)} active): none of them fires "
             "or can be triggered until restored. Works with no live runtime of the owner."
         ),
-        captured=owner_state(row), read_state=_read_owner(owner), describe=_describe_owner,
-        type_to_confirm=owner,
-        run=lambda client, _v: f"retired owner {owner}: {_count(client.retire_owner(owner))}",
     )
 
 
@@ -246,14 +257,12 @@ def restore_owner(row: dict[str, Any]) -> Operation:
     owner = row["owner"]
     if not row.get("schedules_retired"):
         raise NotPossible(f"owner {owner} has no retired schedule")
-    return Operation(
-        title="Restore owner", verb="Restore all", target=f"owner {owner}",
+    return _owner_op(
+        row, "restore_owner", title="Restore owner", verb="Restore all",
         consequence=(
             f"Restores the {row.get('schedules_retired')} retired schedules of {owner}; evaluation restarts "
             "from now, missed fires are not replayed."
         ),
-        captured=owner_state(row), read_state=_read_owner(owner), describe=_describe_owner,
-        run=lambda client, _v: f"restored owner {owner}: {_count(client.restore_owner(owner))}",
     )
 
 
@@ -271,14 +280,6 @@ def queue_state(row: dict[str, Any] | None) -> tuple[Any, ...]:
     return ("paused" if row["paused"] else "active", row.get("paused_by"))
 
 
-def _read_queue(queue: str) -> Callable[[Any], Any]:
-    def read(client: Any) -> Any:
-        rows = {r["queue"]: r for r in client.list_queues()}
-        return queue_state(rows.get(queue))
-
-    return read
-
-
 def _describe_queue(state: tuple[Any, ...]) -> str:
     return {"gone": "unknown", "active": "active"}.get(state[0], f"PAUSED by {state[1]}")
 
@@ -286,7 +287,8 @@ def _describe_queue(state: tuple[Any, ...]) -> str:
 def toggle_queue(row: dict[str, Any]) -> Operation:
     queue = row["queue"]
     common = {
-        "target": f"queue {queue}", "captured": queue_state(row), "read_state": _read_queue(queue),
+        "target": f"queue {queue}", "captured": queue_state(row),
+        "read_state": _read_listed("list_queues", "queue", queue, queue_state),
         "describe": _describe_queue,
     }
     if row["paused"]:

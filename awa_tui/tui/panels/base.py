@@ -2,7 +2,8 @@
 
 `work()` runs on the UI thread and captures the panel's parameters (filter, sort); the
 function it returns runs on the reader thread with the client and `now`; `show()` runs
-back on the UI thread with the result. Panels never touch the database directly.
+back on the UI thread with the result. Panels never touch the database directly, and ask
+the app for nothing but answers: what they want done they post (awa_tui/tui/messages.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from awa_tui.tui.operations import NotPossible, Operation
+from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class Panel(Vertical):
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
         self.now: datetime | None = None
+        self.rows: dict[str, dict[str, Any]] = {}  # keyed by the shown key (the table's row key); real rows
 
     @property
     def console(self) -> ConsoleApp:
@@ -48,8 +50,29 @@ class Panel(Vertical):
     def title_line(self, text: Text | str) -> None:
         self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
 
+    def needs(self, method: str, feature: str) -> None:
+        """Show the table (and its summary) only if this build's Client has `method`; else say so."""
+        available = self.console.supports(method)
+        note = self.query_one(".unavailable", Static)
+        note.display = not available
+        note.update(unavailable(feature, method))
+        for part in (self.table, *self.query(".row-summary")):
+            part.display = available
+
     def work(self) -> Work:
         raise NotImplementedError
+
+    def work_if_supported(self, method: str) -> Work:
+        """Fetch `client.<method>(now=now)`, or None when this build's Client has no such method."""
+        if not self.console.supports(method):
+            return lambda client, now: None
+        return lambda client, now: getattr(client, method)(now=now)
+
+    def said_unavailable(self, data: Any) -> bool:
+        """True (and the title says so) for work_if_supported's None."""
+        if data is None:
+            self.title_line(Text.assemble((f"{self.title} ", "bold"), "not available in this build"))
+        return data is None
 
     def show(self, data: Any, now: datetime) -> None:
         raise NotImplementedError
@@ -62,14 +85,16 @@ class Panel(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed(self.panel_id, action)
 
-    def operate(self, build: Callable[[], Operation]) -> None:
-        """Build the operation from the row under the cursor now, then ask to confirm."""
-        try:
-            operation = build()
-        except NotPossible as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        self.console.confirm_and_run(operation)
+    def selected_row(self) -> dict[str, Any] | None:
+        key = self.table.selected_key
+        return self.rows.get(key) if key else None
+
+    def chosen_row(self, what: str) -> dict[str, Any]:
+        """The row under the cursor, for an action: NotPossible (said at keypress) when none."""
+        row = self.selected_row()
+        if row is None:
+            raise NotPossible(f"no {what} selected")
+        return row
 
 
 def unavailable(feature: str, method: str) -> Text:

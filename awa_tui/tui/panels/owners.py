@@ -17,7 +17,8 @@ from textual.widgets import Static
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
-from awa_tui.tui.panels.base import Panel, Work, unavailable
+from awa_tui.tui.messages import OwnersSeen, request_operation
+from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -81,10 +82,6 @@ class OwnersPanel(Panel):
     title = "Owners"
     BINDINGS = actions.bindings("owners")
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: dict[str, dict[str, Any]] = {}
-
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
         yield Static(id="owners-unavailable", classes="unavailable")
@@ -93,20 +90,13 @@ class OwnersPanel(Panel):
 
     def on_mount(self) -> None:
         self.title_line("Owners: loading…")
-        available = self.console.supports("list_owners")
-        self.query_one("#owners-unavailable").display = not available
-        self.query_one("#owners-unavailable", Static).update(unavailable("Owners", "list_owners"))
-        self.table.display = available
-        self.query_one("#owners-summary").display = available
+        self.needs("list_owners", "Owners")
 
     def work(self) -> Work:
-        if not self.console.supports("list_owners"):
-            return lambda client, now: None
-        return lambda client, now: client.list_owners(now=now)
+        return self.work_if_supported("list_owners")
 
     def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if data is None:
-            self.title_line(Text.assemble(("Owners ", "bold"), "not available in this build"))
+        if self.said_unavailable(data):
             return
         self.now = now
         # Keyed by the shown owner (the table's first column is its key); values stay real rows.
@@ -118,7 +108,7 @@ class OwnersPanel(Panel):
             "PENDING: +insert ~update -retire",
         ))
         self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
-        self.console.remember_owners(self.rows)
+        self.post_message(OwnersSeen(tuple(self.rows)))
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:
@@ -142,18 +132,8 @@ class OwnersPanel(Panel):
             text.append(f" · certified {relative(row['certified_at'], self.now)}")
         widget.update(text)
 
-    def selected_row(self) -> dict[str, Any] | None:
-        key = self.table.selected_key
-        return self.rows.get(key) if key else None
-
-    def _with_row(self) -> dict[str, Any]:
-        row = self.selected_row()
-        if row is None:
-            raise operations.NotPossible("no owner selected")
-        return row
-
     def action_retire_owner(self) -> None:
-        self.operate(lambda: operations.retire_owner(self._with_row()))
+        request_operation(self, lambda: operations.retire_owner(self.chosen_row("owner")))
 
     def action_restore_owner(self) -> None:
-        self.operate(lambda: operations.restore_owner(self._with_row()))
+        request_operation(self, lambda: operations.restore_owner(self.chosen_row("owner")))

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from awa_tui.printable import printable_row
-from awa_tui.tui.panels.base import Panel, Work, unavailable
+from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -67,19 +67,13 @@ class PlanPanel(Panel):
 
     def on_mount(self) -> None:
         self.title_line("Plan: loading…")
-        available = self.console.supports("plan")
-        self.query_one("#plan-unavailable").display = not available
-        self.query_one("#plan-unavailable", Static).update(unavailable("Reconciliation plans", "plan"))
-        self.table.display = available
+        self.needs("plan", "Reconciliation plans")
 
     def work(self) -> Work:
-        if not self.console.supports("plan"):
-            return lambda client, now: None
-        return lambda client, now: client.plan(now=now)
+        return self.work_if_supported("plan")
 
     def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if data is None:
-            self.title_line(Text.assemble(("Plan ", "bold"), "not available in this build"))
+        if self.said_unavailable(data):
             return
         # Names, messages and changed values come from the database: escaped for display.
         lines = [line for entry in data for line in owner_lines(printable_row(entry))]

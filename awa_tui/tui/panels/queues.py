@@ -12,6 +12,7 @@ from textual.widgets import Static
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
+from awa_tui.tui.messages import request_operation
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -43,10 +44,6 @@ class QueuesPanel(Panel):
     panel_id = "queues"
     title = "Queues"
     BINDINGS = actions.bindings("queues")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -88,15 +85,5 @@ class QueuesPanel(Panel):
             text.append("active; workers claim from it")
         widget.update(text)
 
-    def selected_row(self) -> dict[str, Any] | None:
-        key = self.table.selected_key
-        return self.rows.get(key) if key else None
-
     def action_toggle_pause(self) -> None:
-        def build() -> operations.Operation:
-            row = self.selected_row()
-            if row is None:
-                raise operations.NotPossible("no queue selected")
-            return operations.toggle_queue(row)
-
-        self.operate(build)
+        request_operation(self, lambda: operations.toggle_queue(self.chosen_row("queue")))

@@ -17,8 +17,9 @@ from textual.widgets import DataTable, Input, Static
 
 from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
-from awa_tui.tui import actions, operations
-from awa_tui.tui.formatting import lateness, relative, short_utc, utc
+from awa_tui.tui import actions
+from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
+from awa_tui.tui.messages import DetailRequested, RefreshRequested, ScheduleActions
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
@@ -42,17 +43,15 @@ COLUMNS = (
 
 
 def state_cell(row: dict[str, Any]) -> Text:
-    label, style = {"paused": ("PAUSED", "bold yellow"), "retired": ("RETIRED", "bold red")}.get(
-        row["state"], ("active", "")
-    )
+    style = {"paused": "bold yellow", "retired": "bold red"}.get(row["state"], "")
     if row.get("fault"):
         # S15: it cannot fire until repaired; the summary line below says why.
         text = Text("BROKEN", style="bold red reverse", no_wrap=True, overflow="ellipsis", end="")
         if row["state"] != "active":
             text.append(", ")
-            text.append(label, style=style)
+            text.append(state_word(row["state"]), style=style)
     else:
-        text = Text(label, style=style, no_wrap=True, overflow="ellipsis", end="")
+        text = Text(state_word(row["state"]), style=style, no_wrap=True, overflow="ellipsis", end="")
     if row.get("queue_paused"):
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
@@ -91,7 +90,7 @@ SIGNATURE = (
 
 
 def cells(row: dict[str, Any], clock: Clock) -> tuple[Any, ...]:
-    who = (row["retired_by"], row["retired_at"]) if row["state"] == "retired" else (row["paused_by"], row["paused_at"])
+    who = state_by(row)
     return (
         cell(row["name"]),
         state_cell(row),
@@ -114,14 +113,7 @@ def summary(row: dict[str, Any], now: datetime) -> Text:
     text = Text(no_wrap=False, end="")
     text.append(row["name"], style="bold")
     text.append(": ")
-    if row["state"] == "paused":
-        text.append("PAUSED", style="bold")
-        text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
-    elif row["state"] == "retired":
-        text.append("RETIRED", style="bold")
-        text.append(f" by {row['retired_by']} at {utc(row['retired_at'])}")
-    else:
-        text.append("active")
+    text.append_text(state_text(row, now))
     if row.get("fault"):
         text.append(" · ")
         text.append("BROKEN", style="bold")
@@ -141,7 +133,7 @@ def summary(row: dict[str, Any], now: datetime) -> Text:
     return text
 
 
-class SchedulesPanel(Panel):
+class SchedulesPanel(ScheduleActions, Panel):
     panel_id = "schedules"
     title = "Schedules"
     BINDINGS = actions.bindings("schedules")
@@ -153,7 +145,6 @@ class SchedulesPanel(Panel):
         self.filter_text = ""
         self.sort = "name"
         self.descending = False
-        self.rows: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, int] = {}
         self.clock = Clock()
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
@@ -227,17 +218,13 @@ class SchedulesPanel(Panel):
         else:
             widget.update(summary(printable_row(row), self.now))
 
-    def selected_row(self) -> dict[str, Any] | None:
-        key = self.table.selected_key
-        return self.rows.get(key) if key else None
-
     @on(DataTable.RowHighlighted, "#schedules-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
         if at_end and self.counts and len(self.rows) < self.counts.get("matched", 0) and self.limit <= len(self.rows):
             self.limit += self.page_size
-            self.console.refresh_now()
+            self.post_message(RefreshRequested())
 
     @on(DataTable.RowSelected, "#schedules-table")
     def _selected(self, event: DataTable.RowSelected) -> None:
@@ -256,7 +243,7 @@ class SchedulesPanel(Panel):
         # Debounced: a refresh starts once typing pauses, server-side filtering does the rest.
         self.filter_text = event.value.strip()
         self.limit = self.page_size
-        self.console.refresh_soon()
+        self.post_message(RefreshRequested(soon=True))
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
@@ -272,41 +259,23 @@ class SchedulesPanel(Panel):
             box.display = False
             self.filter_text = ""
             self.table.focus()
-            self.console.refresh_now()
+            self.post_message(RefreshRequested())
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
         self.limit = self.page_size
-        self.console.refresh_now()
+        self.post_message(RefreshRequested())
 
     def action_reverse_sort(self) -> None:
         self.descending = not self.descending
-        self.console.refresh_now()
+        self.post_message(RefreshRequested())
 
     # --- actions ------------------------------------------------------------------------------
 
-    def _with_row(self) -> dict[str, Any]:
-        row = self.selected_row()
-        if row is None:
-            raise operations.NotPossible("no schedule selected")
-        return row
+    def acted_schedule(self) -> dict[str, Any]:
+        return self.chosen_row("schedule")
 
     def action_details(self) -> None:
         row = self.selected_row()
         if row is not None:
-            self.console.open_detail(row["name"])
-
-    def action_toggle_pause(self) -> None:
-        self.operate(lambda: operations.toggle_pause(self._with_row()))
-
-    def action_trigger(self) -> None:
-        self.operate(lambda: operations.trigger(self._with_row()))
-
-    def action_adopt(self) -> None:
-        self.operate(lambda: operations.adopt_or_transfer(self._with_row(), self.console.known_owners))
-
-    def action_retire(self) -> None:
-        self.operate(lambda: operations.retire(self._with_row()))
-
-    def action_restore(self) -> None:
-        self.operate(lambda: operations.restore(self._with_row()))
+            self.post_message(DetailRequested(row["name"]))

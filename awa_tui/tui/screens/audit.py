@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -12,10 +12,8 @@ from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui.formatting import compact_json, utc
+from awa_tui.tui.messages import AuditDataRequested, usable_reply
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
-
-if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
 
 COLUMNS = (
     Column("id", "#", 5),
@@ -42,10 +40,6 @@ class AuditScreen(Screen[None]):
         Binding("r", "reload", "reload"),
     ]
 
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
-
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(Text("Audit log: loading…"), classes="panel-title", id="audit-title")
@@ -57,17 +51,15 @@ class AuditScreen(Screen[None]):
         self.query_one(KeyedTable).focus()
 
     def action_reload(self) -> None:
-        self.console.load_audit(self.show)
+        self.post_message(AuditDataRequested(self.show))
 
     def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
-        if not self.is_attached:
-            return  # closed before its data arrived
-        title = self.query_one("#audit-title", Static)
-        if error:
-            title.update(Text(printable(f"Audit log: {error}")))
+        if not usable_reply(self, "#audit-title", error, "Audit log"):
             return
         assert data is not None
-        title.update(Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first"))
+        self.query_one("#audit-title", Static).update(
+            Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first")
+        )
         self.query_one(KeyedTable).sync([
             # Database strings escaped (printable_row keeps a None target None: shown as "-").
             (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(printable_row(e["operator"])),

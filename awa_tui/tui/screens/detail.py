@@ -16,8 +16,9 @@ from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
-from awa_tui.tui import actions, operations
-from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, utc
+from awa_tui.tui import actions
+from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
+from awa_tui.tui.messages import DetailDataRequested, ScheduleActions, usable_reply
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -41,14 +42,7 @@ def _table(*headers: str) -> Table:
 
 def state_line(row: dict[str, Any], now: datetime) -> Text:
     text = Text.assemble((row["name"], "bold"), "  ")
-    if row["state"] == "retired":
-        text.append("RETIRED", style="bold reverse")
-        text.append(f" by {row['retired_by']} at {utc(row['retired_at'])} ({relative(row['retired_at'], now)})")
-    elif row["state"] == "paused":
-        text.append("PAUSED", style="bold reverse")
-        text.append(f" by {row['paused_by']} since {utc(row['paused_at'])} ({relative(row['paused_at'], now)})")
-    else:
-        text.append("active")
+    text.append_text(state_text(row, now, "bold reverse"))
     if row.get("fault"):  # S15: skipped by the evaluator until repaired
         text.append("  ")
         text.append("BROKEN", style="bold reverse")
@@ -132,7 +126,7 @@ def fire_time(job: dict[str, Any]) -> str:
         return stamp
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(ScheduleActions, Screen[None]):
     BINDINGS = actions.bindings("detail")
 
     def __init__(self, name: str) -> None:
@@ -158,15 +152,12 @@ class DetailScreen(Screen[None]):
         return self.console.action_allowed("detail", action)
 
     def action_reload(self) -> None:
-        self.console.load_detail(self.schedule_name, self.show)
+        self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
     def show(self, data: dict[str, Any] | None, error: str | None) -> None:
-        if not self.is_attached:
-            return  # closed before its data arrived
-        body = self.query_one("#detail-body", Static)
-        if error:
-            body.update(Text(printable(f"{self.schedule_name}: {error}")))
+        if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
+        body = self.query_one("#detail-body", Static)
         assert data is not None
         self.data = data
         row, now = data["schedule"], data["now"]
@@ -193,27 +184,8 @@ class DetailScreen(Screen[None]):
     def action_close(self) -> None:
         self.dismiss()
 
-    def _operate(self, build: Any) -> None:
-        if self.data is None:
-            return
-        try:
-            operation = build(self.data["schedule"])
-        except operations.NotPossible as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        self.console.confirm_and_run(operation, after=self.action_reload)
+    def acted_schedule(self) -> dict[str, Any] | None:
+        return None if self.data is None else self.data["schedule"]
 
-    def action_toggle_pause(self) -> None:
-        self._operate(operations.toggle_pause)
-
-    def action_trigger(self) -> None:
-        self._operate(operations.trigger)
-
-    def action_adopt(self) -> None:
-        self._operate(lambda row: operations.adopt_or_transfer(row, self.console.known_owners))
-
-    def action_retire(self) -> None:
-        self._operate(operations.retire)
-
-    def action_restore(self) -> None:
-        self._operate(operations.restore)
+    def after_operation(self) -> None:
+        self.action_reload()

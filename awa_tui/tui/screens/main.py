@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Static
 
+from awa_tui.tui.messages import PanelsResumed
 from awa_tui.tui.panels.base import Panel
 from awa_tui.tui.panels.owners import OwnersPanel
 from awa_tui.tui.panels.plan import PlanPanel
@@ -18,9 +17,6 @@ from awa_tui.tui.panels.runtimes import RuntimesPanel
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.widgets.status import PanelBar, StatusBar
 
-if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
-
 MIN_WIDTH, MIN_HEIGHT = 64, 16
 
 
@@ -28,10 +24,6 @@ class MainScreen(Screen[None]):
     def __init__(self, page_size: int) -> None:
         super().__init__()
         self.page_size = page_size
-
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -71,4 +63,4 @@ class MainScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         # Data that arrived while a dialog or another screen was up is shown now, not under it.
-        self.console.apply_pending()
+        self.post_message(PanelsResumed())

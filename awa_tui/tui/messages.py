@@ -1,0 +1,141 @@
+"""What panels and screens ask of the console app. They post these messages (they bubble
+up to the app) instead of calling app methods: requests flow up, data flows down (the
+app calls `show` on panels, or the callback a request carries). The app handles each
+one in `on_<message name>`.
+
+The five schedule actions are here too, once, for the schedules panel and the detail
+screen alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from awa_tui.printable import printable
+from awa_tui.tui import operations
+from awa_tui.tui.operations import NotPossible, Operation
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
+
+Show = Callable[[Any, str | None], None]  # (data, error) back on the UI thread
+
+
+class OperationRequested(Message):
+    """Confirm, then run, this operation; `after` runs once it is done (or failed)."""
+
+    def __init__(self, operation: Operation, after: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.operation = operation
+        self.after = after
+
+
+class RefreshRequested(Message):
+    """Poll now (`soon`: once typing pauses)."""
+
+    def __init__(self, soon: bool = False) -> None:
+        super().__init__()
+        self.soon = soon
+
+
+class DetailRequested(Message):
+    """Open the detail screen of this schedule."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class DetailDataRequested(Message):
+    """Read this schedule's detail on the reader thread and pass it to `show`."""
+
+    def __init__(self, name: str, show: Show) -> None:
+        super().__init__()
+        self.name = name
+        self.show = show
+
+
+class AuditDataRequested(Message):
+    """Read the audit log on the reader thread and pass it to `show`."""
+
+    def __init__(self, show: Show) -> None:
+        super().__init__()
+        self.show = show
+
+
+class OwnersSeen(Message):
+    """Owner names a panel saw, offered when adopting or transferring."""
+
+    def __init__(self, owners: tuple[str, ...]) -> None:
+        super().__init__()
+        self.owners = owners
+
+
+class PanelsResumed(Message):
+    """The panels are on top again: show the data that arrived under a dialog."""
+
+
+def usable_reply(widget: Widget, place: str, error: str | None, what: str) -> bool:
+    """Whether a reply to a *DataRequested is to be shown: not if its widget closed before
+    the data arrived, nor if it is an error (then said, escaped, in the `place` Static)."""
+    if not widget.is_attached:
+        return False
+    if error:
+        widget.query_one(place, Static).update(Text(printable(f"{what}: {error}")))
+        return False
+    return True
+
+
+def request_operation(widget: Widget, build: Callable[[], Operation | None],
+                      after: Callable[[], None] | None = None) -> None:
+    """Build the operation from the row under the cursor now, then ask the app to confirm
+    it. An action that makes no sense for the row is said at once, with no dialog; None
+    (nothing loaded yet) does nothing."""
+    try:
+        operation = build()
+    except NotPossible as exc:
+        widget.notify(str(exc), severity="warning", markup=False)
+        return
+    if operation is not None:
+        widget.post_message(OperationRequested(operation, after))
+
+
+class ScheduleActions(Widget):
+    """The schedule actions (keys from actions.py), for the schedules panel and the detail
+    screen. A subclass says which row they act on, and what to do once one is done."""
+
+    def acted_schedule(self) -> dict[str, Any] | None:
+        """The schedule acted on; None when nothing is loaded; NotPossible when none is chosen."""
+        raise NotImplementedError
+
+    def after_operation(self) -> None:
+        """Runs once an operation of this widget is done (or failed)."""
+
+    def _on_schedule(self, make: Callable[[dict[str, Any]], Operation]) -> None:
+        def build() -> Operation | None:
+            row = self.acted_schedule()
+            return None if row is None else make(row)
+
+        request_operation(self, build, self.after_operation)
+
+    def action_toggle_pause(self) -> None:
+        self._on_schedule(operations.toggle_pause)
+
+    def action_trigger(self) -> None:
+        self._on_schedule(operations.trigger)
+
+    def action_adopt(self) -> None:
+        console: ConsoleApp = self.app  # type: ignore[assignment]
+        self._on_schedule(lambda row: operations.adopt_or_transfer(row, console.known_owners))
+
+    def action_retire(self) -> None:
+        self._on_schedule(operations.retire)
+
+    def action_restore(self) -> None:
+        self._on_schedule(operations.restore)
