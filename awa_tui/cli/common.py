@@ -186,9 +186,12 @@ def add_dsn_file_option(command: Any) -> None:
 
 
 def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Any:
+    from awa_tui.cli.upstream import client_for
     from awa_tui.engine.client import Client
 
-    return Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli")
+    # On an upstream Awa schema the same commands run in upstream mode (cli/upstream.py).
+    return client_for(
+        Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli"))
 
 
 def _default(value: Any) -> Any:

@@ -23,13 +23,17 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fail,
     make_client,
+    require_dsn,
     say,
 )
-from awa_tui.config import parse_duration
+from awa_tui.cli.upstream import database_status, init_upstream_audit
+from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.ownership.manifest import check_owner
 from awa_tui.printable import PrintableFormatter, printable_logger
 
-db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
+    "configured.", no_args_is_help=True)
 runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(runtime_app, name="runtime")
@@ -115,9 +119,14 @@ def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
 
 
 @db_app.command("status")
-def db_status(as_json: JsonOpt = False) -> None:
-    """Where the embedded server lives, its version, whether it runs, and its DSN."""
+def db_status(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """The configured database: its schema (awa-tui's, upstream Awa's, or none) and version.
+    With none configured: where the embedded server lives, its version, whether it runs."""
     with errors_as_lines():
+        if resolve_dsn(dsn) is not None:
+            found = database_status(require_dsn(dsn))
+            emit(found, as_json, lambda: emit_table([found], list(found), title="database"))
+            return
         data = embedded.status()
         data["dsn"] = running_embedded_dsn() or data["dsn"]  # the port it really listens on
 
@@ -153,6 +162,17 @@ def db_start(as_json: JsonOpt = False) -> None:
         emit(data, as_json, render)
 
 
+@db_app.command("init-audit")
+def db_init_audit(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Create awa-tui's audit trail (schema awa_tui_audit) on an upstream Awa database, so
+    actions in upstream mode are recorded; upstream's own schema is not touched."""
+    with errors_as_lines():
+        data = init_upstream_audit(require_dsn(dsn))
+        emit(data, as_json, lambda: say(
+            f"created {data['table']}: operator actions on this database are now audited" if data["created"]
+            else f"{data['table']} already exists: operator actions on this database are audited"))
+
+
 @db_app.command("stop")
 def db_stop(as_json: JsonOpt = False) -> None:
     """Stop the embedded server."""
@@ -175,7 +195,9 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         emit_table(rows, [
             "instance_id", "hostname", "pid", "version", "protocol_version", "role", "fresh",
             "health", "last_seen_at", "owner", "manifest_hash"])
-        say(leader_line(client.leadership()))
+        leadership = client.leadership()
+        if leadership is not None:  # upstream Awa has no leader lock of ours to name
+            say(leader_line(leadership))
 
 
 def leader_line(leadership: Any) -> str:
