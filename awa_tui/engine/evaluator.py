@@ -45,16 +45,16 @@ FAULT_SQL = (
 # S15: a poison instant (infinity, a BC date) would fail the whole fetch in Python's
 # loader, so every instant goes through awa.safe_ts (NULL when unloadable) and the fault
 # column says why; check_stored then skips that row only.
-_DUE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.missed_fire_policy,
+DUE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.missed_fire_policy,
        awa.safe_ts(c.last_enqueued_at) AS last_enqueued_at, awa.safe_ts(c.next_fire_at) AS next_fire_at,
        awa.safe_ts(c.created_at) AS created_at, {FAULT_SQL} AS fault"""
 
 DUE_SQL = f"""
-SELECT {_DUE_COLUMNS}
+SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at <= %(now)s
 UNION ALL
-SELECT {_DUE_COLUMNS}
+SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at IS NULL
 """

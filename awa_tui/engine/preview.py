@@ -15,13 +15,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from awa_tui.engine import evaluator
-from awa_tui.engine.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
 from awa_tui.engine.schedule import iso_utc, next_fire
 
-ROW_SQL = """
-SELECT name, cron_expr, timezone, missed_fire_policy, last_enqueued_at, next_fire_at, created_at,
-       paused_at, retired_at
-FROM awa.cron_jobs WHERE name = %s
+# The evaluator's own columns (safe instants and the S15 fault verdict), plus the states.
+ROW_SQL = f"""
+SELECT {evaluator.DUE_COLUMNS}, awa.safe_ts(c.paused_at) AS paused_at, awa.safe_ts(c.retired_at) AS retired_at
+FROM awa.cron_jobs c WHERE c.name = %s
 """
 
 
@@ -80,7 +80,7 @@ def resume_preview(
                              "retired: resuming fires nothing until the schedule is restored")
     try:
         plan, hint = evaluator.plan_fires(row, now, catch_up_limit)
-    except Exception as exc:  # the evaluator would skip this row (S15): say why, in one line
+    except (AwaError, ValueError, OverflowError) as exc:  # the evaluator would skip it (S15)
         raise ValidationError(f"schedule {name!r} cannot be evaluated: {exc}") from None
     if plan is None:
         return ResumePreview(name, policy, now, 0, None, None, None, (), False, hint,
