@@ -27,6 +27,11 @@ from awa_tui.engine.migrations import migrate
 # The reliability suite's --soak options and summary table (tests/reliability/plugin.py).
 pytest_plugins = ["reliability.plugin"]
 
+# No test may reach this machine's own embedded Postgres (a developer's `make run` leaves it
+# running, and commands fall back to it): each test process gets an empty embedded home of
+# its own, inherited by every command it spawns; tests that need one name their own.
+os.environ["AWA_EMBEDDED_HOME"] = tempfile.mkdtemp(prefix="awa-test-embedded-home-")
+
 TEST_FLAGS = ("-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c max_connections=300")
 
 

@@ -168,8 +168,8 @@ def test_options_before_and_after_that_disagree_are_refused(dsn: str) -> None:
         "error: --dsn/--dsn-file given both before and after the subcommand, with different values: give it once")
     assert one_line_error(awa("--operator", "a@x", "cron", "pause", "n", "--operator", "b@x", "--dsn", dsn)) == (
         "error: --operator given both before and after the subcommand, with different labels: give it once")
-    assert one_line_error(awa("--dsn", dsn, "db", "status")) == (
-        "error: --dsn/--dsn-file: `db status` does not use a database URL")
+    assert one_line_error(awa("--dsn", dsn, "db", "stop")) == (
+        "error: --dsn/--dsn-file: `db stop` does not use a database URL")
     same = awa("--dsn", dsn, "cron", "list", "--dsn", dsn, "--json")
     assert (same.returncode, same.stdout.strip(), same.stderr) == (0, "[]", "")
 
