@@ -146,7 +146,7 @@ def test_the_migration_never_fails_on_rows_that_break_the_caps(
             " jsonb_build_object('m', repeat('y', 300000)), 'infinity')"
         )
     monkeypatch.setattr(migrations, "available", lambda: every)
-    assert migrations.migrate(empty_dsn) == [4]
+    assert migrations.migrate(empty_dsn) == [m.version for m in every if m.version >= 4]
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         row = conn.execute("SELECT awa.cron_job_fault(c) FROM awa.cron_jobs c").fetchone()
     assert row == ("last_enqueued_at infinity is outside the supported range 0001-01-03..9999-12-29 UTC",)
