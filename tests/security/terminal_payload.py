@@ -32,8 +32,13 @@ class Seeded:
 
 
 def seed(conn: Any) -> Seeded:
-    """Rows as anything with SQL access could write them (the API would refuse these)."""
+    """Rows as anything with SQL access could write them (the API would refuse these).
+
+    Written with triggers off, as a superuser or a binary older than the size guards
+    (v004) could have written them: the guards refuse such names today, the display must
+    still survive rows from before."""
     tag = uuid.uuid4().hex[:6]
+    conn.execute("SET session_replication_role = replica")
 
     def h(prefix: str) -> str:
         return f"{prefix}{tag}{PAYLOAD}"
@@ -68,6 +73,7 @@ def seed(conn: Any) -> Seeded:
         "INSERT INTO awa.jobs (kind, queue, state, errors, metadata) VALUES (%s, %s, 'available', %s, %s)",
         (h("jk"), s.queue, json.dumps([{"error": PAYLOAD}]), json.dumps({"cron_name": s.paused})),
     )
+    conn.execute("RESET session_replication_role")
     return s
 
 
