@@ -103,6 +103,7 @@ def test_runtime_log_lines_are_single_and_escaped(dsn: str, conn: Any, tmp_path:
     hostile error (the fire, the failure and the job's state are logged), and it skips a
     schedule whose name and cron text are hostile (the evaluator logs it)."""
     tag = uuid.uuid4().hex[:6]
+    conn.execute("SET session_replication_role = replica")  # rows from before the v004 guards
     conn.execute(
         "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, args) VALUES (%s, '* * * * * *', 'UTC', %s, %s)",
         (f"fire{tag}{PAYLOAD}", KIND, json.dumps({"error": f"err{tag}{PAYLOAD}"})),
@@ -111,6 +112,7 @@ def test_runtime_log_lines_are_single_and_escaped(dsn: str, conn: Any, tmp_path:
         "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind) VALUES (%s, %s, 'UTC', 'x')",
         (f"bad{tag}{PAYLOAD}", f"* * *{PAYLOAD}"),
     )
+    conn.execute("RESET session_replication_role")
     env = cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env["PYTHONPATH"]])
     log_path = tmp_path / "run.log"
