@@ -37,9 +37,9 @@ def remove_pause_guard() -> None:
     conditions. Fails loudly if the SQL no longer has them (the control would be vacuous)."""
     from awa_tui.engine import evaluator
 
-    due = evaluator.DUE_SQL.replace("paused_at IS NULL AND ", "")
+    due = evaluator.DUE_SQL.replace("c.paused_at IS NULL AND ", "")
     fire = evaluator.FIRE_BATCH_SQL.replace("AND c.paused_at IS NULL", "")
-    if due == evaluator.DUE_SQL or fire == evaluator.FIRE_BATCH_SQL or "paused_at" in due + fire:
+    if due == evaluator.DUE_SQL or fire == evaluator.FIRE_BATCH_SQL or "paused_at IS NULL" in due + fire:
         raise RuntimeError("reliability fault: the pause guard is not where the control expects it")
     evaluator.DUE_SQL, evaluator.FIRE_BATCH_SQL = due, fire
     logging.getLogger("awa_tui").warning("reliability fault injected: fire statements without the pause guard")
