@@ -186,7 +186,7 @@ def _batch(
         if verb == "trigger":
             for job in conn.execute(_TRIGGER_SQL, params).fetchall():
                 job_ids[job["name"]] = int(job["id"])
-                record_event(conn, "trigger", job["name"], None, {"job_id": job["id"]})
+                record_event(conn, "trigger", job["name"], None, {"job_id": job["id"]}, detail)
             changed = set(job_ids)
         else:
             changed = {

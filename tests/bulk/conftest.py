@@ -14,6 +14,7 @@ import pytest
 # The engine's hand-edit helpers and the CLI runner, reused rather than copied.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reconcile"))
 
 from engine_helpers import at, force
 
