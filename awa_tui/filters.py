@@ -155,6 +155,10 @@ def parse(source: str | None, panel: str = "schedules") -> Filter:
         raise FilterError(f"filter: unknown panel {panel!r}; panels are {', '.join(GRAMMARS)}")
     if source is None:
         return Filter(panel)
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8 in argv arrive as lone surrogates
+        raise FilterError(f"filter: not valid Unicode text: {source!r}") from None
     if any(not ch.isprintable() and not ch.isspace() for ch in source):
         raise FilterError(f"filter: control characters are not allowed, got {source!r}")
     terms: list[Term] = []

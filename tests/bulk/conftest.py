@@ -16,12 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reconcile"))
 
-from engine_helpers import at, force
+from bulk_helpers import NOW
+from engine_helpers import force
 
 from awa_tui import Client
-
-NOW = at("2025-06-01T12:00:00")
-FLEET = ["100%_off", "bad-zone", "billing-report", "nightly-billing", "sync-users", "tick", "tock"]
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from bulk_helpers import audit_rows, footprint
 from cli_helpers import awa, awa_json, one_line_error
 from reconcile_helpers import declare
-from test_bulk_ops import _audit, _footprint
 
 from awa_tui import Client
 
@@ -24,7 +24,7 @@ def test_pause_names_in_bulk_reports_skips(dsn: str, fleet: Client, conn: psycop
         "dry_run": False, "batches": 1, "owner": None, "job_ids": {},
         "counts": {"selected": 4, "done": 2, "skipped": 2},
     }
-    assert _audit(conn, "bob@ops") == [("pause", "tick"), ("pause", "tock")]
+    assert audit_rows(conn, "bob@ops") == [("pause", "tick"), ("pause", "tock")]
     text = awa("cron", "resume", "tick", "tock", "sync-users", "--dsn", dsn, "--operator", "bob@ops")
     assert (text.returncode, text.stderr) == (0, "")
     assert text.stdout.splitlines() == [
@@ -36,7 +36,7 @@ def test_pause_names_in_bulk_reports_skips(dsn: str, fleet: Client, conn: psycop
 
 
 def test_filter_selects_and_dry_run_writes_nothing(dsn: str, fleet: Client, conn: psycopg.Connection[Any]) -> None:
-    before = _footprint(conn)
+    before = footprint(conn)
     text = awa("cron", "retire", "--filter", "queue:q1 -retired", "--dry-run", "--dsn", dsn)
     assert (text.returncode, text.stderr) == (0, "")
     assert text.stdout.splitlines() == [
@@ -50,7 +50,7 @@ def test_filter_selects_and_dry_run_writes_nothing(dsn: str, fleet: Client, conn
         data = awa_json("cron", verb, "--filter", "name:*", "--dry-run", "--dsn", dsn)
         assert (data["dry_run"], data["counts"]["selected"]) == (True, 7)
     assert awa_json("cron", "pause", "tick", "--dry-run", "--dsn", dsn)["done"] == ["tick"]
-    assert _footprint(conn) == before
+    assert footprint(conn) == before
     data = awa_json("cron", "trigger", "--filter", "owner:billing", "--dsn", dsn, "--operator", "bob@ops")
     assert (data["done"], sorted(data["job_ids"])) == (["billing-report", "nightly-billing"],
                                                       ["billing-report", "nightly-billing"])
@@ -61,15 +61,15 @@ def test_adopt_declared_by(dsn: str, fleet: Client, conn: psycopg.Connection[Any
     billing.sync()
     billing.publish()
     try:
-        before = _footprint(conn)
+        before = footprint(conn)
         text = awa("cron", "adopt", "--declared-by", "billing", "--dry-run", "--dsn", dsn)
         assert text.stdout.splitlines() == [
             "dry run: would adopt 2 of 2 selected schedule(s) to owner billing",
             "  would adopt tick", "  would adopt tock", "dry run: nothing changed"]
-        assert _footprint(conn) == before
+        assert footprint(conn) == before
         data = awa_json("cron", "adopt", "--declared-by", "billing", "--dsn", dsn, "--operator", "bob@ops")
         assert (data["owner"], data["done"], data["skipped"]) == ("billing", ["tick", "tock"], [])
-        assert _audit(conn, "bob@ops") == [("adopt", "tick"), ("adopt", "tock")]
+        assert audit_rows(conn, "bob@ops") == [("adopt", "tick"), ("adopt", "tock")]
     finally:
         billing.close()
 
@@ -122,7 +122,7 @@ def test_single_name_forms_are_unchanged(dsn: str, fleet: Client) -> None:
 def test_bad_input_is_one_line_and_writes_nothing(
     dsn: str, fleet: Client, conn: psycopg.Connection[Any], argv: tuple[str, ...], message: str, code: int
 ) -> None:
-    before = _footprint(conn)
+    before = footprint(conn)
     result = awa(*argv, "--dsn", dsn)
     assert (one_line_error(result), result.returncode) == (message, code)
-    assert _footprint(conn) == before
+    assert footprint(conn) == before

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import NOW
+from bulk_helpers import NOW, audit_rows, footprint, row_states
 from engine_helpers import force
 from helpers import wait_for
 from psycopg.rows import dict_row
@@ -21,27 +21,6 @@ from awa_tui.engine.bulk import BulkResult, Skipped
 from awa_tui.filters import parse
 
 
-def _audit(conn: psycopg.Connection[Any], operator: str) -> list[tuple[str, str]]:
-    rows = conn.execute(
-        "SELECT action, target FROM awa.audit_log WHERE operator = %s ORDER BY target, id", (operator,)
-    ).fetchall()
-    return [(r["action"], r["target"]) for r in rows]
-
-
-def _states(conn: psycopg.Connection[Any]) -> dict[str, tuple[Any, ...]]:
-    rows = conn.execute(
-        "SELECT name, paused_by, retired_by, owner FROM awa.cron_jobs ORDER BY name").fetchall()
-    return {r["name"]: (r["paused_by"], r["retired_by"], r["owner"]) for r in rows}
-
-
-def _footprint(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
-    """Everything a write would change: each row's version, the audit trail, the jobs."""
-    rows = conn.execute("SELECT name, xmin::text AS x FROM awa.cron_jobs ORDER BY name").fetchall()
-    counts = conn.execute("SELECT (SELECT count(*) FROM awa.audit_log) AS a, (SELECT count(*) FROM awa.jobs) AS j, "
-                          "(SELECT count(*) FROM awa.owners) AS o").fetchone()
-    return tuple((r["name"], r["x"]) for r in rows), counts
-
-
 def test_pause_by_names_reports_skips_and_audits_each_schedule(fleet: Client, conn: Any) -> None:
     result = fleet.bulk("pause", ["tick", "billing-report", "ghost", "tock", "tick"], operator="bob@ops")
     assert result == BulkResult(
@@ -50,10 +29,10 @@ def test_pause_by_names_reports_skips_and_audits_each_schedule(fleet: Client, co
         dry_run=False, batches=1,
     )
     assert (result.selected, len(result.done), len(result.skipped)) == (4, 2, 2)
-    assert {n: s[0] for n, s in _states(conn).items()} == {
+    assert {n: s[0] for n, s in row_states(conn).items()} == {
         "100%_off": None, "bad-zone": None, "billing-report": "alice@ops", "nightly-billing": None,
         "sync-users": None, "tick": "bob@ops", "tock": "bob@ops"}
-    assert _audit(conn, "bob@ops") == [("pause", "tick"), ("pause", "tock")]
+    assert audit_rows(conn, "bob@ops") == [("pause", "tick"), ("pause", "tock")]
 
 
 def test_resume_by_filter(fleet: Client, conn: Any) -> None:
@@ -61,8 +40,8 @@ def test_resume_by_filter(fleet: Client, conn: Any) -> None:
     result = fleet.bulk("resume", where=parse("queue:q1"), operator="bob@ops", now=NOW)
     assert (result.done, result.skipped) == (("tick",), (
         Skipped("bad-zone", "not paused"), Skipped("sync-users", "not paused"), Skipped("tock", "not paused")))
-    assert _audit(conn, "bob@ops") == [("resume", "tick")]
-    assert _states(conn)["tick"][0] is None
+    assert audit_rows(conn, "bob@ops") == [("resume", "tick")]
+    assert row_states(conn)["tick"][0] is None
 
 
 def test_trigger_writes_one_job_and_one_event_per_schedule(fleet: Client, conn: Any) -> None:
@@ -93,11 +72,11 @@ def test_retire_and_restore_void_exactly_the_owners_touched(fleet: Client, conn:
         Skipped("sync-users", "already retired (by carol@ops)")))
     restored = fleet.bulk("restore", ["nightly-billing", "sync-users", "tick"], operator="dave@ops")
     assert (restored.done, restored.skipped) == (("nightly-billing", "sync-users"), (Skipped("tick", "not retired"),))
-    states = _states(conn)
-    assert (states["nightly-billing"], states["sync-users"], states["billing-report"]) == (
+    after = row_states(conn)
+    assert (after["nightly-billing"], after["sync-users"], after["billing-report"]) == (
         (None, None, "billing"), (None, None, None), ("alice@ops", "bob@ops", "billing"))
-    assert _audit(conn, "bob@ops") == [("retire", "billing-report"), ("retire", "nightly-billing")]
-    assert _audit(conn, "dave@ops") == [("restore", "nightly-billing"), ("restore", "sync-users")]
+    assert audit_rows(conn, "bob@ops") == [("retire", "billing-report"), ("retire", "nightly-billing")]
+    assert audit_rows(conn, "dave@ops") == [("restore", "nightly-billing"), ("restore", "sync-users")]
 
 
 def test_adopt_a_filter_selection(fleet: Client, conn: Any) -> None:
@@ -107,10 +86,10 @@ def test_adopt_a_filter_selection(fleet: Client, conn: Any) -> None:
     assert (refused.done, refused.skipped) == ((), (
         Skipped("nightly-billing", "owned by 'billing'; use transfer to move it to 'ops'"),
         Skipped("tick", "already owned by 'ops'")))
-    assert {n: s[2] for n, s in _states(conn).items()} == {
+    assert {n: s[2] for n, s in row_states(conn).items()} == {
         "100%_off": "payments", "bad-zone": "ops", "billing-report": "billing", "nightly-billing": "billing",
         "sync-users": None, "tick": "ops", "tock": "ops"}
-    assert _audit(conn, "bob@ops") == [("adopt", "bad-zone"), ("adopt", "tick"), ("adopt", "tock")]
+    assert audit_rows(conn, "bob@ops") == [("adopt", "bad-zone"), ("adopt", "tick"), ("adopt", "tock")]
 
 
 def test_1201_names_go_in_three_batches_of_at_most_500(client: Client, conn: Any) -> None:
@@ -149,8 +128,8 @@ def test_a_single_pause_committed_during_a_bulk_pause_is_reported_not_failed(
         worker.join(timeout=30)
     assert outcome == [BulkResult("pause", ("100%_off", "tick"),
                                   (Skipped("tock", "already paused (by alice@ops)"),), dry_run=False, batches=1)]
-    assert _audit(conn, "alice@ops") == [("pause", "billing-report"), ("pause", "tock")]
-    assert _audit(conn, "bob@ops") == [("pause", "100%_off"), ("pause", "tick")]
+    assert audit_rows(conn, "alice@ops") == [("pause", "billing-report"), ("pause", "tock")]
+    assert audit_rows(conn, "bob@ops") == [("pause", "100%_off"), ("pause", "tick")]
 
 
 def test_adopt_declared_adopts_what_the_owners_manifest_lists(dsn: str, fleet: Client, conn: Any) -> None:
@@ -158,19 +137,19 @@ def test_adopt_declared_adopts_what_the_owners_manifest_lists(dsn: str, fleet: C
     billing.sync()
     billing.publish()
     try:
-        before = _footprint(conn)
+        before = footprint(conn)
         preview = fleet.adopt_declared("billing", dry_run=True, operator="bob@ops")
         assert (preview.dry_run, preview.owner, preview.done, preview.skipped) == (
             True, "billing", ("sync-users", "tick", "tock"), ())
-        assert _footprint(conn) == before
+        assert footprint(conn) == before
         done = fleet.adopt_declared("billing", operator="bob@ops")
         assert (done.dry_run, done.done, done.skipped, done.batches) == (
             False, ("sync-users", "tick", "tock"), (), 1)
-        owners = {n: s[2] for n, s in _states(conn).items()}
+        owners = {n: s[2] for n, s in row_states(conn).items()}
         assert owners == {
             "100%_off": "payments", "bad-zone": None, "billing-report": "billing", "new-one": "billing",
             "nightly-billing": "billing", "sync-users": "billing", "tick": "billing", "tock": "billing"}
-        assert _audit(conn, "bob@ops") == [("adopt", "sync-users"), ("adopt", "tick"), ("adopt", "tock")]
+        assert audit_rows(conn, "bob@ops") == [("adopt", "sync-users"), ("adopt", "tick"), ("adopt", "tock")]
         assert fleet.adopt_declared("billing", operator="bob@ops") == BulkResult("adopt", (), (), False, 0, "billing")
     finally:
         billing.close()
@@ -182,7 +161,7 @@ def test_adopt_declared_adopts_what_the_owners_manifest_lists(dsn: str, fleet: C
 
 @pytest.mark.parametrize("verb", ["pause", "resume", "trigger", "retire", "restore", "adopt"])
 def test_dry_run_reports_and_writes_nothing(fleet: Client, conn: Any, verb: str) -> None:
-    before = _footprint(conn)
+    before = footprint(conn)
     owner = "ops" if verb == "adopt" else None
     result = fleet.bulk(verb, where=parse("name:*"), owner=owner, dry_run=True, operator="bob@ops", now=NOW)
     expected_done = {
@@ -194,7 +173,7 @@ def test_dry_run_reports_and_writes_nothing(fleet: Client, conn: Any, verb: str)
         "adopt": ("bad-zone", "sync-users", "tick", "tock"),
     }[verb]
     assert (result.dry_run, result.done, result.selected) == (True, expected_done, 7)
-    assert _footprint(conn) == before
+    assert footprint(conn) == before
 
 
 def test_a_read_only_client_refuses_but_may_dry_run(dsn: str, fleet: Client, conn: Any) -> None:
@@ -228,11 +207,11 @@ def test_a_read_only_client_refuses_but_may_dry_run(dsn: str, fleet: Client, con
 def test_bad_input_is_refused_in_one_line_before_any_write(
     fleet: Client, conn: Any, kwargs: dict[str, Any], message: str
 ) -> None:
-    before = _footprint(conn)
+    before = footprint(conn)
     with pytest.raises(ValidationError) as caught:
         fleet.bulk(kwargs.pop("action"), kwargs.pop("names", None), **kwargs)
     assert str(caught.value) == message
-    assert _footprint(conn) == before
+    assert footprint(conn) == before
 
 
 def test_rows_that_all_refuse_are_reported_not_raised(fleet: Client) -> None:

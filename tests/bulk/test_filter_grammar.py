@@ -88,6 +88,7 @@ def test_each_panel_has_its_own_fields() -> None:
     ('nightly "billing', "schedules", "filter: unterminated quote in '\"billing'"),
     ('a ""', "schedules", "filter: 'a \"\"' has an empty term"),
     ("x\x1b[2J", "schedules", "filter: control characters are not allowed, got 'x\\x1b[2J'"),
+    ("a \udcff", "schedules", "filter: not valid Unicode text: 'a \\udcff'"),
     ("x", "jobs", "filter: unknown panel 'jobs'; panels are schedules, owners, runtimes, queues, audit"),
 ])
 def test_bad_input_is_one_line_naming_it(source: str, panel: str, message: str) -> None:

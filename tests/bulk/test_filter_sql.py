@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import FLEET, NOW
+from bulk_helpers import FLEET, NOW
 
 from awa_tui import Client, ValidationError
 from awa_tui.filters import parse
