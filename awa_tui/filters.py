@@ -192,11 +192,3 @@ def _field_term(grammar: PanelGrammar, panel: str, field: str, value: str, negat
             )
         value = value.lower()
     return Term("field", field, value, negated)
-
-
-def like_pattern(term: Term, grammar: PanelGrammar) -> str:
-    """The ILIKE pattern of a text or field term: LIKE's own wildcards are literal, `*`
-    is any run; text and substring fields match anywhere, other fields the whole value."""
-    escaped = term.value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%")
-    anywhere = term.kind == "text" or term.name in grammar.substring_fields
-    return f"%{escaped}%" if anywhere else escaped

@@ -17,7 +17,7 @@ from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.schedule import POLICIES, parse_cron, parse_timezone
-from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, Filter, Term, like_pattern
+from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, Filter, PanelGrammar, Term
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,14 @@ def _valid(check: Any, value: Any) -> bool:
     except ValidationError:
         return False
     return True
+
+
+def like_pattern(term: Term, grammar: PanelGrammar) -> str:
+    """The ILIKE pattern of a text or field term: LIKE's own wildcards are literal, `*`
+    is any run; text and substring fields match anywhere, other fields the whole value."""
+    escaped = term.value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%")
+    anywhere = term.kind == "text" or term.name in grammar.substring_fields
+    return f"%{escaped}%" if anywhere else escaped
 
 
 def _term_sql(term: Term, placeholder: str) -> str:
