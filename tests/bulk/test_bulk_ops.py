@@ -15,7 +15,7 @@ from helpers import wait_for
 from psycopg.rows import dict_row
 from reconcile_helpers import declare
 
-from awa_tui import Client, NotFound, ReadOnly, ValidationError
+from awa_tui import Client, Conflict, NotFound, ReadOnly, ValidationError
 from awa_tui.engine import ops
 from awa_tui.engine.bulk import BulkResult, Skipped
 from awa_tui.filters import parse
@@ -130,6 +130,43 @@ def test_a_single_pause_committed_during_a_bulk_pause_is_reported_not_failed(
                                   (Skipped("tock", "already paused (by alice@ops)"),), dry_run=False, batches=1)]
     assert audit_rows(conn, "alice@ops") == [("pause", "billing-report"), ("pause", "tock")]
     assert audit_rows(conn, "bob@ops") == [("pause", "100%_off"), ("pause", "tick")]
+
+
+def _lock_waiters(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                       "AND datname = current_database()").fetchone()
+    return int(row["n"])
+
+
+def test_a_single_pause_waiting_on_a_bulk_pause_is_refused_once_it_is_done(
+    fleet: Client, dsn: str, conn: Any
+) -> None:
+    single_outcome: list[str] = []
+
+    def single_pause() -> None:
+        try:
+            fleet.pause("tick", operator="alice@ops")
+            single_outcome.append("paused")
+        except Conflict as exc:
+            single_outcome.append(str(exc))
+
+    with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as holder:
+        bulk_outcome: list[BulkResult] = []
+        with holder.transaction():
+            # The bulk pause locks 100%_off and tick (name order), then waits for tock.
+            holder.execute("SELECT name FROM awa.cron_jobs WHERE name = 'tock' FOR UPDATE")
+            bulk = threading.Thread(target=lambda: bulk_outcome.append(
+                fleet.bulk("pause", ["tick", "tock", "100%_off"], operator="bob@ops")))
+            bulk.start()
+            wait_for(lambda: _lock_waiters(conn) == 1, what="the bulk pause to wait for tock")
+            single = threading.Thread(target=single_pause)
+            single.start()
+            wait_for(lambda: _lock_waiters(conn) == 2, what="the single pause to wait for tick")
+        bulk.join(timeout=30)
+        single.join(timeout=30)
+    assert bulk_outcome == [BulkResult("pause", ("100%_off", "tick", "tock"), (), dry_run=False, batches=1)]
+    assert single_outcome == ["schedule 'tick' is already paused (by bob@ops)"]
+    assert audit_rows(conn, "bob@ops") == [("pause", "100%_off"), ("pause", "tick"), ("pause", "tock")]
 
 
 def test_adopt_declared_adopts_what_the_owners_manifest_lists(dsn: str, fleet: Client, conn: Any) -> None:
