@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from awa_tui.cli import app
+from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, is_single, run_bulk
 from awa_tui.cli.common import (
     DsnOpt,
     JsonOpt,
@@ -21,6 +22,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.engine.errors import ValidationError
+from awa_tui.filters import parse
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
@@ -32,11 +34,13 @@ NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
 def cron_list(
     dsn: DsnOpt = None,
     as_json: JsonOpt = False,
-    filter_text: Annotated[str | None, typer.Option("--filter", help="Substring of name, kind, queue, owner.")] = None,
+    filter_text: Annotated[str | None, typer.Option("--filter", metavar="EXPR", help=(
+        "owner:billing state:paused queue:q1 late, free text (name, kind, queue, owner)... (docs/keys.md)."))] = None,
 ) -> None:
     """Every schedule with its state and queue pause."""
     with errors_as_lines():
-        rows = make_client(dsn, read_only=True).list_schedules(filter_text)
+        where = parse(filter_text)  # a bad filter is refused before any connection
+        rows = make_client(dsn, read_only=True).list_schedules(where=where)
         def render() -> None:
             for row in rows:
                 row["state_text"] = _state_text(row)
@@ -147,22 +151,30 @@ def _summary(verb: str, name: str, result: dict[str, Any]) -> str:
 
 
 @cron_app.command("pause")
-def cron_pause(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Pause automatic fires (S16)."""
-    _action("pause", name, dsn, operator, as_json)
+def cron_pause(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
+               dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Pause automatic fires (S16); several names or --filter pause in bulk."""
+    if is_single(names, filter_expr, dry_run):
+        _action("pause", names[0], dsn, operator, as_json)  # type: ignore[index]
+    else:
+        run_bulk("pause", names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 @cron_app.command("resume")
 def cron_resume(
-    name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Show what resuming would fire now (the policy's instants), and change nothing.")] = False,
+    names: NamesArg = None, filter_expr: FilterOpt = None, dsn: DsnOpt = None, operator: OperatorOpt = None,
+    as_json: JsonOpt = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help=(
+        "One name: show what resuming would fire now (the policy's instants). Several or --filter: "
+        "what would be resumed. Changes nothing."))] = False,
 ) -> None:
-    """Resume; the missed-fire policy decides what fires (S16)."""
-    if dry_run:
-        _resume_preview(name, dsn, as_json)
+    """Resume; the missed-fire policy decides what fires (S16). Several names or --filter resume in bulk."""
+    if names is not None and len(names) == 1 and filter_expr is None and dry_run:
+        _resume_preview(names[0], dsn, as_json)
+    elif is_single(names, filter_expr, dry_run):
+        _action("resume", names[0], dsn, operator, as_json)  # type: ignore[index]
     else:
-        _action("resume", name, dsn, operator, as_json)
+        run_bulk("resume", names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
@@ -178,9 +190,13 @@ def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
 
 
 @cron_app.command("trigger")
-def cron_trigger(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Insert one job now, even while paused (S17)."""
-    _action("trigger", name, dsn, operator, as_json)
+def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
+                 dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Insert one job now, even while paused (S17); several names or --filter trigger in bulk."""
+    if is_single(names, filter_expr, dry_run):
+        _action("trigger", names[0], dsn, operator, as_json)  # type: ignore[index]
+    else:
+        run_bulk("trigger", names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 @cron_app.command("remove")

@@ -8,6 +8,15 @@ from typing import Annotated, Any
 import typer
 
 from awa_tui.cli import app
+from awa_tui.cli.bulk import (
+    DryRunOpt,
+    FilterOpt,
+    NamesArg,
+    UsageProblem,
+    is_single,
+    run_adopt_declared,
+    run_bulk,
+)
 from awa_tui.cli.common import (
     DsnOpt,
     JsonOpt,
@@ -120,22 +129,47 @@ def _schedule_action(verb: str, args: tuple[str, ...], dsn: str | None, operator
 
 
 @cron_app.command("retire")
-def cron_retire(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Retire a schedule: a tombstone that never fires, distinct from pause (S27)."""
-    _schedule_action("retire", (name,), dsn, operator, as_json, f"retired {name}")
+def cron_retire(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
+                dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Retire a schedule: a tombstone that never fires, distinct from pause (S27); several or --filter in bulk."""
+    if is_single(names, filter_expr, dry_run):
+        name = names[0]  # type: ignore[index]
+        _schedule_action("retire", (name,), dsn, operator, as_json, f"retired {name}")
+    else:
+        run_bulk("retire", names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 @cron_app.command("restore")
-def cron_restore(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Restore a retired schedule from now; nothing from the retired period replays (S28)."""
-    _schedule_action("restore", (name,), dsn, operator, as_json, f"restored {name}")
+def cron_restore(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
+                 dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Restore a retired schedule from now; nothing from the retired period replays (S28); several or --filter
+    in bulk."""
+    if is_single(names, filter_expr, dry_run):
+        name = names[0]  # type: ignore[index]
+        _schedule_action("restore", (name,), dsn, operator, as_json, f"restored {name}")
+    else:
+        run_bulk("restore", names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 @cron_app.command("adopt")
-def cron_adopt(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
-               as_json: JsonOpt = False) -> None:
-    """Give an unowned schedule to an owner (S23)."""
-    _schedule_action("adopt", (name, owner), dsn, operator, as_json, f"adopted {name} for owner {owner}")
+def cron_adopt(
+    name: Annotated[str | None, typer.Argument(help="Schedule name.", show_default=False)] = None,
+    owner: Annotated[str | None, typer.Argument(help="Owner name (e.g. billing).", show_default=False)] = None,
+    declared_by: Annotated[str | None, typer.Option("--declared-by", metavar="OWNER", help=(
+        "Adopt for OWNER every unowned schedule its running authoritative runtimes declare."))] = None,
+    dry_run: DryRunOpt = False, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Give an unowned schedule to an owner (S23), or every one an owner declares (--declared-by)."""
+    if declared_by is not None:
+        if name is not None:
+            raise UsageProblem("Give NAME OWNER or --declared-by OWNER, not both.")
+        run_adopt_declared(declared_by, dry_run, dsn, operator, as_json)
+    elif name is None or owner is None:
+        raise UsageProblem(f"Missing argument '{'owner' if name else 'name'}' (or --declared-by OWNER).")
+    elif dry_run:
+        run_bulk("adopt", [name], None, True, dsn, operator, as_json, owner=owner)
+    else:
+        _schedule_action("adopt", (name, owner), dsn, operator, as_json, f"adopted {name} for owner {owner}")
 
 
 @cron_app.command("transfer")

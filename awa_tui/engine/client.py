@@ -7,11 +7,12 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
+from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
@@ -22,6 +23,7 @@ from awa_tui.engine.preview import ResumePreview, resume_preview
 from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
+from awa_tui.filters import Filter
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui")
@@ -407,6 +409,33 @@ class Client:
         """Restore every retired schedule of an owner: {owner, at, names, count}."""
         return self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now)
 
+    # --- bulk actions on a selection: names or a parsed filter (engine/bulk.py) ------------
+
+    def bulk(
+        self, action: str, names: Sequence[str] | None = None, *, where: Filter | None = None,
+        owner: str | None = None, dry_run: bool = False, batch_size: int = bulk_ops.BATCH_SIZE,
+        operator: str | None = None, now: datetime | None = None,
+    ) -> bulk_ops.BulkResult:
+        """pause/resume/trigger/retire/restore/adopt (to `owner`) every selected schedule,
+        one transaction per batch; a row whose state refuses is skipped with the reason.
+        A dry run reports what would be done and writes nothing (also when read-only)."""
+        if not dry_run:
+            ops.require_writable(self.read_only, f"bulk {action}")
+        with self.db.connection() as conn:
+            return bulk_ops.run_bulk(conn, action, names, self.operator if operator is None else operator,
+                                 where=where, owner=owner, dry_run=dry_run, batch_size=batch_size, now=now)
+
+    def adopt_declared(
+        self, owner: str, *, dry_run: bool = False, batch_size: int = bulk_ops.BATCH_SIZE,
+        operator: str | None = None, now: datetime | None = None,
+    ) -> bulk_ops.BulkResult:
+        """Adopt for `owner` every unowned schedule its fresh declarations list."""
+        if not dry_run:
+            ops.require_writable(self.read_only, "adopt declared")
+        with self.db.connection() as conn:
+            return bulk_ops.adopt_declared(conn, owner, self.operator if operator is None else operator,
+                                       dry_run=dry_run, batch_size=batch_size, now=now)
+
     def queue_pause(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._op("queue pause", ops.queue_pause, queue, operator=operator)
 
@@ -422,8 +451,12 @@ class Client:
         with self.db.connection() as conn:
             return fn(conn, *args, **kwargs)
 
-    def list_schedules(self, filter_text: str | None = None, limit: int = 100000) -> list[dict[str, Any]]:
-        return self._view(views.list_schedules, filter_text=filter_text, limit=limit)
+    def list_schedules(
+        self, filter_text: str | None = None, limit: int = 100000, *, where: Filter | None = None,
+        now: datetime | None = None,
+    ) -> list[dict[str, Any]]:
+        """Schedules in name order; `where` is a parsed filter (awa_tui/filters.py)."""
+        return self._view(views.list_schedules, filter_text=filter_text, limit=limit, where=where, now=now)
 
     def get_schedule(self, name: str) -> dict[str, Any]:
         return self._view(views.get_schedule, name)
@@ -459,10 +492,13 @@ class Client:
         descending: bool = False,
         limit: int = 1000,
         now: datetime | None = None,
+        where: Filter | None = None,
     ) -> dict[str, Any]:
-        """One filtered, sorted page of schedules with counts (the console's schedules panel)."""
+        """One filtered, sorted page of schedules with counts (the console's schedules panel);
+        `where` is a parsed filter (awa_tui/filters.py) on top of the free text."""
         return self._view(
-            views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now
+            views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now,
+            where=where,
         )
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> dict[str, Any]:

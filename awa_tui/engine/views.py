@@ -11,9 +11,11 @@ import psycopg
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
+from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
+from awa_tui.filters import Filter
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
 # they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
@@ -39,6 +41,7 @@ FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 WHERE (%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s
        OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)
+  AND {{condition}}
 ORDER BY c.name
 LIMIT %(limit)s
 """
@@ -58,11 +61,17 @@ def _like(text: str | None) -> str | None:
 
 
 def list_schedules(
-    conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000
+    conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000,
+    where: Filter | None = None, now: datetime | None = None,
 ) -> list[dict[str, Any]]:
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
-    why it is BROKEN (S15), or None."""
-    rows = conn.execute(SCHEDULES_SQL, {"pattern": _like(filter_text), "limit": limit}).fetchall()
+    why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
+    judged at `now` (DB time when omitted), on top of the free text."""
+    condition = schedule_condition(conn, where, now)
+    rows = conn.execute(
+        SCHEDULES_SQL.format(condition=condition.sql),
+        {"pattern": _like(filter_text), "limit": limit, **condition.params},
+    ).fetchall()
     for row in rows:
         row["fault"] = row_fault(row)
     return rows
@@ -231,7 +240,7 @@ SCHEDULE_COUNTS_SQL = f"""
 SELECT count(*) AS total,
        count(*) FILTER (WHERE c.paused_at IS NOT NULL AND c.retired_at IS NULL) AS paused,
        count(*) FILTER (WHERE c.retired_at IS NOT NULL) AS retired,
-       count(*) FILTER (WHERE {_FILTER}) AS matched
+       count(*) FILTER (WHERE {_FILTER} AND {{condition}}) AS matched
 FROM awa.cron_jobs c
 """
 
@@ -289,16 +298,19 @@ def schedule_page(
     descending: bool = False,
     limit: int = 1000,
     now: datetime | None = None,
+    where: Filter | None = None,
 ) -> dict[str, Any]:
     """One page of schedules for the console: rows with next fire and last-fire lateness,
-    plus counts (all, matching the filter, paused, retired) and the `now` used."""
+    plus counts (all, matching the filter, paused, retired) and the `now` used. `where`
+    is a parsed filter (awa_tui/filters.py), on top of the free text."""
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
     now = now or db_time(conn)
-    params = {"pattern": _like(filter_text), "limit": max(1, limit)}
-    counts = conn.execute(SCHEDULE_COUNTS_SQL, params).fetchone()
+    condition = schedule_condition(conn, where, now)
+    params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params}
+    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(condition=condition.sql), params).fetchone()
     sql = SCHEDULE_PAGE_SQL.format(
-        filter=_FILTER, order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
+        filter=f"{_FILTER} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
     )
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}

@@ -119,6 +119,6 @@ def test_values_are_printed_literally_not_as_markup(dsn: str, client: Client) ->
 def test_usage_errors_are_one_line_too() -> None:
     results = awa_many([["cron", "pause"], ["cron", "next", "s", "-n", "0"], ["cron", "frobnicate"]])
     lines = [one_line_error(result) for result in results]
-    assert lines[0] == "error: Missing argument 'name'. (see `awa-tui cron pause --help`)"
+    assert lines[0] == "error: Missing argument 'name' (or --filter EXPR). (see `awa-tui cron pause --help`)"
     assert all("--help" in line for line in lines)
     assert [r.returncode for r in results] == [2, 2, 2]
