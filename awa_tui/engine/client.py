@@ -40,6 +40,7 @@ from awa_tui.engine.ownership.declaration import sync_declared
 from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
 from awa_tui.engine.preview import ResumePreview, resume_preview
 from awa_tui.engine.runtime import leader, reporter, worker
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.printable import printable_logger
@@ -476,7 +477,7 @@ class Client:
         with self.db.connection() as conn:
             return views.list_runtimes(conn, now)
 
-    def leadership(self, now: datetime | None = None) -> leader.Leadership:
+    def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
         with self.db.connection() as conn:
             return views.leadership(conn, now)

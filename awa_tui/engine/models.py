@@ -58,7 +58,7 @@ class ScheduleInfo(_ScheduleColumns):
 
     args: Any  # the stored JSON document (its text when Python cannot hold it)
     metadata: Any
-    tags: list[str]
+    tags: list[str] | None
     queue_paused: bool
     queue_paused_by: str | None
     state: str
@@ -277,7 +277,7 @@ class ScheduleState:
     args: Any
     priority: int
     max_attempts: int
-    tags: list[str]
+    tags: list[str] | None
     metadata: Any
     missed_fire_policy: str
     last_enqueued_at: datetime | None

@@ -114,8 +114,8 @@ def test_readonly_reads_everything_and_writes_nothing(logins: Logins, conn: Any)
         admin.sync()
         admin.pause("nightly", operator="seed")
     with Client(logins.dsns["readonly"], operator="ro") as reader:
-        assert [s["name"] for s in reader.list_schedules()] == ["nightly"]
-        assert [a["action"] for a in reader.list_audit()] == ["pause"]
+        assert [s.name for s in reader.list_schedules()] == ["nightly"]
+        assert [a.action for a in reader.list_audit()] == ["pause"]
         assert reader.write_refusal() == (f"role {logins.users['readonly']} lacks UPDATE on awa.cron_jobs, "
                                           "INSERT on awa.jobs, EXECUTE on awa.begin_action")
     with logins.connect("readonly") as session:
