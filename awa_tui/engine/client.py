@@ -376,6 +376,8 @@ class Client:
         self.close()
 
     # --- operator actions (S16-S18, S20) ---------------------------------------------------
+    # ops.py and lifecycle.py hand back the rows they wrote (engine-internal dicts); what
+    # leaves the Client is the typed model of awa_tui/engine/models.py.
 
     def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
         ops.require_writable(self.read_only, action)
