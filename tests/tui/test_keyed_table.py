@@ -5,6 +5,7 @@ is a plain DataTable next to it in the same app, holding the same cell objects."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -138,7 +139,7 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
 
         # An update: a row's state changed.
         await warm(pilot, keyed)
-        changed = {**schedule(1), "state": "active", "paused_by": None, "paused_at": None}
+        changed = replace(schedule(1), state="active", paused_by=None, paused_at=None)
         new_cells = cells(changed, clock)
         keyed.sync([(key, new_cells if key == rows[1][0] else row) for key, row in rows])
         stock.update_cell(rows[1][0], "state", new_cells[1])
