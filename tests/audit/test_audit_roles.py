@@ -93,7 +93,7 @@ def test_operator_actions_are_audited_with_its_session_user(logins: Logins, conn
     ]
     assert {(r["operator"], r["db_user"], r["application_name"]) for r in rows} == {
         ("alice@ops", user, "awa-tui cli")}
-    assert rows[1]["after"] == {"job_id": job["id"]}
+    assert rows[1]["after"] == {"job_id": job.id}
     assert rows[3]["detail"] == {"queue": "mail", "cancelled": 1}
     with logins.connect("operator") as session:
         for statement in AUDIT_TAMPERING:
