@@ -27,6 +27,7 @@ from awa_tui.cli.common import (
 )
 from awa_tui.config import parse_duration
 from awa_tui.engine.ownership.manifest import check_owner
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger
 
 db_app = typer.Typer(help="The embedded Postgres used when no database is configured.", no_args_is_help=True)
@@ -178,7 +179,7 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         say(leader_line(client.leadership()))
 
 
-def leader_line(leadership: Any) -> str:
+def leader_line(leadership: Leadership) -> str:
     """One line naming the leader lock's holder, STALLED when its lease has expired."""
     if not leadership.held:
         return "leader: none (nobody holds the leader lock: nothing fires)"
