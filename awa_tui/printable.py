@@ -27,6 +27,7 @@ No Textual, no Rich here: the engine imports this module.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from typing import Any
@@ -58,15 +59,20 @@ def printable_lines(text: str) -> str:
 
 
 def printable_row(value: Any) -> Any:
-    """A display copy of a row from the database: every string in it, at any depth (dict
-    keys included), through `printable`; numbers, times and None unchanged. The raw row
-    stays what actions use (the real name of a schedule, not its shown form)."""
+    """A display copy of a row from the database (a dict or a read model): every string in
+    it, at any depth (dict keys included), through `printable`; numbers, times and None
+    unchanged. The raw row stays what actions use (the real name of a schedule, not its
+    shown form)."""
     if isinstance(value, str):
         return printable(value)
     if isinstance(value, dict):
         return {printable_row(k): printable_row(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(printable_row(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # A read model (awa_tui/engine/models.py): a copy of the same type, fields escaped.
+        shown = {f.name: printable_row(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **shown)
     return value
 
 

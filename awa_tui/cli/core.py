@@ -29,6 +29,7 @@ from awa_tui.cli.common import (
 from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.ownership.manifest import check_owner
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger
 
 db_app = typer.Typer(
@@ -200,7 +201,7 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
             say(leader_line(leadership))
 
 
-def leader_line(leadership: Any) -> str:
+def leader_line(leadership: Leadership) -> str:
     """One line naming the leader lock's holder, STALLED when its lease has expired."""
     if not leadership.held:
         return "leader: none (nobody holds the leader lock: nothing fires)"

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -19,9 +18,12 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fmt,
     make_client,
+    plain,
+    run_action,
     say,
 )
 from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.models import AnySchedule
 from awa_tui.filters import parse
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
@@ -42,24 +44,23 @@ def cron_list(
         where = parse(filter_text)  # a bad filter is refused before any connection
         rows = make_client(dsn, read_only=True).list_schedules(where=where)
         def render() -> None:
-            for row in rows:
-                row["state_text"] = _state_text(row)
-            emit_table(rows, ["name", "cron_expr", "timezone", "kind", "queue", "missed_fire_policy",
+            shown = [{**plain(row), "state_text": _state_text(row)} for row in rows]
+            emit_table(shown, ["name", "cron_expr", "timezone", "kind", "queue", "missed_fire_policy",
                               "state_text", "last_enqueued_at", "next_fire_at", "owner"])
         emit(rows, as_json, render)
 
 
-def _state_text(row: dict[str, Any]) -> str:
-    if row["state"] == "retired":
-        text = f"RETIRED by {row['retired_by']}"
-    elif row["state"] == "paused":
-        text = f"PAUSED by {row['paused_by']} since {fmt(row['paused_at'])}"
+def _state_text(row: AnySchedule) -> str:
+    if row.state == "retired":
+        text = f"RETIRED by {row.retired_by}"
+    elif row.state == "paused":
+        text = f"PAUSED by {row.paused_by} since {fmt(row.paused_at)}"
     else:
         text = "active"
-    if row.get("fault"):
+    if row.fault:
         # S15: the row cannot fire until repaired; the reason is the evaluator's own words.
-        text = f"BROKEN: {row['fault']}" + ("" if text == "active" else f"; {text}")
-    if row.get("queue_paused"):
+        text = f"BROKEN: {row.fault}" + ("" if text == "active" else f"; {text}")
+    if row.queue_paused:
         text += " [queue paused]"
     return text
 
@@ -70,14 +71,13 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
         row = client.get_schedule(name)
-        row["recent_fires"] = client.recent_fires(name)
+        fires = client.recent_fires(name)
         def render() -> None:
-            for key, value in row.items():
-                if key not in ("recent_fires",):
-                    say(f"{key:20} {fmt(value)}")
+            for key, value in plain(row).items():
+                say(f"{key:20} {fmt(value)}")
             say(f"{'status':20} {_state_text(row)}")
-            emit_table(row["recent_fires"], ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
-        emit(row, as_json, render)
+            emit_table(fires, ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
+        emit({**plain(row), "recent_fires": plain(fires)}, as_json, render)
 
 
 DST_MARKS = {
@@ -126,28 +126,15 @@ def cron_next(
 
         def render() -> None:
             if fires:
-                say(f"next fires of {name} (zone {fires[0]['timezone']}; local time, then UTC):")
+                say(f"next fires of {name} (zone {fires[0].timezone}; local time, then UTC):")
             for f in fires:
-                local = _stamp(f["local"], "%Y-%m-%d %H:%M:%S %Z (UTC%z)")
-                mark = f"  [{DST_MARKS[f['dst']]}]" if f["dst"] else ""
-                say(f"  {local}  {_stamp(f['utc'], '%Y-%m-%dT%H:%M:%SZ')}{mark}")
+                local = _stamp(f.local, "%Y-%m-%d %H:%M:%S %Z (UTC%z)")
+                mark = f"  [{DST_MARKS[f.dst]}]" if f.dst else ""
+                say(f"  {local}  {_stamp(f.utc, '%Y-%m-%dT%H:%M:%SZ')}{mark}")
             if len(fires) < count:  # only the end of the calendar (year 9999) cuts the list
                 say(f"{len(fires)} of {count} fires: the calendar ends at 9999-12-31")
 
         emit(fires, as_json, render)
-
-
-def _action(verb: str, name: str, dsn: str | None, operator: str | None, as_json: bool) -> None:
-    with errors_as_lines():
-        client = make_client(dsn, operator)
-        result = getattr(client, verb)(name)
-        emit(result, as_json, lambda: say(_summary(verb, name, result)))
-
-
-def _summary(verb: str, name: str, result: dict[str, Any]) -> str:
-    if verb == "trigger":
-        return f"triggered {name}: job {result['id']}"
-    return f"{verb}{'d' if verb.endswith('e') else 'ed'} {name}"
 
 
 @cron_app.command("pause")
@@ -155,7 +142,8 @@ def cron_pause(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: D
                dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Pause automatic fires (S16); several names or --filter pause in bulk."""
     if is_single(names, filter_expr, dry_run):
-        _action("pause", names[0], dsn, operator, as_json)  # type: ignore[index]
+        name = names[0]  # type: ignore[index]
+        run_action(dsn, operator, as_json, lambda client: client.pause(name), lambda _: f"paused {name}")
     else:
         run_bulk("pause", names, filter_expr, dry_run, dsn, operator, as_json)
 
@@ -172,7 +160,8 @@ def cron_resume(
     if names is not None and len(names) == 1 and filter_expr is None and dry_run:
         _resume_preview(names[0], dsn, as_json)
     elif is_single(names, filter_expr, dry_run):
-        _action("resume", names[0], dsn, operator, as_json)  # type: ignore[index]
+        name = names[0]  # type: ignore[index]
+        run_action(dsn, operator, as_json, lambda client: client.resume(name), lambda _: f"resumed {name}")
     else:
         run_bulk("resume", names, filter_expr, dry_run, dsn, operator, as_json)
 
@@ -180,13 +169,12 @@ def cron_resume(
 def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
     with errors_as_lines():
         preview = make_client(dsn, read_only=True).resume_preview(name)
-        data = dataclasses.asdict(preview)
 
         def render() -> None:
             say(f"{name}: {preview.explanation}")
             say("dry run: nothing changed, the schedule is still paused")
 
-        emit(data, as_json, render)
+        emit(preview, as_json, render)
 
 
 @cron_app.command("trigger")
@@ -194,7 +182,9 @@ def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Insert one job now, even while paused (S17); several names or --filter trigger in bulk."""
     if is_single(names, filter_expr, dry_run):
-        _action("trigger", names[0], dsn, operator, as_json)  # type: ignore[index]
+        name = names[0]  # type: ignore[index]
+        run_action(dsn, operator, as_json, lambda client: client.trigger(name),
+                   lambda job: f"triggered {name}: job {job.id}")
     else:
         run_bulk("trigger", names, filter_expr, dry_run, dsn, operator, as_json)
 
@@ -202,4 +192,4 @@ def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
 @cron_app.command("remove")
 def cron_remove(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a schedule row (S6); code that registers it brings it back at the next sync."""
-    _action("remove", name, dsn, operator, as_json)
+    run_action(dsn, operator, as_json, lambda client: client.remove(name), lambda _: f"removed {name}")

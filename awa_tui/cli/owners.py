@@ -3,6 +3,7 @@ schedule: `awa-tui cron retire|restore|adopt|transfer` (S38)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -26,9 +27,12 @@ from awa_tui.cli.common import (
     errors_as_lines,
     fmt,
     make_client,
+    plain,
+    run_action,
     say,
 )
 from awa_tui.cli.cron import NameArg, cron_app
+from awa_tui.engine.models import OwnerChange, OwnerPlan
 from awa_tui.engine.ownership.manifest import short_hash
 
 owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
@@ -54,11 +58,11 @@ def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         def render() -> None:
             rows = [
                 {
-                    **o,
-                    "manifests": ", ".join(short_hash(h) for h in o["manifest_hashes"]) or "-",
-                    "certificate": short_hash(o["certificate_hash"]),
-                    "grace left": _seconds(o["grace_remaining_s"]),
-                    "blocked by": _codes(o["blockers"]),
+                    **plain(o),
+                    "manifests": ", ".join(short_hash(h) for h in o.manifest_hashes) or "-",
+                    "certificate": short_hash(o.certificate_hash),
+                    "grace left": _seconds(o.grace_remaining_s),
+                    "blocked by": _codes(o.blockers),
                 }
                 for o in owners
             ]
@@ -68,24 +72,21 @@ def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         emit(owners, as_json, render)
 
 
-def _owner_action(verb: str, owner: str, dsn: str | None, operator: str | None, as_json: bool) -> None:
-    with errors_as_lines():
-        result = getattr(make_client(dsn, operator), verb)(owner)
-        past = "retired" if verb == "retire_owner" else "restored"
-        emit(result, as_json, lambda: say(
-            f"{past} {result['count']} schedule(s) of owner {owner}: {', '.join(result['names'])}"))
+def _owner_summary(past: str, owner: str) -> Callable[[OwnerChange], str]:
+    return lambda result: f"{past} {result.count} schedule(s) of owner {owner}: {', '.join(result.names)}"
 
 
 @owner_app.command("retire")
 def owner_retire(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Retire every active schedule of an owner (S29); no live runtime needed."""
-    _owner_action("retire_owner", owner, dsn, operator, as_json)
+    run_action(dsn, operator, as_json, lambda client: client.retire_owner(owner), _owner_summary("retired", owner))
 
 
 @owner_app.command("restore")
 def owner_restore(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Restore every retired schedule of an owner, each from now: nothing replays (S28)."""
-    _owner_action("restore_owner", owner, dsn, operator, as_json)
+    run_action(dsn, operator, as_json, lambda client: client.restore_owner(owner),
+               _owner_summary("restored", owner))
 
 
 @app.command("plan")
@@ -100,32 +101,25 @@ def plan(
         emit(plans, as_json, lambda: _render_plans(plans))
 
 
-def _render_plans(plans: list[dict[str, Any]]) -> None:
+def _render_plans(plans: list[OwnerPlan]) -> None:
     if not plans:
         say("no owners: no runtime declares ownership and no schedule is owned")
     for p in plans:
-        hashes = ", ".join(short_hash(h) for h in p["manifest_hashes"]) or "none"
-        say(f"owner {p['owner']}: {p['fresh_declarations']} fresh declaration(s), manifest {hashes}")
-        for key, will, label in (("inserts", "will_insert", "insert"), ("updates", "will_update", "update"),
-                                 ("retirements", "will_retire", "retire")):
-            names = [item if isinstance(item, str) else item["name"] for item in p[key]]
+        hashes = ", ".join(short_hash(h) for h in p.manifest_hashes) or "none"
+        say(f"owner {p.owner}: {p.fresh_declarations} fresh declaration(s), manifest {hashes}")
+        for names, will, label in (([i["name"] for i in p.inserts], p.will_insert, "insert"),
+                                   ([u["name"] for u in p.updates], p.will_update, "update"),
+                                   (p.retirements, p.will_retire, "retire")):
             if names:
-                state = "" if p[will] else " (blocked)"
+                state = "" if will else " (blocked)"
                 say(f"  {label}{state}: {', '.join(names)}")
-        for update in p["updates"]:
+        for update in p.updates:
             for column, change in update["changes"].items():
                 say(f"    {update['name']}.{column}: {fmt(change['from'])} -> {fmt(change['to'])}")
-        for blocker in p["blockers"]:
+        for blocker in p.blockers:
             say(f"  blocked [{blocker['code']}]: {blocker['message']}")
-        if not (p["inserts"] or p["updates"] or p["retirements"] or p["blockers"]):
+        if not (p.inserts or p.updates or p.retirements or p.blockers):
             say("  in sync: nothing to do")
-
-
-def _schedule_action(verb: str, args: tuple[str, ...], dsn: str | None, operator: str | None, as_json: bool,
-                     summary: str) -> None:
-    with errors_as_lines():
-        result = getattr(make_client(dsn, operator), verb)(*args)
-        emit(result, as_json, lambda: say(summary))
 
 
 @cron_app.command("retire")
@@ -134,7 +128,7 @@ def cron_retire(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: 
     """Retire a schedule: a tombstone that never fires, distinct from pause (S27); several or --filter in bulk."""
     if is_single(names, filter_expr, dry_run):
         name = names[0]  # type: ignore[index]
-        _schedule_action("retire", (name,), dsn, operator, as_json, f"retired {name}")
+        run_action(dsn, operator, as_json, lambda client: client.retire(name), lambda _: f"retired {name}")
     else:
         run_bulk("retire", names, filter_expr, dry_run, dsn, operator, as_json)
 
@@ -146,7 +140,7 @@ def cron_restore(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
     in bulk."""
     if is_single(names, filter_expr, dry_run):
         name = names[0]  # type: ignore[index]
-        _schedule_action("restore", (name,), dsn, operator, as_json, f"restored {name}")
+        run_action(dsn, operator, as_json, lambda client: client.restore(name), lambda _: f"restored {name}")
     else:
         run_bulk("restore", names, filter_expr, dry_run, dsn, operator, as_json)
 
@@ -169,11 +163,13 @@ def cron_adopt(
     elif dry_run:
         run_bulk("adopt", [name], None, True, dsn, operator, as_json, owner=owner)
     else:
-        _schedule_action("adopt", (name, owner), dsn, operator, as_json, f"adopted {name} for owner {owner}")
+        run_action(dsn, operator, as_json, lambda client: client.adopt(name, owner),
+                   lambda _: f"adopted {name} for owner {owner}")
 
 
 @cron_app.command("transfer")
 def cron_transfer(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
                   as_json: JsonOpt = False) -> None:
     """Move an owned schedule to another owner (S23, S31)."""
-    _schedule_action("transfer", (name, owner), dsn, operator, as_json, f"transferred {name} to owner {owner}")
+    run_action(dsn, operator, as_json, lambda client: client.transfer(name, owner),
+               lambda _: f"transferred {name} to owner {owner}")

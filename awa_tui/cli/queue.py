@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, say
+from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, run_action
 
 queue_app = typer.Typer(help="Queues and their dispatch pause.", no_args_is_help=True)
 app.add_typer(queue_app, name="queue")
@@ -27,23 +27,17 @@ def queue_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
 @queue_app.command("pause")
 def queue_pause(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Stop dispatch from a queue; fires keep inserting jobs into it."""
-    with errors_as_lines():
-        row = make_client(dsn, operator).queue_pause(queue)
-        emit(row, as_json, lambda: say(f"paused queue {queue}"))
+    run_action(dsn, operator, as_json, lambda client: client.queue_pause(queue), lambda _: f"paused queue {queue}")
 
 
 @queue_app.command("resume")
 def queue_resume(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Resume dispatch from a queue."""
-    with errors_as_lines():
-        row = make_client(dsn, operator).queue_resume(queue)
-        emit(row, as_json, lambda: say(f"resumed queue {queue}"))
+    run_action(dsn, operator, as_json, lambda client: client.queue_resume(queue), lambda _: f"resumed queue {queue}")
 
 
 @queue_app.command("drain")
 def queue_drain(queue: QueueArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Cancel every waiting (available/retryable) job of a queue; running jobs finish."""
-    with errors_as_lines():
-        result = make_client(dsn, operator).queue_drain(queue)
-        text = f"drained queue {queue}: {result['cancelled']} jobs cancelled"
-        emit(result, as_json, lambda: say(text))
+    run_action(dsn, operator, as_json, lambda client: client.queue_drain(queue),
+               lambda result: f"drained queue {queue}: {result.cancelled} jobs cancelled")

@@ -16,11 +16,32 @@ from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.models import (
+    AuditEntry,
+    Fire,
+    NextFire,
+    OwnerChange,
+    OwnerPlan,
+    OwnerSummary,
+    QueueDrained,
+    QueueRow,
+    QueueState,
+    RuntimeRow,
+    ScheduleDetail,
+    ScheduleInfo,
+    SchedulePage,
+    ScheduleRow,
+    ScheduleState,
+    TriggeredJob,
+    owner_plan,
+    owner_summary,
+)
 from awa_tui.engine.ownership import lifecycle, reconcile
 from awa_tui.engine.ownership.declaration import sync_declared
 from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
 from awa_tui.engine.preview import ResumePreview, resume_preview
 from awa_tui.engine.runtime import leader, reporter, worker
+from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
@@ -236,17 +257,19 @@ class Client:
         self.last_reconcile = results
         return results
 
-    def plan(self, owner: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+    def plan(self, owner: str | None = None, now: datetime | None = None) -> list[OwnerPlan]:
         """Preview of reconciliation per owner, from one snapshot, changing nothing (S34).
 
-        See `awa_tui.engine.ownership.reconcile.plan` for the shape of each dict (inserts, updates,
-        retirements, conflicts, blockers with code and message, agreement clock).
+        See `awa_tui.engine.ownership.reconcile.plan` for what each part means (inserts,
+        updates, retirements, conflicts, blockers with code and message, agreement clock).
         """
-        return self._view(reconcile.plan, owner, now)
+        with self.db.connection() as conn:
+            return [owner_plan(p) for p in reconcile.plan(conn, owner, now)]
 
-    def list_owners(self, now: datetime | None = None) -> list[dict[str, Any]]:
-        """One summary dict per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
-        return self._view(reconcile.list_owners, now)
+    def list_owners(self, now: datetime | None = None) -> list[OwnerSummary]:
+        """One summary per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
+        with self.db.connection() as conn:
+            return [owner_summary(o) for o in reconcile.list_owners(conn, now)]
 
     @property
     def manifest(self) -> Manifest | None:
@@ -355,23 +378,26 @@ class Client:
         self.close()
 
     # --- operator actions (S16-S18, S20) ---------------------------------------------------
+    # ops.py and lifecycle.py hand back the rows they wrote (engine-internal dicts); what
+    # leaves the Client is the typed model of awa_tui/engine/models.py.
 
     def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
             return fn(conn, *args, self.operator if operator is None else operator)
 
-    def pause(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("pause", ops.pause, name, operator=operator)
+    def pause(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        return ScheduleState(**self._op("pause", ops.pause, name, operator=operator))
 
-    def resume(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("resume", ops.resume, name, operator=operator)
+    def resume(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        return ScheduleState(**self._op("resume", ops.resume, name, operator=operator))
 
-    def trigger(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("trigger", ops.trigger, name, operator=operator)
+    def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob:
+        return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
 
-    def remove(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("remove", ops.remove, name, operator=operator)
+    def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        """The row as it was before it was deleted."""
+        return ScheduleState(**self._op("remove", ops.remove, name, operator=operator))
 
     # --- owner lifecycle (S23, S27-S29, S31) ------------------------------------------------
 
@@ -382,32 +408,35 @@ class Client:
             return fn(conn, *args, self.operator if operator is None else operator, now)
 
     def adopt(self, name: str, owner: str, *, operator: str | None = None,
-              now: datetime | None = None) -> dict[str, Any]:
+              now: datetime | None = None) -> ScheduleState:
         """Give an unowned schedule to `owner`; returns the schedule's state after."""
-        return self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now)
+        return ScheduleState(**self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now))
 
     def transfer(self, name: str, to_owner: str, *, operator: str | None = None,
-                 now: datetime | None = None) -> dict[str, Any]:
+                 now: datetime | None = None) -> ScheduleState:
         """Move an owned schedule to another owner; voids both owners' certificates."""
-        return self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now)
+        return ScheduleState(
+            **self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now))
 
-    def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Tombstone a schedule: it keeps its row, never fires, cannot be triggered."""
-        return self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now)
+        return ScheduleState(**self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now))
 
-    def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Clear a tombstone; evaluation resumes from now, nothing from the retired period."""
-        return self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now)
+        return ScheduleState(**self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now))
 
     def retire_owner(self, owner: str, *, operator: str | None = None,
-                     now: datetime | None = None) -> dict[str, Any]:
-        """Retire every active schedule of an owner: {owner, at, names, count}."""
-        return self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now)
+                     now: datetime | None = None) -> OwnerChange:
+        """Retire every active schedule of an owner: the names retired now."""
+        return OwnerChange(
+            **self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now))
 
     def restore_owner(self, owner: str, *, operator: str | None = None,
-                      now: datetime | None = None) -> dict[str, Any]:
-        """Restore every retired schedule of an owner: {owner, at, names, count}."""
-        return self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now)
+                      now: datetime | None = None) -> OwnerChange:
+        """Restore every retired schedule of an owner: the names restored now."""
+        return OwnerChange(
+            **self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now))
 
     # --- bulk actions on a selection: names or a parsed filter (engine/bulk.py) ------------
 
@@ -436,53 +465,57 @@ class Client:
             return bulk_ops.adopt_declared(conn, owner, self.operator if operator is None else operator,
                                        dry_run=dry_run, batch_size=batch_size, now=now)
 
-    def queue_pause(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("queue pause", ops.queue_pause, queue, operator=operator)
+    def queue_pause(self, queue: str, *, operator: str | None = None) -> QueueState:
+        return QueueState(**self._op("queue pause", ops.queue_pause, queue, operator=operator))
 
-    def queue_resume(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("queue resume", ops.queue_resume, queue, operator=operator)
+    def queue_resume(self, queue: str, *, operator: str | None = None) -> QueueState:
+        return QueueState(**self._op("queue resume", ops.queue_resume, queue, operator=operator))
 
-    def queue_drain(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
-        return self._op("queue drain", ops.queue_drain, queue, operator=operator)
+    def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained:
+        return QueueDrained(**self._op("queue drain", ops.queue_drain, queue, operator=operator))
 
     # --- read models ------------------------------------------------------------------------
-
-    def _view(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with self.db.connection() as conn:
-            return fn(conn, *args, **kwargs)
 
     def list_schedules(
         self, filter_text: str | None = None, limit: int = 100000, *, where: Filter | None = None,
         now: datetime | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ScheduleRow]:
         """Schedules in name order; `where` is a parsed filter (awa_tui/filters.py)."""
-        return self._view(views.list_schedules, filter_text=filter_text, limit=limit, where=where, now=now)
+        with self.db.connection() as conn:
+            return views.list_schedules(conn, filter_text=filter_text, limit=limit, where=where, now=now)
 
-    def get_schedule(self, name: str) -> dict[str, Any]:
-        return self._view(views.get_schedule, name)
+    def get_schedule(self, name: str) -> ScheduleInfo:
+        with self.db.connection() as conn:
+            return views.get_schedule(conn, name)
 
-    def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[dict[str, Any]]:
-        return self._view(views.next_fires, name, count, after=after)
+    def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]:
+        with self.db.connection() as conn:
+            return views.next_fires(conn, name, count, after=after)
 
     def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
         """What resuming the paused schedule `name` would fire now (DB time when omitted),
         by this client's catch-up cap; reads only."""
-        return self._view(resume_preview, name, now, catch_up_limit=self.catch_up_limit)  # type: ignore[no-any-return]
+        with self.db.connection() as conn:
+            return resume_preview(conn, name, now, catch_up_limit=self.catch_up_limit)
 
-    def recent_fires(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
-        return self._view(views.recent_fires, name, limit)
+    def recent_fires(self, name: str, limit: int = 10) -> list[Fire]:
+        with self.db.connection() as conn:
+            return views.recent_fires(conn, name, limit)
 
-    def list_queues(self) -> list[dict[str, Any]]:
-        return self._view(views.list_queues)
+    def list_queues(self) -> list[QueueRow]:
+        with self.db.connection() as conn:
+            return views.list_queues(conn)
 
-    def list_runtimes(self, now: datetime | None = None) -> list[dict[str, Any]]:
+    def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
         holder's (pg_locks), `is_leader` what the snapshot last reported."""
-        return self._view(views.list_runtimes, now)
+        with self.db.connection() as conn:
+            return views.list_runtimes(conn, now)
 
-    def leadership(self, now: datetime | None = None) -> leader.Leadership:
+    def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
-        return self._view(views.leadership, now)
+        with self.db.connection() as conn:
+            return views.leadership(conn, now)
 
     def schedule_page(
         self,
@@ -493,27 +526,31 @@ class Client:
         limit: int = 1000,
         now: datetime | None = None,
         where: Filter | None = None,
-    ) -> dict[str, Any]:
+    ) -> SchedulePage:
         """One filtered, sorted page of schedules with counts (the console's schedules panel);
         `where` is a parsed filter (awa_tui/filters.py) on top of the free text."""
-        return self._view(
-            views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now,
-            where=where,
-        )
+        with self.db.connection() as conn:
+            return views.schedule_page(
+                conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now, where=where
+            )
 
-    def schedule_detail(self, name: str, *, now: datetime | None = None) -> dict[str, Any]:
+    def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""
-        return self._view(views.schedule_detail, name, now=now)
+        with self.db.connection() as conn:
+            return views.schedule_detail(conn, name, now=now)
 
-    def list_audit(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        return self._view(views.list_audit, target=target, limit=limit)
+    def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]:
+        with self.db.connection() as conn:
+            return views.list_audit(conn, target=target, limit=limit)
 
     def db_time(self) -> datetime:
-        return self._view(views.db_time)
+        with self.db.connection() as conn:
+            return views.db_time(conn)
 
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,
         standby), as one line; None when they can run."""
         if self.read_only:
             return "this client is read-only"
-        return self._view(ops.write_refusal)
+        with self.db.connection() as conn:
+            return ops.write_refusal(conn)

@@ -1,4 +1,4 @@
-"""Read models the console and the CLI show. Plain dicts, DB time, no side effects."""
+"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects."""
 
 from __future__ import annotations
 
@@ -13,6 +13,18 @@ from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
+from awa_tui.engine.models import (
+    AuditEntry,
+    Fire,
+    NextFire,
+    QueueRow,
+    RuntimeRow,
+    ScheduleDetail,
+    ScheduleInfo,
+    SchedulePage,
+    SchedulePageRow,
+    ScheduleRow,
+)
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
 from awa_tui.filters import Filter
@@ -63,7 +75,7 @@ def _like(text: str | None) -> str | None:
 def list_schedules(
     conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000,
     where: Filter | None = None, now: datetime | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ScheduleRow]:
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
@@ -72,9 +84,7 @@ def list_schedules(
         SCHEDULES_SQL.format(condition=condition.sql),
         {"pattern": _like(filter_text), "limit": limit, **condition.params},
     ).fetchall()
-    for row in rows:
-        row["fault"] = row_fault(row)
-    return rows
+    return [ScheduleRow(**{**row, "fault": row_fault(row)}) for row in rows]
 
 
 def _json_value(text: str) -> Any:
@@ -86,7 +96,7 @@ def _json_value(text: str) -> Any:
         return text
 
 
-def get_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
+def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
     row = conn.execute(
         f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
         "array_replace(c.tags, NULL, 'NULL') AS tags, "
@@ -101,34 +111,38 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     retired, paused = row.pop("retired"), row.pop("paused")
     row["state"] = "retired" if retired else "paused" if paused else "active"
     row["fault"] = row_fault(row)
-    return row
+    return ScheduleInfo(**row)
 
 
-def _refuse_broken(row: dict[str, Any]) -> None:
-    if row["fault"]:
-        raise ValidationError(row["fault"])  # the reason alone, as the evaluator words it
+def _refuse_broken(row: ScheduleInfo) -> None:
+    if row.fault:
+        raise ValidationError(row.fault)  # the reason alone, as the evaluator words it
 
 
 def next_fires(
     conn: psycopg.Connection[Any], name: str, count: int = 5, *, after: datetime | None = None
-) -> list[dict[str, Any]]:
+) -> list[NextFire]:
     """The next fires after `after` (default: now in DB time, or the last fire if later),
     in UTC and the schedule's zone, with DST marks."""
     row = get_schedule(conn, name)
     _refuse_broken(row)  # S15: a one-line error naming the fault, not a crash
     if after is None:
         now = db_time(conn)
-        after = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
-    zone = parse_timezone(row["timezone"])
+        after = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
+    return _upcoming(row, after, count)
+
+
+def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
+    zone = parse_timezone(row.timezone)
     return [
-        {"utc": f.at, "local": f.at.astimezone(zone), "timezone": row["timezone"], "dst": f.mark}
-        for f in upcoming_fires(row["cron_expr"], row["timezone"], after, count)
+        NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark)
+        for f in upcoming_fires(row.cron_expr, row.timezone, after, count)
     ]
 
 
-def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> list[dict[str, Any]]:
+def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> list[Fire]:
     """Recent jobs written for a schedule, with their states and lateness."""
-    return conn.execute(
+    rows = conn.execute(
         f"SELECT id, state, attempt, {_JOB_CREATED.format(j='j')} AS created_at, "
         "j.metadata ->> 'cron_fire_time' AS fire_time, "
         "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
@@ -137,11 +151,12 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
+    return [Fire(**row) for row in rows]
 
 
-def list_queues(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:
     """Queues known from pause rows, schedules or jobs, with pause state and counts."""
-    return conn.execute(
+    rows = conn.execute(
         """
         WITH names AS (
             SELECT queue FROM awa.queue_meta
@@ -157,6 +172,7 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
         ORDER BY n.queue
         """
     ).fetchall()
+    return [QueueRow(**row) for row in rows]
 
 
 # The leader lock's holder (pg_locks), its session (pg_stat_activity), and, when the lease
@@ -179,13 +195,13 @@ def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Le
     return Leadership(now=now, **row) if row else Leadership(now=now)
 
 
-def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[dict[str, Any]]:
+def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[RuntimeRow]:
     """Runtime snapshots with freshness judged in DB time (S21), or at `now` if given.
 
     `role` is 'leader' for the runtime whose lease names the lock's holding session,
     'stalled' when that lease has expired at `now`, else 'follower'; `is_leader` is only
     what the snapshot last reported (it lags, and a runtime killed with -9 keeps it)."""
-    return conn.execute(
+    rows = conn.execute(
         f"""
         WITH ls AS MATERIALIZED (
             SELECT instance_id, expires_at FROM awa.leader_lease
@@ -207,16 +223,18 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
         """,
         {"now": now, "key": LEADER_LOCK_KEY},
     ).fetchall()
+    return [RuntimeRow(**row) for row in rows]
 
 
 def list_audit(
     conn: psycopg.Connection[Any], *, target: str | None = None, limit: int = 100
-) -> list[dict[str, Any]]:
-    return conn.execute(
+) -> list[AuditEntry]:
+    rows = conn.execute(
         "SELECT id, at, operator, action, target, before, after, detail FROM awa.audit_log "
         "WHERE %(target)s::text IS NULL OR target = %(target)s ORDER BY id DESC LIMIT %(limit)s",
         {"target": target, "limit": limit},
     ).fetchall()
+    return [AuditEntry(**row) for row in rows]
 
 
 # --- console read models: one page of schedules, one schedule in detail ------------------
@@ -299,7 +317,7 @@ def schedule_page(
     limit: int = 1000,
     now: datetime | None = None,
     where: Filter | None = None,
-) -> dict[str, Any]:
+) -> SchedulePage:
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired) and the `now` used. `where`
     is a parsed filter (awa_tui/filters.py), on top of the free text."""
@@ -314,10 +332,13 @@ def schedule_page(
     )
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}
+    page = []
     for row in rows:
         row["fault"] = row_fault(row)
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
-    return {"now": now, "rows": rows, **(counts or {})}
+        page.append(SchedulePageRow(**row))
+    assert counts is not None  # an aggregate without GROUP BY always returns its row
+    return SchedulePage(now=now, rows=page, **counts)
 
 
 def schedule_detail(
@@ -328,22 +349,17 @@ def schedule_detail(
     fires: int = 5,
     recent: int = 10,
     audit: int = 20,
-) -> dict[str, Any]:
+) -> ScheduleDetail:
     """Everything the console's detail view shows about one schedule."""
     now = now or db_time(conn)
     row = get_schedule(conn, name)
-    start = max(now, row["last_enqueued_at"]) if row["last_enqueued_at"] else now
-    upcoming = []
-    if row["state"] != "retired" and not row["fault"]:  # a BROKEN row has no next fires
-        zone = parse_timezone(row["timezone"])
-        upcoming = [
-            {"utc": f.at, "local": f.at.astimezone(zone), "dst": f.mark}
-            for f in upcoming_fires(row["cron_expr"], row["timezone"], start, fires)
-        ]
-    return {
-        "now": now,
-        "schedule": row,
-        "next": upcoming,
-        "recent": recent_fires(conn, name, recent),
-        "audit": list_audit(conn, target=name, limit=audit),
-    }
+    start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
+    # A retired or BROKEN row has no next fires.
+    upcoming = _upcoming(row, start, fires) if row.state != "retired" and not row.fault else []
+    return ScheduleDetail(
+        now=now,
+        schedule=row,
+        next=upcoming,
+        recent=recent_fires(conn, name, recent),
+        audit=list_audit(conn, target=name, limit=audit),
+    )

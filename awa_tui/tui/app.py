@@ -18,6 +18,7 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
+from awa_tui.engine.models import RuntimeRow
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable
 from awa_tui.tui import actions
@@ -46,14 +47,6 @@ from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
-# Client methods an action needs beyond the core engine (owner-scoped reconciliation).
-FEATURES = {
-    "adopt": "adopt",
-    "retire": "retire",
-    "restore": "restore",
-    "retire_owner": "retire_owner",
-    "restore_owner": "restore_owner",
-}
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
 
@@ -61,7 +54,7 @@ APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts
 @dataclass
 class PollData:
     now: datetime
-    runtimes: list[dict[str, Any]]
+    runtimes: list[RuntimeRow]
     panel_id: str
     data: Any
     write_refusal: str | None = None  # why actions would be refused (a role without write grants, a standby)
@@ -203,7 +196,7 @@ class ConsoleApp(App[None]):
         runtimes = data.runtimes
         leadership = data.leadership or Leadership(now=data.now)
         self.freshness.attention = attention(leadership)
-        self.remember_owners(r.get("owner") for r in runtimes)
+        self.remember_owners(r.owner for r in runtimes)
         self.freshness.leader = self._leader_badge()
         shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), RuntimesView(runtimes, leadership))]
         if data.panel_id != "runtimes":
@@ -255,18 +248,9 @@ class ConsoleApp(App[None]):
 
     # --- what may run ------------------------------------------------------------------------
 
-    def supports(self, method: str) -> bool:
-        return callable(getattr(self.client, method, None))
-
     def action_allowed(self, scope: str, action: str) -> bool:
         """False removes the binding from footer, help and palette (not greyed)."""
-        if actions.is_mutation(scope, action):
-            if self.read_only:
-                return False
-            feature = FEATURES.get(action)
-            if feature and not self.supports(feature):
-                return False
-        return True
+        return not (self.read_only and actions.is_mutation(scope, action))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The console's app keys act on the panels: not while a dialog is up (its own keys

@@ -5,15 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
+from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.db import describe_dsn
+
+if TYPE_CHECKING:
+    from awa_tui.engine.client import Client
 
 
 @dataclass
 class ConsoleConfig:
-    client: Any  # the console's Client: reads and operator actions (read_only inside)
-    engine: Any = None  # the in-process runtime's Client under --lead, else None
+    client: ConsoleBackend  # the console's reads and operator actions (read_only inside)
+    engine: Client | None = None  # the in-process runtime's Client under --lead, else None
     db_label: str | None = None  # shown instead of describe_dsn() (tests pin it)
     embedded_at: str | None = None  # where the embedded Postgres lives, when used
     refresh: float = 2.0

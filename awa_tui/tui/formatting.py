@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.text import Text
 
+from awa_tui.engine.models import AnySchedule
+
 
 def clip(text: str, width: int) -> str:
     """Cut `text` to `width` cells with an ellipsis (fixed-width columns: auto widths make snapshots flaky)."""
@@ -92,19 +94,19 @@ def state_word(state: str) -> str:
     return STATE_WORDS.get(state, "active")
 
 
-def state_by(row: dict[str, Any]) -> tuple[Any, Any]:
+def state_by(row: AnySchedule) -> tuple[str | None, datetime | None]:
     """Who paused or retired it, and when (the retirement when it is retired)."""
-    if row["state"] == "retired":
-        return row.get("retired_by"), row.get("retired_at")
-    return row.get("paused_by"), row.get("paused_at")
+    if row.state == "retired":
+        return row.retired_by, row.retired_at
+    return row.paused_by, row.paused_at
 
 
-def state_text(row: dict[str, Any], now: datetime, style: str = "bold") -> Text:
+def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
     """'PAUSED by ops since 2026-03-08 12:00:00Z (3m ago)', 'RETIRED by ops at ... (...)' or 'active'."""
-    word = state_word(row["state"])
-    if row["state"] not in STATE_WORDS:
+    word = state_word(row.state)
+    if row.state not in STATE_WORDS:
         return Text(word)
     by, at = state_by(row)
     text = Text(word, style=style)
-    text.append(f" by {by} {'at' if row['state'] == 'retired' else 'since'} {utc(at)} ({relative(at, now)})")
+    text.append(f" by {by} {'at' if row.state == 'retired' else 'since'} {utc(at)} ({relative(at, now)})")
     return text

@@ -13,13 +13,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
 from awa_tui.tui.config import ConsoleConfig
 
 if TYPE_CHECKING:
+    from awa_tui.engine.client import Client
     from awa_tui.tui.app import ConsoleApp
 
 
@@ -30,7 +31,7 @@ def create_app(config: ConsoleConfig) -> ConsoleApp:
     return ConsoleApp(config)
 
 
-def console_client(dsn: str, operator: str | None, read_only: bool) -> Any:
+def console_client(dsn: str, operator: str | None, read_only: bool) -> Client:
     """The console's own Client: reads and operator actions, never the engine's loops."""
     from awa_tui.engine.client import Client
 

@@ -17,6 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from awa_tui.engine.models import AnySchedule
 from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
@@ -110,14 +111,14 @@ class ScheduleActions(Widget):
     """The schedule actions (keys from actions.py), for the schedules panel and the detail
     screen. A subclass says which row they act on, and what to do once one is done."""
 
-    def acted_schedule(self) -> dict[str, Any] | None:
+    def acted_schedule(self) -> AnySchedule | None:
         """The schedule acted on; None when nothing is loaded; NotPossible when none is chosen."""
         raise NotImplementedError
 
     def after_operation(self) -> None:
         """Runs once an operation of this widget is done (or failed)."""
 
-    def _on_schedule(self, make: Callable[[dict[str, Any]], Operation]) -> None:
+    def _on_schedule(self, make: Callable[[AnySchedule], Operation]) -> None:
         def build() -> Operation | None:
             row = self.acted_schedule()
             return None if row is None else make(row)

@@ -93,7 +93,7 @@ def test_operator_actions_are_audited_with_its_session_user(logins: Logins, conn
     ]
     assert {(r["operator"], r["db_user"], r["application_name"]) for r in rows} == {
         ("alice@ops", user, "awa-tui cli")}
-    assert rows[1]["after"] == {"job_id": job["id"]}
+    assert rows[1]["after"] == {"job_id": job.id}
     assert rows[3]["detail"] == {"queue": "mail", "cancelled": 1}
     with logins.connect("operator") as session:
         for statement in AUDIT_TAMPERING:
@@ -114,8 +114,8 @@ def test_readonly_reads_everything_and_writes_nothing(logins: Logins, conn: Any)
         admin.sync()
         admin.pause("nightly", operator="seed")
     with Client(logins.dsns["readonly"], operator="ro") as reader:
-        assert [s["name"] for s in reader.list_schedules()] == ["nightly"]
-        assert [a["action"] for a in reader.list_audit()] == ["pause"]
+        assert [s.name for s in reader.list_schedules()] == ["nightly"]
+        assert [a.action for a in reader.list_audit()] == ["pause"]
         assert reader.write_refusal() == (f"role {logins.users['readonly']} lacks UPDATE on awa.cron_jobs, "
                                           "INSERT on awa.jobs, EXECUTE on awa.begin_action")
     with logins.connect("readonly") as session:

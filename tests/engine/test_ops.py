@@ -27,11 +27,11 @@ def test_pause_and_resume_record_operator_and_db_time(client: Client, conn: Any,
     row = schedule_row(conn, "p")
     assert row["paused_by"] == "alice@ops"
     assert before <= row["paused_at"] <= after
-    assert paused["paused_at"] == row["paused_at"]
+    assert paused.paused_at == row["paused_at"]
     assert row["last_enqueued_at"] == at("2025-01-01T00:00:00")
     resumed = client.resume("p", operator="bob@ops")
     row = schedule_row(conn, "p")
-    assert (row["paused_at"], row["paused_by"], resumed["paused_at"]) == (None, None, None)
+    assert (row["paused_at"], row["paused_by"], resumed.paused_at) == (None, None, None)
     assert row["last_enqueued_at"] == at("2025-01-01T00:00:00")
 
 
@@ -108,7 +108,7 @@ def test_trigger_while_paused_inserts_one_job_and_keeps_the_boundary(
     client.pause("t", operator="alice@ops")
     job = client.trigger("t", operator="bob@ops")
     rows = conn.execute("SELECT * FROM awa.jobs").fetchall()
-    assert len(rows) == 1 and rows[0]["id"] == job["id"]
+    assert len(rows) == 1 and rows[0]["id"] == job.id
     columns = ("kind", "queue", "args", "state", "priority", "attempt", "max_attempts", "tags")
     assert {k: rows[0][k] for k in columns} == {
         "kind": "test.job", "queue": "q", "args": {"a": 1}, "state": "available", "priority": 3, "attempt": 0,
@@ -168,7 +168,7 @@ def test_every_action_is_audited_with_operator_db_time_and_before_after(
     assert pause["after"]["last_enqueued_at"] == "2025-01-01T00:00:00+00:00"
     assert pause["before"]["last_enqueued_at"] == pause["after"]["last_enqueued_at"] is not None
     assert (resume["before"]["paused_by"], resume["after"]["paused_at"]) == ("op1", None)
-    assert trigger["after"] == {"job_id": job["id"]}
+    assert trigger["after"] == {"job_id": job.id}
     assert (qpause["before"]["paused"], qpause["after"]["paused"], qpause["after"]["paused_by"]) == (False, True, "op4")
     assert (qresume["before"]["paused"], qresume["after"]["paused"]) == (True, False)
     assert (drain["before"], drain["after"], drain["detail"]) == (
@@ -214,7 +214,7 @@ def test_read_only_client_refuses_every_mutation(dsn: str, client: Client, conn:
     ]:
         with pytest.raises(ReadOnly, match="refused: this client is read-only"):
             getattr(observer, action)(*args)
-    assert [r["name"] for r in observer.list_schedules()] == ["a"]
+    assert [r.name for r in observer.list_schedules()] == ["a"]
     with pytest.raises(ReadOnly, match="the database is read-only"), observer.db.connection() as session:
         session.execute("UPDATE awa.cron_jobs SET paused_at = now()")  # refused by the server itself
     observer.close()

@@ -63,13 +63,13 @@ def test_freshness_is_max_30s_or_three_intervals_in_db_time(
         (age_s, client.identity.instance_id),
     )
     rows = client.list_runtimes()
-    assert [(r["instance_id"], r["fresh"]) for r in rows] == [(client.identity.instance_id, fresh)]
+    assert [(r.instance_id, r.fresh) for r in rows] == [(client.identity.instance_id, fresh)]
     client.close()
 
 
 def test_a_stopped_runtime_is_not_fresh(client: Client) -> None:
     client.snapshot(stopped=True)
-    assert [r["fresh"] for r in client.list_runtimes()] == [False]
+    assert [r.fresh for r in client.list_runtimes()] == [False]
 
 
 def test_read_only_client_writes_no_snapshot(dsn: str, conn: Any) -> None:

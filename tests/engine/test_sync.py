@@ -114,7 +114,7 @@ def test_removed_schedule_comes_back_at_the_next_sync(client: Client, conn: psyc
     client.sync()
     force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = '2025-01-01T00:00:00Z' WHERE name = 'comeback'")
     removed = client.remove("comeback", operator="ops@host")
-    assert removed["name"] == "comeback"
+    assert removed.name == "comeback"
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone() == {"n": 0}
     assert client.sync() == {"inserted": 1, "updated": 0}
     row = schedule_row(conn, "comeback")

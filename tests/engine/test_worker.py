@@ -11,6 +11,7 @@ import pytest
 from engine_helpers import at, schedule_row
 
 from awa_tui import Client, Conflict, NotFound
+from awa_tui.engine.models import QueueDrained
 from awa_tui.engine.runtime.worker import Job, backoff
 
 
@@ -37,7 +38,7 @@ def test_fires_keep_inserting_into_a_paused_queue_that_dispatches_nothing(
     client.register_handler("test.job", lambda job: handled.append(job.id))
     register("q", "* * * * *", last="2025-01-01T00:00:00", queue="reports")
     paused = client.queue_pause("reports", operator="ops@host")
-    assert (paused["paused"], paused["paused_by"]) == (True, "ops@host")
+    assert (paused.paused, paused.paused_by) == (True, "ops@host")
     for minute in (1, 2, 3):
         client.evaluate(now=at(f"2025-01-01T00:0{minute}:00"))
     assert schedule_row(conn, "q")["last_enqueued_at"] == at("2025-01-01T00:03:00")
@@ -45,12 +46,12 @@ def test_fires_keep_inserting_into_a_paused_queue_that_dispatches_nothing(
     assert client.work_once() == []
     assert handled == []
     views = client.list_schedules()
-    assert [(v["name"], v["queue_paused"], v["queue_paused_by"]) for v in views] == [("q", True, "ops@host")]
-    assert client.get_schedule("q")["queue_paused"] is True
+    assert [(v.name, v.queue_paused, v.queue_paused_by) for v in views] == [("q", True, "ops@host")]
+    assert client.get_schedule("q").queue_paused is True
     client.queue_resume("reports", operator="ops@host")
     assert [state for _, state in client.work_once()] == ["completed"] * 3
     assert _states(conn) == {"completed": 3}
-    assert client.list_schedules()[0]["queue_paused"] is False
+    assert client.list_schedules()[0].queue_paused is False
 
 
 def test_queue_pause_leaves_other_queues_dispatching(client: Client, conn: Any) -> None:
@@ -87,7 +88,7 @@ def test_queue_drain_cancels_waiting_jobs_only(client: Client, conn: Any) -> Non
     _enqueue(conn, 1, queue="other")
     conn.execute("UPDATE awa.jobs SET state = 'running' WHERE id = (SELECT min(id) FROM awa.jobs)")
     conn.execute("UPDATE awa.jobs SET state = 'retryable' WHERE id = (SELECT min(id) + 1 FROM awa.jobs)")
-    assert client.queue_drain("q") == {"queue": "q", "cancelled": 2}
+    assert client.queue_drain("q") == QueueDrained(queue="q", cancelled=2)
     rows = conn.execute("SELECT queue, state FROM awa.jobs ORDER BY id").fetchall()
     assert [(r["queue"], r["state"]) for r in rows] == [
         ("q", "running"), ("q", "cancelled"), ("q", "cancelled"), ("other", "available"),

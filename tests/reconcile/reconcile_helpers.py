@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from awa_tui import Client
+from awa_tui.engine.models import OwnerPlan
 
 HOURLY = "0 * * * *"
 
@@ -53,13 +54,13 @@ def retired_names(conn: psycopg.Connection[Any]) -> set[str]:
     return {r["name"] for r in rows}
 
 
-def owner_plan(client: Client, owner: str, now: datetime | None = None) -> dict[str, Any]:
+def owner_plan(client: Client, owner: str, now: datetime | None = None) -> OwnerPlan:
     (plan,) = client.plan(owner, now=now)
     return plan
 
 
-def codes(plan: dict[str, Any]) -> set[str]:
-    return {b["code"] for b in plan["blockers"]}
+def codes(plan: OwnerPlan) -> set[str]:
+    return {b["code"] for b in plan.blockers}
 
 
 def result_for(results: list[dict[str, Any]], owner: str) -> dict[str, Any]:

@@ -53,19 +53,19 @@ def test_crossing_two_owners_and_two_rows_never_deadlocks(dsn, conn):
     xfer_x, xfer_y, lifecycle, leader, pauser = clients
 
     def swap(client: Client, name: str) -> None:
-        current = client.get_schedule(name)["owner"]
+        current = client.get_schedule(name).owner
         client.transfer(name, "b" if current == "a" else "a")
 
     def retire_restore(i: int) -> None:
         for name in ("y", "x") if i % 2 else ("x", "y"):
-            if lifecycle.get_schedule(name)["retired_at"]:
+            if lifecycle.get_schedule(name).retired_at:
                 lifecycle.restore(name)
             else:
                 lifecycle.retire(name)
 
     def pause_resume(i: int) -> None:
         for name in ("x", "y"):
-            (pauser.resume if pauser.get_schedule(name)["paused_at"] else pauser.pause)(name)
+            (pauser.resume if pauser.get_schedule(name).paused_at else pauser.pause)(name)
 
     def lead(i: int) -> None:
         leader.reconcile()

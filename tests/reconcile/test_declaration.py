@@ -46,14 +46,14 @@ def test_an_unowned_name_is_never_adopted_silently(dsn, conn, client):
     assert owned(conn) == {"legacy": (None, False)}
     assert row(conn, "legacy")["cron_expr"] == "*/5 * * * *"
     plan = owner_plan(billing, "billing")
-    assert plan["conflicts"][0]["kind"] == "unowned"
+    assert plan.conflicts[0]["kind"] == "unowned"
     assert {"conflict"} <= codes(plan)
     # An operator adopts: the next pass synchronises the definition to the manifest.
     client.adopt("legacy", "billing")
     billing.publish()
     billing.reconcile()
     assert row(conn, "legacy")["cron_expr"] == "0 * * * *"
-    assert owner_plan(billing, "billing")["blockers"] == []
+    assert owner_plan(billing, "billing").blockers == []
     billing.close()
 
 
@@ -114,7 +114,7 @@ def test_explicit_empty_manifest_is_published(dsn, conn):
     assert published["manifest_hash"] == build_manifest("billing", []).hash
     snap = conn.execute("SELECT manifest, manifest_hash FROM awa.runtime_instances").fetchone()
     assert snap == {"manifest": {}, "manifest_hash": published["manifest_hash"]}
-    assert owner_plan(empty, "billing")["fresh_declarations"] == 1
+    assert owner_plan(empty, "billing").fresh_declarations == 1
     empty.close()
 
 
@@ -124,14 +124,14 @@ def test_clean_close_ends_the_declaration_at_once_and_a_dead_runtime_goes_stale(
     closing.publish()
     dying = declare(dsn, "billing", ["invoice"])
     dying.publish()
-    assert owner_plan(closing, "billing")["fresh_declarations"] == 2
+    assert owner_plan(closing, "billing").fresh_declarations == 2
     closing.close()
     observer = Client(dsn, read_only=True)
-    assert owner_plan(observer, "billing")["fresh_declarations"] == 1
+    assert owner_plan(observer, "billing").fresh_declarations == 1
     # The dying runtime never closes: it stays fresh until its window passes.
     dying.db.close_all()
     later = conn.execute("SELECT now() + interval '31 seconds' AS t").fetchone()["t"]
-    assert owner_plan(observer, "billing", now=later)["fresh_declarations"] == 0
+    assert owner_plan(observer, "billing", now=later).fresh_declarations == 0
     observer.close()
 
 
@@ -175,8 +175,8 @@ def test_re_registering_a_retired_name_starts_but_stays_inert_until_restored(dsn
     again.reconcile()
     assert row(conn, "invoice")["retired_at"] is not None
     plan = owner_plan(again, "billing")
-    assert plan["conflicts"] == [{"name": "invoice", "kind": "retired", "owner": "billing",
-                                  "message": plan["conflicts"][0]["message"]}]
+    assert plan.conflicts == [{"name": "invoice", "kind": "retired", "owner": "billing",
+                                  "message": plan.conflicts[0]["message"]}]
     assert "retired_desired" in codes(plan)
     client.restore("invoice")
     assert "retired_desired" not in codes(owner_plan(again, "billing"))

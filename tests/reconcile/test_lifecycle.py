@@ -21,9 +21,9 @@ def test_restore_replays_nothing_from_the_retired_period(client, conn):
     client.pause("hourly")
     restored = client.restore("hourly")
     now = db_now(conn)
-    assert restored["retired_at"] is None and restored["last_enqueued_at"] <= now
-    assert now - restored["last_enqueued_at"] < timedelta(seconds=5)
-    assert restored["paused_at"] is not None  # S28: pause state is kept
+    assert restored.retired_at is None and restored.last_enqueued_at <= now
+    assert now - restored.last_enqueued_at < timedelta(seconds=5)
+    assert restored.paused_at is not None  # S28: pause state is kept
     client.resume("hourly")
     assert client.evaluate().fired == 0
     assert job_count(conn) == 0
@@ -39,7 +39,7 @@ def test_restore_never_moves_the_fire_boundary_backwards(client, conn):
     future = db_now(conn) + timedelta(hours=2)
     conn.execute("UPDATE awa.cron_jobs SET last_enqueued_at = %s", (future,))
     client.retire("tick")
-    assert client.restore("tick")["last_enqueued_at"] == future
+    assert client.restore("tick").last_enqueued_at == future
 
 
 def test_each_action_is_audited_with_operator_and_before_after(dsn, client, conn):
@@ -50,13 +50,13 @@ def test_each_action_is_audited_with_operator_and_before_after(dsn, client, conn
     client.retire("job", operator="carol")
     client.restore("job", operator="dave")
     entries = list(reversed(client.list_audit("job")))
-    assert [(e["action"], e["operator"]) for e in entries] == [
+    assert [(e.action, e.operator) for e in entries] == [
         ("adopt", "alice"), ("transfer", "bob"), ("retire", "carol"), ("restore", "dave")]
-    assert entries[0]["before"]["owner"] is None and entries[0]["after"]["owner"] == "billing"
-    assert entries[1]["before"]["owner"] == "billing" and entries[1]["after"]["owner"] == "payments"
-    assert entries[2]["before"]["retired_at"] is None and entries[2]["after"]["retired_by"] == "carol"
-    assert entries[3]["before"]["retired_at"] is not None and entries[3]["after"]["retired_at"] is None
-    assert all(e["at"] is not None for e in entries)
+    assert entries[0].before["owner"] is None and entries[0].after["owner"] == "billing"
+    assert entries[1].before["owner"] == "billing" and entries[1].after["owner"] == "payments"
+    assert entries[2].before["retired_at"] is None and entries[2].after["retired_by"] == "carol"
+    assert entries[3].before["retired_at"] is not None and entries[3].after["retired_at"] is None
+    assert all(e.at is not None for e in entries)
 
 
 def test_lifecycle_errors_are_one_line_and_specific(client, conn):

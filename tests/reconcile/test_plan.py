@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from datetime import timedelta
@@ -13,6 +14,7 @@ from reconcile_helpers import codes, db_now, declare, owner_plan, result_for, re
 
 from awa_tui import Client, NotFound
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
+from awa_tui.engine.models import OwnerCounts
 from awa_tui.engine.ownership import reconcile
 
 
@@ -38,7 +40,7 @@ def test_plan_changes_nothing(dsn, conn):
     before = _table_state(conn)
     viewer = Client(dsn, read_only=True)
     plan = owner_plan(viewer, "billing")
-    assert plan["retirements"] == ["dunning"] and plan["will_retire"]
+    assert plan.retirements == ["dunning"] and plan.will_retire
     viewer.list_owners()
     assert _table_state(conn) == before
     viewer.close()
@@ -81,8 +83,8 @@ def test_plan_is_not_blocked_by_a_holder_of_the_protocol_lock(dsn, conn):
     viewer = Client(dsn, read_only=True)
     with viewer.db.connection() as c:
         c.execute("SET lock_timeout = '200ms'")
-    assert owner_plan(viewer, "billing")["retirements"] == ["dunning"]
-    assert viewer.list_owners()[0]["owner"] == "billing"
+    assert owner_plan(viewer, "billing").retirements == ["dunning"]
+    assert viewer.list_owners()[0].owner == "billing"
     holder.execute("ROLLBACK")
     holder.close()
     viewer.close()
@@ -117,22 +119,22 @@ def test_plan_reports_every_blocking_reason(dsn, conn):
     slow_old.sync()
     slow = declare(dsn, "slow", ["s1"], grace=timedelta(minutes=10))
     slow.publish(now=t0)
-    plans = {p["owner"]: p for p in observer.plan(now=t0 + timedelta(seconds=1))}
+    plans = {p.owner: p for p in observer.plan(now=t0 + timedelta(seconds=1))}
     assert codes(plans["gone"]) == {"no_fresh_declaration"}
     assert codes(plans["mixed"]) == {"mixed_manifests"}
     assert codes(plans["conflicted"]) == {"conflict", "retired_desired"}
-    assert {(c["name"], c["kind"], c["owner"]) for c in plans["conflicted"]["conflicts"]} == {
+    assert {(c["name"], c["kind"], c["owner"]) for c in plans["conflicted"].conflicts} == {
         ("loose", "unowned", None), ("theirs", "foreign", "other"), ("tomb", "retired", "conflicted")}
-    grace = next(b for b in plans["slow"]["blockers"] if b["code"] == "grace_remaining")
+    grace = next(b for b in plans["slow"].blockers if b["code"] == "grace_remaining")
     assert grace["seconds_left"] == pytest.approx(599, abs=1) and grace["blocks"] == ["retirements"]
-    assert plans["slow"]["retirements"] == ["s2"] and not plans["slow"]["will_retire"]
+    assert plans["slow"].retirements == ["s2"] and not plans["slow"].will_retire
     # An older binary's fresh snapshot blocks retirement for everyone.
     conn.execute(
         "INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, started_at, last_seen_at) "
         "VALUES (%s, 'old', 7, '0.6.7', %s, %s)", (uuid.uuid4(), t0, t0))
-    plans = {p["owner"]: p for p in observer.plan(now=t0 + timedelta(seconds=1))}
+    plans = {p.owner: p for p in observer.plan(now=t0 + timedelta(seconds=1))}
     assert all("incapable_runtime" in codes(p) for p in plans.values())
-    for blocker in plans["slow"]["blockers"]:
+    for blocker in plans["slow"].blockers:
         assert blocker["message"] and "\n" not in blocker["message"]
     with pytest.raises(NotFound, match="unknown owner 'nobody'"):
         observer.plan("nobody")
@@ -150,15 +152,15 @@ def test_list_owners_summarises_each_owner(dsn, conn):
     leader.reconcile(now=t0)
     leader.retire("dunning")
     (summary,) = leader.list_owners(now=t0 + timedelta(seconds=10))
-    assert summary["owner"] == "billing"
-    assert summary["fresh_runtimes"] == 1
-    assert summary["manifest_hashes"] == [new.manifest.hash]
-    assert summary["certificate_hash"] is None  # the retire voided it
-    assert (summary["schedules_owned"], summary["schedules_retired"]) == (2, 1)
-    assert summary["grace_required_s"] == 300
-    assert summary["agreement_since"] is None  # a retired desired name stops the clock
-    assert {b["code"] for b in summary["blockers"]} == {"retired_desired"}
-    assert summary["pending"] == {"inserts": 0, "updates": 0, "retirements": 1}
-    json.dumps(summary, default=str)
+    assert summary.owner == "billing"
+    assert summary.fresh_runtimes == 1
+    assert summary.manifest_hashes == [new.manifest.hash]
+    assert summary.certificate_hash is None  # the retire voided it
+    assert (summary.schedules_owned, summary.schedules_retired) == (2, 1)
+    assert summary.grace_required_s == 300
+    assert summary.agreement_since is None  # a retired desired name stops the clock
+    assert {b["code"] for b in summary.blockers} == {"retired_desired"}
+    assert summary.pending == OwnerCounts(inserts=0, updates=0, retirements=1)
+    json.dumps(dataclasses.asdict(summary), default=str)
     for c in (old, new, leader):
         c.close()

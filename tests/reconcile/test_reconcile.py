@@ -65,15 +65,15 @@ def test_definitions_sync_at_once_from_a_single_manifest(dsn, conn, leader, t0):
     new = declare(dsn, "billing", {"invoice": "*/15 * * * *"}, grace=timedelta(days=1))
     new.publish(now=t0)
     plan = owner_plan(leader, "billing", now=t0)
-    assert plan["will_update"]
-    assert plan["updates"] == [{"name": "invoice",
+    assert plan.will_update
+    assert plan.updates == [{"name": "invoice",
                                 "changes": {"cron_expr": {"from": "0 * * * *", "to": "*/15 * * * *"}}}]
     result = result_for(leader.reconcile(now=t0), "billing")  # no grace needed for definitions
     assert result["updated"] == ["invoice"] and result["certified"]
     synced = row(conn, "invoice")
     assert synced["cron_expr"] == "*/15 * * * *" and synced["next_fire_at"] is None
     audit = leader.list_audit("invoice")[0]
-    assert (audit["action"], audit["operator"]) == ("sync_definition", "awa-reconciler")
+    assert (audit.action, audit.operator) == ("sync_definition", "awa-reconciler")
     new.close()
 
 
@@ -137,7 +137,7 @@ def test_freshness_window_is_max_30s_and_3_intervals_in_db_time(dsn, conn, inter
     # Age the snapshot in DB time and look with DB time (now=None).
     for age, fresh in ((window_s - 1, 1), (window_s + 1, 0)):
         conn.execute("UPDATE awa.runtime_instances SET last_seen_at = now() - %s", (timedelta(seconds=age),))
-        assert owner_plan(observer, "billing")["fresh_declarations"] == fresh, age
+        assert owner_plan(observer, "billing").fresh_declarations == fresh, age
     observer.close()
     runtime.db.close_all()
 
@@ -155,7 +155,7 @@ def test_grace_is_honoured_and_reset_by_a_missed_evidence_window(dsn, conn, lead
         result = beat(second)
         assert result["retired"] == [] and result["agreement_since"] == t0
     plan = owner_plan(leader, "billing", now=t0 + 280 * S)
-    grace = next(b for b in plan["blockers"] if b["code"] == "grace_remaining")
+    grace = next(b for b in plan.blockers if b["code"] == "grace_remaining")
     assert grace["seconds_left"] == pytest.approx(20)
     # Silence for 40 s (> the 30 s window): the next evidence restarts the clock.
     result = beat(320)
@@ -225,7 +225,7 @@ def test_transfer_invalidates_exactly_the_two_owners_certificates(dsn, conn, lea
     leader.transfer("a2", "b")
     assert certificates() == {"a": None, "b": None, "c": clients["c"].manifest.hash}
     audit = leader.list_audit("a2")[0]
-    assert audit["action"] == "transfer" and audit["detail"] == {"from_owner": "a", "to_owner": "b"}
+    assert audit.action == "transfer" and audit.detail == {"from_owner": "a", "to_owner": "b"}
     for client in clients.values():
         client.close()
 
@@ -235,8 +235,8 @@ def test_certified_owner_reconciles_from_the_certificate(dsn, conn, leader, t0):
     billing.publish(now=t0)
     leader.reconcile(now=t0)
     plan = owner_plan(leader, "billing", now=t0)
-    assert plan["certificate"]["current"] and plan["blockers"] == []
-    assert (plan["inserts"], plan["updates"], plan["retirements"]) == ([], [], [])
+    assert plan.certificate.current and plan.blockers == []
+    assert (plan.inserts, plan.updates, plan.retirements) == ([], [], [])
     # A row deleted behind the engine's back is noticed (the count no longer matches) and
     # the missing name is inserted again by the next pass.
     conn.execute("DELETE FROM awa.cron_jobs WHERE name = 'invoice'")
@@ -250,11 +250,11 @@ def test_retire_owner_needs_no_live_runtime_and_restore_owner_brings_all_back(ds
     leader.periodic("other", "0 * * * *", "test.job")
     leader.sync()
     result = leader.retire_owner("billing")
-    assert result["names"] == ["dunning", "invoice"] and result["count"] == 2
+    assert result.names == ["dunning", "invoice"] and result.count == 2
     assert retired_names(conn) == {"dunning", "invoice"}
-    assert leader.list_audit("owner:billing")[0]["action"] == "retire_owner"
+    assert leader.list_audit("owner:billing")[0].action == "retire_owner"
     restored = leader.restore_owner("billing")
-    assert restored["names"] == ["dunning", "invoice"]
+    assert restored.names == ["dunning", "invoice"]
     assert retired_names(conn) == set()
 
 
@@ -263,11 +263,11 @@ def test_reconcile_and_plan_agree(dsn, conn, leader, t0):
     new = declare(dsn, "billing", {"invoice": "*/2 * * * *", "fresh": "0 * * * *"})
     new.publish(now=t0)
     plan = owner_plan(leader, "billing", now=t0)
-    assert (plan["will_insert"], plan["will_update"], plan["will_retire"]) == (True, True, True)
+    assert (plan.will_insert, plan.will_update, plan.will_retire) == (True, True, True)
     result = result_for(leader.reconcile(now=t0), "billing")
-    assert result["inserted"] == [i["name"] for i in plan["inserts"]] == ["fresh"]
-    assert result["updated"] == [u["name"] for u in plan["updates"]] == ["invoice"]
-    assert result["retired"] == plan["retirements"] == ["old"]
+    assert result["inserted"] == [i["name"] for i in plan.inserts] == ["fresh"]
+    assert result["updated"] == [u["name"] for u in plan.updates] == ["invoice"]
+    assert result["retired"] == plan.retirements == ["old"]
     assert "blockers" in result and codes(owner_plan(leader, "billing", now=t0)) == set()
     new.close()
 

@@ -172,7 +172,7 @@ def make_machine(admin_dsn: str, template: str) -> type[RuleBasedStateMachine]:
                 else:
                     result = getattr(self.operator, action)(owner, now=self.now)
                     if action == "restore_owner":
-                        self.boundary.update(dict.fromkeys(result["names"], self.now))
+                        self.boundary.update(dict.fromkeys(result.names, self.now))
                 if action == "restore":
                     self.boundary[name] = self.now
             except (Conflict, NotFound):

@@ -123,7 +123,7 @@ def test_read_only_role_reads_everything_and_refuses_every_mutation(
     # In-process too: the engine refuses, one line, whatever the client believes.
     with Client(ro_dsn, operator="ro") as client:
         assert "lacks UPDATE on awa.cron_jobs" in (client.write_refusal() or "")
-        assert [s["name"] for s in client.list_schedules()] == ["rel-owned", "rel-paused", "rel-retired", "rel-x"]
+        assert [s.name for s in client.list_schedules()] == ["rel-owned", "rel-paused", "rel-retired", "rel-x"]
         for action in (client.pause, client.resume, client.trigger, client.remove):
             with pytest.raises(ReadOnly) as caught:
                 action("rel-x")

@@ -176,7 +176,7 @@ async def test_owner_wide_retire_and_restore_from_the_owners_panel(console, conn
     await pilot.press(*"platform", "enter")
     await until(pilot, lambda: row_of(conn, "metrics.rollup")["retired_at"] is not None, what="retire owner")
     await until(pilot, lambda: any("retired owner platform: 1 schedules" in n for n in notes(app)), what="note")
-    await until(pilot, lambda: app.main.panel("owners").rows["platform"]["schedules_retired"] == 1,
+    await until(pilot, lambda: app.main.panel("owners").rows["platform"].schedules_retired == 1,
                 what="owners refreshed")
     await pilot.press("u")
     await confirm_open(pilot, app)
@@ -197,7 +197,7 @@ async def test_queue_pause_and_resume_from_the_queues_panel(console, conn):
     await pilot.press("y")
     paused = lambda: conn.execute("SELECT paused FROM awa.queue_meta WHERE queue = 'reports'").fetchone()  # noqa: E731
     await until(pilot, lambda: paused() and paused()["paused"], what="queue paused")
-    await until(pilot, lambda: app.main.panel("queues").rows["reports"]["paused"], what="panel refreshed")
+    await until(pilot, lambda: app.main.panel("queues").rows["reports"].paused, what="panel refreshed")
     await pilot.press("s")
     dialog = await confirm_open(pilot, app)
     assert dialog.heading == "Resume queue?"
@@ -226,5 +226,5 @@ async def test_detail_screen_actions_act_on_its_schedule(console, conn):
     await confirm_open(pilot, app)
     await pilot.press("y")
     await until(pilot, lambda: row_of(conn, "reports.hourly")["paused_at"] is not None, what="pause from detail")
-    await until(pilot, lambda: getattr(app.screen, "data", {}) and app.screen.data["schedule"]["state"] == "paused",
+    await until(pilot, lambda: getattr(app.screen, "data", None) and app.screen.data.schedule.state == "paused",
                 what="detail reloaded")

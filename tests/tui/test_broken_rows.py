@@ -67,10 +67,10 @@ async def test_the_detail_screen_of_every_row_renders(console_factory: Any, conn
                 pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.data and app.screen,
                 what=f"detail of {name[:40]}",
             )
-            assert screen.data["schedule"]["fault"] == expected.get(name)
+            assert screen.data.schedule.fault == expected.get(name)
             text = _rendered(screen.query_one("#detail-body").content)
             if name in expected:
-                assert screen.data["next"] == []
+                assert screen.data.next == []
                 assert f"BROKEN {expected[name]}" in text
                 assert "none: a BROKEN schedule never fires until repaired" in text
             else:

@@ -5,6 +5,7 @@ is a plain DataTable next to it in the same app, holding the same cell objects."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.widgets import DataTable
 
+from awa_tui.engine.models import SchedulePageRow
 from awa_tui.tui.panels.schedules import COLUMNS, cells
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 from awa_tui.tui.widgets.live import Clock
@@ -22,17 +24,20 @@ from awa_tui.tui.widgets.live import Clock
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 
 
-def schedule(i: int) -> dict[str, Any]:
+def schedule(i: int) -> SchedulePageRow:
     state = ("active", "paused", "retired")[i % 3]
-    return {
-        "name": f"tenant-{i}.job-with-a-long-name", "state": state, "next_fire": NOW + timedelta(minutes=5, seconds=i),
-        "next_fire_due": False, "last_enqueued_at": NOW - timedelta(minutes=i) if i % 4 else None,
-        "lateness": timedelta(seconds=i / 10), "cron_expr": "*/5 * * * *", "timezone": "Europe/Paris",
-        "missed_fire_policy": "skip", "owner": "billing" if i % 2 else None, "queue": f"q{i % 3}",
-        "queue_paused": i % 5 == 0, "paused_by": "alice@ops" if state == "paused" else None,
-        "paused_at": NOW if state == "paused" else None, "retired_by": "bob@ops" if state == "retired" else None,
-        "retired_at": NOW if state == "retired" else None,
-    }
+    return SchedulePageRow(
+        name=f"tenant-{i}.job-with-a-long-name", state=state, next_fire=NOW + timedelta(minutes=5, seconds=i),
+        next_fire_due=False, last_enqueued_at=NOW - timedelta(minutes=i) if i % 4 else None,
+        lateness=timedelta(seconds=i / 10), cron_expr="*/5 * * * *", timezone="Europe/Paris",
+        missed_fire_policy="skip", owner="billing" if i % 2 else None, queue=f"q{i % 3}",
+        queue_paused=i % 5 == 0, paused_by="alice@ops" if state == "paused" else None,
+        paused_at=NOW if state == "paused" else None, retired_by="bob@ops" if state == "retired" else None,
+        retired_at=NOW if state == "retired" else None,
+        # Not shown in the table's cells:
+        kind="k", priority=2, max_attempts=25, next_fire_at=None, created_at=NOW, updated_at=NOW, fault=None,
+        queue_paused_by=None, queue_paused_at=None, last_job_state=None,
+    )
 
 
 class Twins(App[None]):
@@ -134,7 +139,7 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
 
         # An update: a row's state changed.
         await warm(pilot, keyed)
-        changed = {**schedule(1), "state": "active", "paused_by": None, "paused_at": None}
+        changed = replace(schedule(1), state="active", paused_by=None, paused_at=None)
         new_cells = cells(changed, clock)
         keyed.sync([(key, new_cells if key == rows[1][0] else row) for key, row in rows])
         stock.update_cell(rows[1][0], "state", new_cells[1])

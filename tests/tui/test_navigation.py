@@ -121,10 +121,10 @@ async def test_enter_opens_detail_with_next_fires_and_dst_marks(console_factory)
         await pilot.press("enter")
         screen = await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.data and app.screen,
                              what="detail")
-        fires = screen.data["next"]
+        fires = screen.data.next
         assert len(fires) == 5
-        assert fires[0]["utc"].isoformat() == "2025-03-09T07:00:00+00:00" and fires[0]["dst"] == "gap"
-        assert [j["state"] for j in screen.data["recent"]] == ["completed", "completed"]
+        assert fires[0].utc.isoformat() == "2025-03-09T07:00:00+00:00" and fires[0].dst == "gap"
+        assert [j.state for j in screen.data.recent] == ["completed", "completed"]
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, DetailScreen), what="back")
 

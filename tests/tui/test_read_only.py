@@ -77,31 +77,3 @@ def test_the_engine_refuses_mutations_of_a_read_only_client(seeded):
                 call()
     finally:
         client.close()
-
-
-async def test_a_build_without_reconciliation_says_so_and_drops_its_actions(seeded):
-    from tui_seed import DB_LABEL, NOW
-
-    from awa_tui.tui.config import ConsoleConfig
-    from awa_tui.tui.launch import create_app
-
-    class CoreOnlyClient(Client):
-        """The engine before owner-scoped reconciliation: no owners, plans or lifecycle."""
-
-        list_owners = plan = adopt = transfer = retire = restore = retire_owner = restore_owner = None
-
-    client = CoreOnlyClient(seeded, operator="alice@ops")
-    app = create_app(ConsoleConfig(client=client, db_label=DB_LABEL, clock=lambda: NOW))
-    try:
-        async with app.run_test(size=(120, 36)) as pilot:
-            await ready(pilot, app)
-            assert {"pause/resume", "trigger"} <= footer_actions(app)
-            assert not [a for a in ACTS if a.action in ("adopt", "retire", "restore", "retire_owner")
-                        and app.action_allowed(a.scope, a.action)]
-            for key, panel in (("2", "owners"), ("4", "plan")):
-                await pilot.press(key)
-                await settled(pilot, app)
-                text = str(app.main.query_one(f"#{panel}-unavailable").render())
-                assert "not available in this build" in text
-    finally:
-        client.close()

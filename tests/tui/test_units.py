@@ -3,12 +3,14 @@ operation guards, and the launcher's argument checks."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.models import ScheduleRow
 from awa_tui.tui import operations
 from awa_tui.tui.formatting import lateness, relative, span_precise
 from awa_tui.tui.launch import build_config
@@ -68,13 +70,18 @@ def test_attention_from_the_lock_holder_and_its_lease():
 
 
 def test_operations_refuse_nonsense_at_keypress():
-    retired = {"name": "x", "state": "retired", "retired_by": "bob", "queue": "q", "owner": None}
+    retired = ScheduleRow(
+        name="x", cron_expr="* * * * *", timezone="UTC", kind="k", queue="q", priority=2, max_attempts=25,
+        missed_fire_policy="coalesce", last_enqueued_at=None, next_fire_at=None, created_at=NOW, updated_at=NOW,
+        paused_at=None, paused_by=None, owner=None, retired_at=NOW, retired_by="bob", fault=None,
+        queue_paused=False, queue_paused_by=None, state="retired",
+    )
     with pytest.raises(operations.NotPossible, match="restore it first"):
         operations.toggle_pause(retired)
     with pytest.raises(operations.NotPossible):
         operations.trigger(retired)
     with pytest.raises(operations.NotPossible, match="not retired"):
-        operations.restore({**retired, "state": "active"})
+        operations.restore(replace(retired, state="active"))
 
 
 def test_launcher_rejects_inconsistent_options():

@@ -10,29 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
     from awa_tui.tui.app import ConsoleApp
 
-Work = Callable[[Any, datetime | None], Any]
+Work = Callable[[ConsoleBackend, datetime | None], Any]
+Row = TypeVar("Row")  # the read model one table row shows (awa_tui/engine/models.py)
 
 
-class Panel(Vertical):
+class Panel(Vertical, Generic[Row]):
     panel_id: ClassVar[str]
     title: ClassVar[str]
 
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
         self.now: datetime | None = None
-        self.rows: dict[str, dict[str, Any]] = {}  # keyed by the shown key (the table's row key); real rows
+        self.rows: dict[str, Row] = {}  # keyed by the shown key (the table's row key); real rows
 
     @property
     def console(self) -> ConsoleApp:
@@ -50,29 +52,8 @@ class Panel(Vertical):
     def title_line(self, text: Text | str) -> None:
         self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
 
-    def needs(self, method: str, feature: str) -> None:
-        """Show the table (and its summary) only if this build's Client has `method`; else say so."""
-        available = self.console.supports(method)
-        note = self.query_one(".unavailable", Static)
-        note.display = not available
-        note.update(unavailable(feature, method))
-        for part in (self.table, *self.query(".row-summary")):
-            part.display = available
-
     def work(self) -> Work:
         raise NotImplementedError
-
-    def work_if_supported(self, method: str) -> Work:
-        """Fetch `client.<method>(now=now)`, or None when this build's Client has no such method."""
-        if not self.console.supports(method):
-            return lambda client, now: None
-        return lambda client, now: getattr(client, method)(now=now)
-
-    def said_unavailable(self, data: Any) -> bool:
-        """True (and the title says so) for work_if_supported's None."""
-        if data is None:
-            self.title_line(Text.assemble((f"{self.title} ", "bold"), "not available in this build"))
-        return data is None
 
     def show(self, data: Any, now: datetime) -> None:
         raise NotImplementedError
@@ -85,22 +66,13 @@ class Panel(Vertical):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed(self.panel_id, action)
 
-    def selected_row(self) -> dict[str, Any] | None:
+    def selected_row(self) -> Row | None:
         key = self.table.selected_key
         return self.rows.get(key) if key else None
 
-    def chosen_row(self, what: str) -> dict[str, Any]:
+    def chosen_row(self, what: str) -> Row:
         """The row under the cursor, for an action: NotPossible (said at keypress) when none."""
         row = self.selected_row()
         if row is None:
             raise NotPossible(f"no {what} selected")
         return row
-
-
-def unavailable(feature: str, method: str) -> Text:
-    """The honest state of a panel whose engine part is not in this build."""
-    return Text.assemble(
-        (f"{feature} are not available in this build.\n\n", "bold"),
-        f"The engine has no Client.{method}() yet (owner-scoped reconciliation is not installed). "
-        "Everything else in the console works; the schedules panel still shows each schedule's owner.",
-    )

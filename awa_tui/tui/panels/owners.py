@@ -2,18 +2,18 @@
 synchronised (certificate), the grace clock of automatic retirement, and what blocks
 reconciliation. Owner-wide retire and restore act from here.
 
-Needs `Client.list_owners()` (owner-scoped reconciliation); without it the panel says so.
+Reads `ConsoleBackend.list_owners()`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.engine.models import OwnerSummary
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
@@ -33,18 +33,18 @@ COLUMNS = (
 )
 
 
-def manifest_text(row: dict[str, Any]) -> str:
+def manifest_text(row: OwnerSummary) -> str:
     """'9a8b7c6d synced' / '9a8b7c6d NOT SYNCED' / 'MIXED x2' / 'none live'."""
-    hashes = row.get("manifest_hashes") or []
+    hashes = row.manifest_hashes
     if len(hashes) > 1:
         return f"MIXED x{len(hashes)}"
     if not hashes:
         return "none live"
-    return f"{hashes[0][:8]} {'synced' if row.get('certified') else 'NOT SYNCED'}"
+    return f"{hashes[0][:8]} {'synced' if row.certified else 'NOT SYNCED'}"
 
 
-def grace_text(row: dict[str, Any]) -> str:
-    remaining, required = row.get("grace_remaining_s"), row.get("grace_required_s")
+def grace_text(row: OwnerSummary) -> str:
+    remaining, required = row.grace_remaining_s, row.grace_required_s
     if remaining is None:
         return "-"
     if remaining <= 0:
@@ -52,57 +52,52 @@ def grace_text(row: dict[str, Any]) -> str:
     return f"{span_precise(remaining)} left" if required else "-"
 
 
-def pending_text(row: dict[str, Any]) -> str:
-    pending = row.get("pending") or {}
-    parts = [f"{sign}{pending[key]}" for key, sign in (("inserts", "+"), ("updates", "~"), ("retirements", "-"))
-             if pending.get(key)]
+def pending_text(row: OwnerSummary) -> str:
+    pending = row.pending
+    parts = [f"{sign}{count}" for count, sign in ((pending.inserts, "+"), (pending.updates, "~"),
+                                                   (pending.retirements, "-")) if count]
     return " ".join(parts) or "none"
 
 
-def blocker_codes(row: dict[str, Any]) -> str:
-    return ", ".join(b.get("code", "?") for b in row.get("blockers") or []) or "-"
+def blocker_codes(row: OwnerSummary) -> str:
+    return ", ".join(b.get("code", "?") for b in row.blockers) or "-"
 
 
-def cells(row: dict[str, Any]) -> tuple[Text, ...]:
-    blocked = bool(row.get("blockers"))
+def cells(row: OwnerSummary) -> tuple[Text, ...]:
+    blocked = bool(row.blockers)
     return (
-        cell(row["owner"]),
-        cell(manifest_text(row), "" if row.get("certified") else "bold"),
+        cell(row.owner),
+        cell(manifest_text(row), "" if row.certified else "bold"),
         cell(blocker_codes(row), "bold" if blocked else ""),
-        cell(row.get("fresh_runtimes", 0)),
-        cell(row.get("schedules_owned", 0)),
-        cell(row.get("schedules_retired", 0)),
+        cell(row.fresh_runtimes),
+        cell(row.schedules_owned),
+        cell(row.schedules_retired),
         cell(grace_text(row)),
         cell(pending_text(row)),
     )
 
 
-class OwnersPanel(Panel):
+class OwnersPanel(Panel[OwnerSummary]):
     panel_id = "owners"
     title = "Owners"
     BINDINGS = actions.bindings("owners")
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield Static(id="owners-unavailable", classes="unavailable")
         yield KeyedTable(COLUMNS, id="owners-table")
         yield Static(id="owners-summary", classes="row-summary")
 
     def on_mount(self) -> None:
         self.title_line("Owners: loading…")
-        self.needs("list_owners", "Owners")
-
     def work(self) -> Work:
-        return self.work_if_supported("list_owners")
+        return lambda client, now: client.list_owners(now=now)
 
-    def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if self.said_unavailable(data):
-            return
+    def show(self, data: list[OwnerSummary], now: datetime) -> None:
         self.now = now
         # Keyed by the shown owner (the table's first column is its key); values stay real rows.
-        self.rows = {printable(row["owner"]): row for row in data}
-        blocked = sum(1 for r in data if r.get("blockers"))
-        unsynced = sum(1 for r in data if not r.get("certified"))
+        self.rows = {printable(row.owner): row for row in data}
+        blocked = sum(1 for r in data if r.blockers)
+        unsynced = sum(1 for r in data if not r.certified)
         self.title_line(Text.assemble(
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
             "PENDING: +insert ~update -retire",
@@ -121,15 +116,15 @@ class OwnersPanel(Panel):
             widget.update("No owner has declared a manifest or owns a schedule.")
             return
         row = printable_row(row)
-        text = Text.assemble((row["owner"], "bold"), ": ")
-        blockers = row.get("blockers") or []
+        text = Text.assemble((row.owner, "bold"), ": ")
+        blockers = row.blockers
         if blockers:
             text.append("BLOCKED", style="bold")
             text.append(": " + "; ".join(b.get("message", b.get("code", "?")) for b in blockers))
         else:
             text.append("reconciles freely")
-        if row.get("certified_at"):
-            text.append(f" · certified {relative(row['certified_at'], self.now)}")
+        if row.certified_at:
+            text.append(f" · certified {relative(row.certified_at, self.now)}")
         widget.update(text)
 
     def action_retire_owner(self) -> None:

@@ -2,7 +2,7 @@
 retirements, conflicts, and every reason that blocks them. A preview: it changes
 nothing, and the leader's apply re-checks everything under the protocol lock.
 
-Needs `Client.plan()`; without it the panel says so.
+Reads `ConsoleBackend.plan()`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.engine.models import OwnerPlan
 from awa_tui.printable import printable_row
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
@@ -35,46 +36,41 @@ def _changes(update: dict[str, Any]) -> str:
     return "; ".join(f"{col}: {c.get('from')} -> {c.get('to')}" for col, c in changes.items()) or "definition"
 
 
-def owner_lines(entry: dict[str, Any]) -> list[Line]:
+def owner_lines(entry: OwnerPlan) -> list[Line]:
     """One owner's plan, blockers first (they explain why the changes below may wait)."""
-    owner = entry["owner"]
+    owner = entry.owner
     lines: list[Line] = [
-        (owner, "BLOCKED", "-", "-", f"{b.get('code')}: {b.get('message', '')}") for b in entry.get("blockers") or []
+        (owner, "BLOCKED", "-", "-", f"{b.get('code')}: {b.get('message', '')}") for b in entry.blockers
     ]
-    def applies(flag: str) -> str:
-        return "yes" if entry.get(flag) else "no"
 
-    lines += [(owner, "CONFLICT", "no", c["name"], c.get("message", c.get("kind", "")))
-              for c in entry.get("conflicts") or []]
-    lines += [(owner, "INSERT", applies("will_insert"), i["name"], "new in the manifest")
-              for i in entry.get("inserts") or []]
-    lines += [(owner, "UPDATE", applies("will_update"), u["name"], _changes(u)) for u in entry.get("updates") or []]
-    lines += [(owner, "RETIRE", applies("will_retire"), name, "absent from the manifest")
-              for name in entry.get("retirements") or []]
+    def applies(flag: bool) -> str:
+        return "yes" if flag else "no"
+
+    lines += [(owner, "CONFLICT", "no", c["name"], c.get("message", c.get("kind", ""))) for c in entry.conflicts]
+    lines += [(owner, "INSERT", applies(entry.will_insert), i["name"], "new in the manifest") for i in entry.inserts]
+    lines += [(owner, "UPDATE", applies(entry.will_update), u["name"], _changes(u)) for u in entry.updates]
+    lines += [(owner, "RETIRE", applies(entry.will_retire), name, "absent from the manifest")
+              for name in entry.retirements]
     if len(lines) == 0:
         lines.append((owner, "none", "-", "-", "in sync: nothing to do"))
     return lines
 
 
-class PlanPanel(Panel):
+class PlanPanel(Panel[OwnerPlan]):
     panel_id = "plan"
     title = "Plan"
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield Static(id="plan-unavailable", classes="unavailable")
         yield KeyedTable(COLUMNS, id="plan-table")
 
     def on_mount(self) -> None:
         self.title_line("Plan: loading…")
-        self.needs("plan", "Reconciliation plans")
 
     def work(self) -> Work:
-        return self.work_if_supported("plan")
+        return lambda client, now: client.plan(now=now)
 
-    def show(self, data: list[dict[str, Any]] | None, now: datetime) -> None:
-        if self.said_unavailable(data):
-            return
+    def show(self, data: list[OwnerPlan], now: datetime) -> None:
         # Names, messages and changed values come from the database: escaped for display.
         lines = [line for entry in data for line in owner_lines(printable_row(entry))]
         blocked = sum(1 for line in lines if line[1] == "BLOCKED")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.engine.models import QueueRow
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
@@ -27,20 +27,20 @@ COLUMNS = (
 )
 
 
-def cells(row: dict[str, Any], now: datetime) -> tuple[Text, ...]:
-    paused = row["paused"]
+def cells(row: QueueRow, now: datetime) -> tuple[Text, ...]:
+    paused = row.paused
     return (
-        cell(row["queue"]),
+        cell(row.queue),
         cell("PAUSED" if paused else "active", "bold yellow" if paused else ""),
-        cell(f"{row['available']:,}"),
-        cell(f"{row['running']:,}"),
-        cell(f"{row['schedules']:,}"),
-        cell(row["paused_by"] if paused else "-"),
-        cell(f"{short_utc(row['paused_at'])}" if paused else "-"),
+        cell(f"{row.available:,}"),
+        cell(f"{row.running:,}"),
+        cell(f"{row.schedules:,}"),
+        cell(row.paused_by if paused else "-"),
+        cell(f"{short_utc(row.paused_at)}" if paused else "-"),
     )
 
 
-class QueuesPanel(Panel):
+class QueuesPanel(Panel[QueueRow]):
     panel_id = "queues"
     title = "Queues"
     BINDINGS = actions.bindings("queues")
@@ -56,11 +56,11 @@ class QueuesPanel(Panel):
     def work(self) -> Work:
         return lambda client, now: client.list_queues()
 
-    def show(self, data: list[dict[str, Any]], now: datetime) -> None:
+    def show(self, data: list[QueueRow], now: datetime) -> None:
         self.now = now
         # Keyed by the shown queue (the table's first column is its key); values stay real rows.
-        self.rows = {printable(row["queue"]): row for row in data}
-        paused = sum(1 for r in data if r["paused"])
+        self.rows = {printable(row.queue): row for row in data}
+        paused = sum(1 for r in data if r.paused)
         self.title_line(
             Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
         )
@@ -77,10 +77,10 @@ class QueuesPanel(Panel):
             widget.update("No queues yet.")
             return
         row = printable_row(row)
-        text = Text.assemble((row["queue"], "bold"), ": ")
-        if row["paused"]:
+        text = Text.assemble((row.queue, "bold"), ": ")
+        if row.paused:
             text.append("PAUSED", style="bold")
-            text.append(f" by {row['paused_by']} {relative(row['paused_at'], self.now)}; schedules keep firing into it")
+            text.append(f" by {row.paused_by} {relative(row.paused_at, self.now)}; schedules keep firing into it")
         else:
             text.append("active; workers claim from it")
         widget.update(text)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from awa_tui.engine.models import RuntimeRow
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
 from awa_tui.tui.formatting import relative, span, utc
@@ -42,7 +42,7 @@ COLUMNS = (
 class RuntimesView:
     """What the runtimes panel shows: the snapshot rows and the lock holder."""
 
-    rows: list[dict[str, Any]]
+    rows: list[RuntimeRow]
     leadership: Leadership
 
 
@@ -67,30 +67,30 @@ def leader_text(leadership: Leadership) -> str:
     return f"leader {leadership.holder()}, lease {span(left or 0)}"
 
 
-def state_text(row: dict[str, Any]) -> str:
-    if row["stopped_at"] is not None:
+def state_text(row: RuntimeRow) -> str:
+    if row.stopped_at is not None:
         return "stopped"
-    return "fresh" if row["fresh"] else "STALE"
+    return "fresh" if row.fresh else "STALE"
 
 
 ROLES = {"leader": "LEADER", "stalled": "STALLED", "follower": "follower"}
 
 
-def cells(row: dict[str, Any], now: datetime) -> tuple[Text, ...]:
-    role = row.get("role", "follower")
-    manifest = row.get("manifest_hash")
+def cells(row: RuntimeRow, now: datetime) -> tuple[Text, ...]:
+    role = row.role
+    manifest = row.manifest_hash
     return (
-        cell(str(row["instance_id"])),
+        cell(str(row.instance_id)),
         cell(ROLES.get(role, role), "" if role == "follower" else "bold"),
-        cell(state_text(row), "" if row["fresh"] else "bold"),
-        cell(relative(row["last_seen_at"], now)),
-        cell(row["hostname"]),
-        cell(row["pid"]),
-        cell(row["version"]),
-        cell(row["protocol_version"]),
-        cell(row.get("owner") or "-"),
+        cell(state_text(row), "" if row.fresh else "bold"),
+        cell(relative(row.last_seen_at, now)),
+        cell(row.hostname),
+        cell(row.pid),
+        cell(row.version),
+        cell(row.protocol_version),
+        cell(row.owner or "-"),
         cell(manifest[:8] if manifest else "-"),
-        cell(utc(row["started_at"])),
+        cell(utc(row.started_at)),
     )
 
 
@@ -110,7 +110,7 @@ class RuntimesPanel(Panel):
 
     def show(self, data: RuntimesView, now: datetime) -> None:
         rows = data.rows
-        fresh = sum(1 for r in rows if r["fresh"])
+        fresh = sum(1 for r in rows if r.fresh)
         self.title_line(
             Text.assemble(
                 ("Runtimes ", "bold"),
@@ -118,4 +118,4 @@ class RuntimesPanel(Panel):
             )
         )
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r["instance_id"]), cells(printable_row(r), now)) for r in rows])
+        self.table.sync([(str(r.instance_id), cells(printable_row(r), now)) for r in rows])

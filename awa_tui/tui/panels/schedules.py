@@ -8,6 +8,7 @@ next page; the keyed table keeps the cursor on the same schedule across refreshe
 from __future__ import annotations
 
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from rich.text import Text
@@ -15,7 +16,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
+from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
+from awa_tui.engine.models import SchedulePage, SchedulePageRow
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
@@ -42,24 +45,24 @@ COLUMNS = (
 )
 
 
-def state_cell(row: dict[str, Any]) -> Text:
-    style = {"paused": "bold yellow", "retired": "bold red"}.get(row["state"], "")
-    if row.get("fault"):
+def state_cell(row: SchedulePageRow) -> Text:
+    style = {"paused": "bold yellow", "retired": "bold red"}.get(row.state, "")
+    if row.fault:
         # S15: it cannot fire until repaired; the summary line below says why.
         text = Text("BROKEN", style="bold red reverse", no_wrap=True, overflow="ellipsis", end="")
-        if row["state"] != "active":
+        if row.state != "active":
             text.append(", ")
-            text.append(state_word(row["state"]), style=style)
+            text.append(state_word(row.state), style=style)
     else:
-        text = Text(state_word(row["state"]), style=style, no_wrap=True, overflow="ellipsis", end="")
-    if row.get("queue_paused"):
+        text = Text(state_word(row.state), style=style, no_wrap=True, overflow="ellipsis", end="")
+    if row.queue_paused:
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
     return text
 
 
-def next_text(row: dict[str, Any], now: datetime) -> str:
-    return _next_live((row["state"], row.get("next_fire"), row.get("next_fire_due")), now)
+def next_text(row: SchedulePageRow, now: datetime) -> str:
+    return _next_live((row.state, row.next_fire, row.next_fire_due), now)
 
 
 def _next_live(value: tuple[str, datetime | None, bool], now: datetime) -> str:
@@ -83,57 +86,57 @@ def _who_live(value: tuple[str | None, datetime | None], now: datetime) -> str:
 
 # The fields a row's cells are made from: a row whose signature did not change keeps
 # its cells (and its relative times re-render from the clock, see widgets/live.py).
-SIGNATURE = (
+SIGNATURE = attrgetter(
     "state", "fault", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
 )
 
 
-def cells(row: dict[str, Any], clock: Clock) -> tuple[Any, ...]:
+def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
     who = state_by(row)
     return (
-        cell(row["name"]),
+        cell(row.name),
         state_cell(row),
-        LiveCell((row["state"], row.get("next_fire"), row.get("next_fire_due")), _next_live, clock),
-        cell(short_utc(row["next_fire"]) if row["state"] != "retired" else "-"),
-        LiveCell(row["last_enqueued_at"], _last_live, clock),
-        cell(lateness(row.get("lateness"))),
-        cell(row["cron_expr"]),
-        cell(describe(row["cron_expr"])),
-        cell(row["timezone"]),
-        cell(row["missed_fire_policy"]),
-        cell(row["owner"] or "-"),
-        cell(row["queue"]),
+        LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
+        cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
+        LiveCell(row.last_enqueued_at, _last_live, clock),
+        cell(lateness(row.lateness)),
+        cell(row.cron_expr),
+        cell(describe(row.cron_expr)),
+        cell(row.timezone),
+        cell(row.missed_fire_policy),
+        cell(row.owner or "-"),
+        cell(row.queue),
         LiveCell(who, _who_live, clock),
     )
 
 
-def summary(row: dict[str, Any], now: datetime) -> Text:
+def summary(row: SchedulePageRow, now: datetime) -> Text:
     """The selected schedule in full, under the table (everything the narrow columns cut)."""
     text = Text(no_wrap=False, end="")
-    text.append(row["name"], style="bold")
+    text.append(row.name, style="bold")
     text.append(": ")
     text.append_text(state_text(row, now))
-    if row.get("fault"):
+    if row.fault:
         text.append(" · ")
         text.append("BROKEN", style="bold")
-        text.append(f" ({row['fault']}): skipped until repaired")
-    text.append(f" · {row['cron_expr']} ({describe(row['cron_expr'])}) {row['timezone']}")
+        text.append(f" ({row.fault}): skipped until repaired")
+    text.append(f" · {row.cron_expr} ({describe(row.cron_expr)}) {row.timezone}")
     text.append("\n")
-    if row["state"] != "retired" and row.get("next_fire"):
-        prefix = "next fire if resumed" if row["state"] == "paused" else "next fire"
-        text.append(f"{prefix} {utc(row['next_fire'])} ({next_text(row, now)})")
-    if row["last_enqueued_at"]:
-        state = row.get("last_job_state") or "?"
-        text.append(f" · last {utc(row['last_enqueued_at'])} job {state}, late {lateness(row.get('lateness'))}")
-    text.append(f" · queue {row['queue']}")
-    if row.get("queue_paused"):
+    if row.state != "retired" and row.next_fire:
+        prefix = "next fire if resumed" if row.state == "paused" else "next fire"
+        text.append(f"{prefix} {utc(row.next_fire)} ({next_text(row, now)})")
+    if row.last_enqueued_at:
+        state = row.last_job_state or "?"
+        text.append(f" · last {utc(row.last_enqueued_at)} job {state}, late {lateness(row.lateness)}")
+    text.append(f" · queue {row.queue}")
+    if row.queue_paused:
         text.append(" QUEUE PAUSED", style="bold")
-        text.append(f" by {row.get('queue_paused_by')}")
+        text.append(f" by {row.queue_paused_by}")
     return text
 
 
-class SchedulesPanel(ScheduleActions, Panel):
+class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     panel_id = "schedules"
     title = "Schedules"
     BINDINGS = actions.bindings("schedules")
@@ -145,7 +148,7 @@ class SchedulesPanel(ScheduleActions, Panel):
         self.filter_text = ""
         self.sort = "name"
         self.descending = False
-        self.counts: dict[str, int] = {}
+        self.counts: SchedulePage | None = None  # the last page: its counts head the title
         self.clock = Clock()
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
 
@@ -164,18 +167,18 @@ class SchedulesPanel(ScheduleActions, Panel):
     def work(self) -> Work:
         filter_text, sort, descending, limit = self.filter_text or None, self.sort, self.descending, self.limit
 
-        def fetch(client: Any, now: datetime | None) -> Any:
+        def fetch(client: ConsoleBackend, now: datetime | None) -> SchedulePage:
             return client.schedule_page(filter_text, sort=sort, descending=descending, limit=limit, now=now)
 
         return fetch
 
-    def show(self, data: dict[str, Any], now: datetime) -> None:
+    def show(self, data: SchedulePage, now: datetime) -> None:
         moved = now != self.now
         self.now = self.clock.now = now
         # Keyed by the shown name (the table's first column is its row key); the values stay
         # the real rows, which actions use. Cells are made from escaped copies.
-        self.rows = {printable(row["name"]): row for row in data["rows"]}
-        self.counts = {k: data[k] for k in ("total", "matched", "paused", "retired")}
+        self.rows = {printable(row.name): row for row in data.rows}
+        self.counts = data
         table = self.table
         table.sync([(name, self._row_cells(name, row)) for name, row in self.rows.items()])
         if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
@@ -184,8 +187,8 @@ class SchedulesPanel(ScheduleActions, Panel):
         self._title()
         self._summary()
 
-    def _row_cells(self, key: str, row: dict[str, Any]) -> tuple[Any, ...]:
-        signature = tuple(row.get(field) for field in SIGNATURE)
+    def _row_cells(self, key: str, row: SchedulePageRow) -> tuple[Any, ...]:
+        signature = SIGNATURE(row)
         cached = self._cells.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
@@ -195,18 +198,19 @@ class SchedulesPanel(ScheduleActions, Panel):
 
     def _title(self) -> None:
         c = self.counts
+        assert c is not None  # only called once a page is shown
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append("Schedules ", style="bold")
         if self.filter_text:
-            text.append(f"{len(self.rows):,} of {c['matched']:,} matching ({c['total']:,} total)")
+            text.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
         else:
-            text.append(f"{len(self.rows):,} of {c['total']:,}")
-        text.append(f" · {c['paused']:,} PAUSED · {c['retired']:,} RETIRED · sort {self.sort}")
+            text.append(f"{len(self.rows):,} of {c.total:,}")
+        text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
         if self.filter_text:
             text.append(" · filter: ")
             text.append(self.filter_text, style="bold")
-        if len(self.rows) < c["matched"]:
+        if len(self.rows) < c.matched:
             text.append(" · end of list loads more")
         self.title_line(text)
 
@@ -222,7 +226,7 @@ class SchedulesPanel(ScheduleActions, Panel):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
-        if at_end and self.counts and len(self.rows) < self.counts.get("matched", 0) and self.limit <= len(self.rows):
+        if at_end and self.counts and len(self.rows) < self.counts.matched and self.limit <= len(self.rows):
             self.limit += self.page_size
             self.post_message(RefreshRequested())
 
@@ -272,10 +276,10 @@ class SchedulesPanel(ScheduleActions, Panel):
 
     # --- actions ------------------------------------------------------------------------------
 
-    def acted_schedule(self) -> dict[str, Any]:
+    def acted_schedule(self) -> SchedulePageRow:
         return self.chosen_row("schedule")
 
     def action_details(self) -> None:
         row = self.selected_row()
         if row is not None:
-            self.post_message(DetailRequested(row["name"]))
+            self.post_message(DetailRequested(row.name))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from awa_tui.engine.models import AuditEntry
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui.formatting import compact_json, utc
 from awa_tui.tui.messages import AuditDataRequested, usable_reply
@@ -25,8 +24,8 @@ COLUMNS = (
 )
 
 
-def _change(entry: dict[str, Any]) -> str:
-    before, after = entry.get("before"), entry.get("after")
+def _change(entry: AuditEntry) -> str:
+    before, after = entry.before, entry.after
     if isinstance(before, dict) and isinstance(after, dict):
         keys = [k for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
         return "; ".join(f"{k}: {before.get(k)} -> {after.get(k)}" for k in keys) or "no change"
@@ -53,7 +52,7 @@ class AuditScreen(Screen[None]):
     def action_reload(self) -> None:
         self.post_message(AuditDataRequested(self.show))
 
-    def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
+    def show(self, data: list[AuditEntry] | None, error: str | None) -> None:
         if not usable_reply(self, "#audit-title", error, "Audit log"):
             return
         assert data is not None
@@ -62,8 +61,8 @@ class AuditScreen(Screen[None]):
         )
         self.query_one(KeyedTable).sync([
             # Database strings escaped (printable_row keeps a None target None: shown as "-").
-            (str(e["id"]), (cell(e["id"]), cell(utc(e["at"])), cell(printable_row(e["operator"])),
-                            cell(printable_row(e["action"])), cell(printable_row(e["target"])),
+            (str(e.id), (cell(e.id), cell(utc(e.at)), cell(printable_row(e.operator)),
+                            cell(printable_row(e.action)), cell(printable_row(e.target)),
                             cell(printable(_change(e)))))
             for e in data
         ])

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
+from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
@@ -40,73 +41,73 @@ def _table(*headers: str) -> Table:
     return table
 
 
-def state_line(row: dict[str, Any], now: datetime) -> Text:
-    text = Text.assemble((row["name"], "bold"), "  ")
+def state_line(row: ScheduleInfo, now: datetime) -> Text:
+    text = Text.assemble((row.name, "bold"), "  ")
     text.append_text(state_text(row, now, "bold reverse"))
-    if row.get("fault"):  # S15: skipped by the evaluator until repaired
+    if row.fault:  # S15: skipped by the evaluator until repaired
         text.append("  ")
         text.append("BROKEN", style="bold reverse")
-        text.append(f" {row['fault']}")
-    if row.get("queue_paused"):
+        text.append(f" {row.fault}")
+    if row.queue_paused:
         text.append("  ")
         text.append("QUEUE PAUSED", style="bold reverse")
-        text.append(f" ({row['queue']}, by {row.get('queue_paused_by')}): fires continue, dispatch waits")
+        text.append(f" ({row.queue}, by {row.queue_paused_by}): fires continue, dispatch waits")
     return text
 
 
-def definition(row: dict[str, Any], now: datetime) -> Table:
-    last = f"{utc(row['last_enqueued_at'])} ({relative(row['last_enqueued_at'], now)})" if row[
-        "last_enqueued_at"] else "never"
+def definition(row: ScheduleInfo, now: datetime) -> Table:
+    at = row.last_enqueued_at
+    last = f"{utc(at)} ({relative(at, now)})" if at else "never"
     return facts([
-        ("cron", f"{row['cron_expr']}  ({describe(row['cron_expr'])})"),
-        ("zone", row["timezone"]),
-        ("kind", row["kind"]),
-        ("queue", row["queue"]),
-        ("policy", row["missed_fire_policy"]),
-        ("priority", f"{row['priority']}   max attempts {row['max_attempts']}"),
-        ("tags", ", ".join(row.get("tags") or []) or "-"),
-        ("owner", row.get("owner") or "- (unowned)"),
+        ("cron", f"{row.cron_expr}  ({describe(row.cron_expr)})"),
+        ("zone", row.timezone),
+        ("kind", row.kind),
+        ("queue", row.queue),
+        ("policy", row.missed_fire_policy),
+        ("priority", f"{row.priority}   max attempts {row.max_attempts}"),
+        ("tags", ", ".join(row.tags or []) or "-"),
+        ("owner", row.owner or "- (unowned)"),
         ("last fire", last),
-        ("created", utc(row["created_at"])),
-        ("updated", utc(row["updated_at"])),
+        ("created", utc(row.created_at)),
+        ("updated", utc(row.updated_at)),
     ])
 
 
-def next_fires(data: dict[str, Any]) -> Table | Text:
-    if not data["next"]:
-        if data["schedule"].get("fault"):
+def next_fires(data: ScheduleDetail) -> Table | Text:
+    if not data.next:
+        if data.schedule.fault:
             return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
-    table = _table("UTC", f"LOCAL ({printable(data['schedule']['timezone'])})", "IN", "DST")
-    for fire in data["next"]:
+    table = _table("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "DST")
+    for fire in data.next:
         table.add_row(
-            Text(utc(fire["utc"])), Text(fire["local"].strftime("%Y-%m-%d %H:%M:%S %Z")),
-            Text(relative(fire["utc"], data["now"])), Text(DST_WORDS.get(fire["dst"] or "", "-")),
+            Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
+            Text(relative(fire.utc, data.now)), Text(DST_WORDS.get(fire.dst or "", "-")),
         )
     return table
 
 
-def recent(data: dict[str, Any]) -> Table | Text:
-    if not data["recent"]:
+def recent(data: ScheduleDetail) -> Table | Text:
+    if not data.recent:
         return Text("no jobs yet")
     table = _table("JOB", "FIRE (UTC)", "STATE", "TRY", "LATE", "HOW")
-    for job in data["recent"]:
+    for job in data.recent:
         table.add_row(
-            Text(str(job["id"])), Text(printable(fire_time(job))), Text(printable(job["state"])),
-            Text(str(job["attempt"])), Text(lateness(job["lateness"])),
-            Text("manual trigger" if job["manual"] else "scheduled"),
+            Text(str(job.id)), Text(printable(fire_time(job))), Text(printable(job.state)),
+            Text(str(job.attempt)), Text(lateness(job.lateness)),
+            Text("manual trigger" if job.manual else "scheduled"),
         )
     return table
 
 
-def audit(data: dict[str, Any]) -> Table | Text:
-    if not data["audit"]:
+def audit(data: ScheduleDetail) -> Table | Text:
+    if not data.audit:
         return Text("no operator action recorded")
     table = _table("AT (UTC)", "OPERATOR", "ACTION", "CHANGE")
-    for entry in data["audit"]:
+    for entry in data.audit:
         table.add_row(
-            Text(utc(entry["at"])), Text(printable(entry["operator"])), Text(printable(entry["action"])),
-            Text(compact_json(entry.get("after"), 60)),
+            Text(utc(entry.at)), Text(printable(entry.operator)), Text(printable(entry.action)),
+            Text(compact_json(entry.after, 60)),
         )
     return table
 
@@ -115,9 +116,9 @@ def section(title: str) -> Text:
     return Text.assemble("\n", (title, "bold underline"))
 
 
-def fire_time(job: dict[str, Any]) -> str:
+def fire_time(job: Fire) -> str:
     """The fire instant stamped into the job (S12), shown like every other time."""
-    stamp = job.get("fire_time")
+    stamp = job.fire_time
     if not stamp:
         return "- (manual)"
     try:
@@ -132,7 +133,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.schedule_name = name
-        self.data: dict[str, Any] | None = None
+        self.data: ScheduleDetail | None = None
 
     @property
     def console(self) -> ConsoleApp:
@@ -154,19 +155,19 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def action_reload(self) -> None:
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
-    def show(self, data: dict[str, Any] | None, error: str | None) -> None:
+    def show(self, data: ScheduleDetail | None, error: str | None) -> None:
         if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
         body = self.query_one("#detail-body", Static)
         assert data is not None
         self.data = data
-        row, now = data["schedule"], data["now"]
+        row, now = data.schedule, data.now
         shown = printable_row(row)  # every database string escaped; self.data keeps the real row
-        paused = " (if resumed)" if row["state"] == "paused" else ""
+        paused = " (if resumed)" if row.state == "paused" else ""
         definition_part = Group(section("Definition"), definition(shown, now))
         payload_part = Group(
-            section("Args"), Text(pretty_json(row.get("args") or {})),
-            section("Metadata"), Text(pretty_json(row.get("metadata") or {})),
+            section("Args"), Text(pretty_json(row.args or {})),
+            section("Metadata"), Text(pretty_json(row.metadata or {})),
         )
         if self.size.width >= WIDE:
             top: Any = Table.grid(padding=(0, 4))
@@ -176,7 +177,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
         body.update(Group(
             state_line(shown, now),
             top,
-            section(f"Next {len(data['next'])} fires{paused}"), next_fires(data),
+            section(f"Next {len(data.next)} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
             section("Audit"), audit(data),
         ))
@@ -184,8 +185,8 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def action_close(self) -> None:
         self.dismiss()
 
-    def acted_schedule(self) -> dict[str, Any] | None:
-        return None if self.data is None else self.data["schedule"]
+    def acted_schedule(self) -> ScheduleInfo | None:
+        return None if self.data is None else self.data.schedule
 
     def after_operation(self) -> None:
         self.action_reload()
