@@ -9,16 +9,19 @@ same; any other method says in one line that it needs awa-tui's own schema.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from awa_tui.cli.common import err
-from awa_tui.engine.errors import Conflict, NotFound, SchemaError, ValidationError
+from awa_tui.engine.errors import AwaError, Conflict, NotFound, SchemaError, ValidationError
 from awa_tui.engine.schedule import parse_timezone, upcoming_fires
 from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
 from awa_tui.engine.upstream.detect import detect_schema
 from awa_tui.engine.upstream.models import ActionOutcome, SchemaInfo, UpstreamSchedule
+from awa_tui.filters import Filter
 
 NOT_AUDITED = (
     "warning: not audited: this database has no awa-tui audit trail; "
@@ -72,6 +75,54 @@ def schedule_row(s: UpstreamSchedule) -> dict[str, Any]:
     }
 
 
+
+class Record(dict[str, Any]):
+    """An upstream result: a dict (its JSON keys) that the commands read by attribute, as
+    they read awa-tui's own read models (engine/models.py)."""
+
+    # Fields of awa-tui's own models that upstream has no notion of (no BROKEN verdict, no
+    # retirement, no owners): read as None, never added to the JSON.
+    ABSENT = frozenset({"fault", "retired_at", "retired_by", "owner"})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            if name in Record.ABSENT:
+                return None
+            raise AttributeError(name) from None
+
+
+def records(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Return a method's dicts (or list of dicts) as Records."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        if isinstance(result, list):
+            return [Record(item) for item in result]
+        return Record(result)
+
+    return wrapper
+
+
+def _matches(row: dict[str, Any], where: Filter) -> bool:
+    """The filter grammar on upstream rows, in Python (upstream has no hint columns to
+    compile against): free text and the name/kind/queue/state fields."""
+    for term in where.terms:
+        if term.kind == "text":
+            hit = any(term.value.casefold() in str(row[k]).casefold() for k in ("name", "kind", "queue"))
+        elif term.kind == "field" and term.name in ("name", "kind"):
+            hit = term.value.casefold() in str(row[term.name]).casefold()
+        elif term.kind == "field" and term.name in ("queue", "state"):
+            hit = str(row[term.name]).casefold() == term.value.casefold()
+        else:
+            raise AwaError(f"filter {str(term)!r} needs awa-tui's own schema; upstream mode filters by "
+                           "free text, name:, kind:, queue: and state:")
+        if hit == term.negated:
+            return False
+    return True
+
 class UpstreamCommands:
     """The Client methods the CLI calls, on an upstream Awa database (see the module doc)."""
 
@@ -98,19 +149,25 @@ class UpstreamCommands:
 
     # --- reads ----------------------------------------------------------------------------
 
-    def list_schedules(self, filter_text: str | None = None, limit: int = 100000) -> list[dict[str, Any]]:
+    @records
+    def list_schedules(self, filter_text: str | None = None, limit: int = 100000, *,
+                       where: Filter | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
         rows = [schedule_row(s) for s in self.adapter.list_schedules()]
+        if where:
+            rows = [r for r in rows if _matches(r, where)]
         if filter_text:
             # As awa-tui's own list: a case-insensitive substring of name, kind or queue.
             needle = filter_text.casefold()
             rows = [r for r in rows if any(needle in r[k].casefold() for k in ("name", "kind", "queue"))]
         return rows[:limit]
 
+    @records
     def get_schedule(self, name: str) -> dict[str, Any]:
         detail = self.adapter.show(name, count=0, recent=0)
         return {**schedule_row(detail.schedule), "args": detail.args, "tags": list(detail.tags),
                 "metadata": detail.metadata}
 
+    @records
     def recent_fires(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
         return [
             {"id": f.job_id, "state": f.state, "attempt": f.attempt, "created_at": f.created_at,
@@ -118,6 +175,7 @@ class UpstreamCommands:
             for f in self.adapter.recent_fires(name, limit)
         ]
 
+    @records
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[dict[str, Any]]:
         """By awa-tui's cron arithmetic: after `after`, else after now or the last fire if later."""
         detail = self.adapter.show(name, count=count, recent=0)
@@ -132,6 +190,7 @@ class UpstreamCommands:
         return [{"utc": at, "local": at.astimezone(zone), "timezone": schedule.timezone, "dst": mark}
                 for at, mark in fires]
 
+    @records
     def list_queues(self) -> list[dict[str, Any]]:
         return [asdict(q) for q in self.adapter.queues()]
 
@@ -139,6 +198,7 @@ class UpstreamCommands:
         """Upstream elects its leader its own way: the runtime rows' leader flag says who."""
         return None
 
+    @records
     def list_runtimes(self, now: datetime | None = None) -> list[dict[str, Any]]:
         return [
             {"instance_id": r.instance_id, "hostname": r.hostname, "pid": r.pid, "version": r.version,
@@ -151,6 +211,7 @@ class UpstreamCommands:
             for r in self.adapter.runtimes(now)
         ]
 
+    @records
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         if not self.adapter.audited():
             raise NotFound(
@@ -170,12 +231,15 @@ class UpstreamCommands:
         audit = self._acted(outcome)
         return {**schedule_row(self.adapter.show(name, count=0, recent=0).schedule), **audit}
 
+    @records
     def pause(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._schedule_action(self.adapter.pause(name, operator or self.operator), name)
 
+    @records
     def resume(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._schedule_action(self.adapter.resume(name, operator or self.operator), name)
 
+    @records
     def trigger(self, name: str, *, operator: str | None = None) -> dict[str, Any]:
         outcome = self.adapter.trigger(name, operator or self.operator)
         audit = self._acted(outcome)
@@ -187,9 +251,11 @@ class UpstreamCommands:
         return {"queue": row.queue, "paused": row.paused, "paused_at": row.paused_at, "paused_by": row.paused_by,
                 **audit}
 
+    @records
     def queue_pause(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._queue_action(self.adapter.queue_pause(queue, operator or self.operator), queue)
 
+    @records
     def queue_resume(self, queue: str, *, operator: str | None = None) -> dict[str, Any]:
         return self._queue_action(self.adapter.queue_resume(queue, operator or self.operator), queue)
 
