@@ -192,6 +192,8 @@ class ConsoleApp(App[None]):
             self._apply(data)
 
     def _apply(self, data: PollData) -> None:
+        if not self.screen_stack:  # a poll landing while the app tears down: nothing to show it on
+            return
         started = time.perf_counter()
         runtimes = data.runtimes
         leadership = data.leadership or Leadership(now=data.now)

@@ -36,7 +36,8 @@ def test_a_hand_written_pause_leaves_exactly_one_correct_row(client: Client, con
     client.sync()
     assert audit_rows(conn) == []  # a first registration is not an action
     with _hand(dsn, "psql-by-hand") as hand:
-        session = hand.execute("SELECT session_user::text AS u, pg_backend_pid() AS pid").fetchone()
+        session = hand.execute(
+            "SELECT session_user::text AS u, pg_backend_pid() AS pid, inet_client_addr() AS addr").fetchone()
         changed = hand.execute(
             "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = 'x' WHERE name = 'nightly' "
             "RETURNING paused_at").fetchone()
@@ -44,7 +45,8 @@ def test_a_hand_written_pause_leaves_exactly_one_correct_row(client: Client, con
     assert (row["action"], row["target"], row["operator"]) == ("pause", "nightly", session["u"])
     assert (row["db_user"], row["backend_pid"], row["application_name"]) == (session["u"], session["pid"],
                                                                              "psql-by-hand")
-    assert row["client_addr"] is None  # a Unix-socket session has no client address
+    # That session's own address: NULL over a Unix socket, 127.0.0.1 over TCP.
+    assert row["client_addr"] == session["addr"]
     assert row["at"] == changed["paused_at"]  # DB time of that very transaction
     assert row["before"] == {"owner": None, "retired_at": None, "retired_by": None, "paused_at": None,
                              "paused_by": None, "last_enqueued_at": None}

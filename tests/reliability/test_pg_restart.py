@@ -95,6 +95,11 @@ async def test_postgres_restart(
         f.spawn()
         f.spawn()
         await asyncio.to_thread(settle, conn, f.names)
+        # Both runtimes past start-up (a snapshot each) before the first outage: one still
+        # starting when the server goes down exits by design (no database at start-up).
+        await asyncio.to_thread(wait_for, lambda: conn.execute(
+            "SELECT count(*) AS n FROM awa.runtime_instances WHERE stopped_at IS NULL").fetchone()["n"] == 2,
+            60, what="both runtimes running")
         app = make_console(dsn)
         try:
             async with app.run_test(size=(120, 36)) as pilot:
