@@ -110,8 +110,11 @@ def test_sigstop_leader(dsn: str, log_dir: Path, scale: int, summary: Summary) -
                 # already sent when it stopped still lands, so read after the stop).
                 frozen = lease(conn)
                 assert frozen["backend_pid"] == holder.backend_pid
+                # The new holder shows in pg_locks a moment before its lease row commits (one
+                # statement takes both): wait for both.
                 new: Any = wait_for(
-                    lambda v=victim: (x := current_leader(conn)) is not None and x.os_pid != v.pid and x,
+                    lambda v=victim, fr=frozen: (x := current_leader(conn)) is not None and x.os_pid != v.pid
+                    and lease(conn)["term"] > fr["term"] and x,
                     LEASE_S + 10, interval=0.01, what="a standby to depose the frozen leader",
                 )
                 taken = lease(conn)
