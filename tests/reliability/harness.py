@@ -112,7 +112,9 @@ class RuntimeProcess:
                     when = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
                 except ValueError:
                     continue
-                if when >= after:
+                # Log lines carry milliseconds: compare at that precision, or a line written
+                # in the same millisecond as `after` would read as before it.
+                if when >= after.replace(microsecond=after.microsecond // 1000 * 1000):
                     return when
         return None
 
