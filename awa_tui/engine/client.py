@@ -37,9 +37,11 @@ RECONCILE_INTERVAL_S = 5.0
 # ... and keeps house at this cadence: rescues jobs stranded by dead workers, prunes
 # snapshot rows of runtimes long gone.
 HOUSEKEEPING_INTERVAL_S = 10.0
-# Retention's share of one housekeeping round: at most this many batches (of
-# retention.BATCH jobs, one short transaction each); the rest waits for the next round.
+# Retention's share of one housekeeping round, which runs on the evaluator's thread between
+# passes: at most this many batches (of retention.BATCH jobs, one short transaction each)
+# and this long; the rest waits for the next round.
 PRUNE_BATCHES_PER_ROUND = 20
+PRUNE_BUDGET_S = 0.2
 
 
 def package_version() -> str:
@@ -203,7 +205,8 @@ class Client:
             try:
                 self.rescue_orphaned_jobs()
                 self.prune_runtimes()
-                self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND)
+                self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
+                                budget_s=PRUNE_BUDGET_S)
             except AwaError as exc:  # housekeeping never delays the next evaluation
                 log.warning("housekeeping failed: %s", exc)
         if time.monotonic() >= self._next_reconcile:
@@ -524,7 +527,7 @@ class Client:
 
     def prune_jobs(self, older_than: timedelta, *, keep: int = retention.DEFAULT_KEEP, dry_run: bool = False,
                    operator: str | None = None, max_batches: int | None = None,
-                   now: datetime | None = None) -> PruneResult:
+                   budget_s: float | None = None, now: datetime | None = None) -> PruneResult:
         """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
         With `operator` (the CLI) it is an audited operator action; the leader's own
         housekeeping passes none."""
@@ -532,7 +535,7 @@ class Client:
             ops.require_writable(self.read_only, "prune jobs")
         with self.db.connection() as conn:
             return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
-                                        max_batches=max_batches, operator=operator)
+                                        max_batches=max_batches, budget_s=budget_s, operator=operator)
 
     def db_time(self) -> datetime:
         return self._view(views.db_time)

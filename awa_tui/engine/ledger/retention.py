@@ -13,6 +13,7 @@ instead of a wrong verdict.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -104,6 +105,7 @@ def prune_jobs(
     dry_run: bool = False,
     batch: int = BATCH,
     max_batches: int | None = None,
+    budget_s: float | None = None,
     operator: str | None = None,
 ) -> PruneResult:
     """Prune jobs finished before `now - older_than`, keeping each schedule's last `keep`.
@@ -111,7 +113,8 @@ def prune_jobs(
     `conn` in autocommit: every batch commits on its own. With `operator`, the prune is an
     operator action: its first batch's transaction records a `jobs_prune` audit event
     (nothing is deleted unaudited), and a second event records the totals. `max_batches`
-    bounds one call (the leader's housekeeping); `done` says whether all was seen."""
+    and `budget_s` (seconds, checked between batches) bound one call: the leader's
+    housekeeping runs between evaluator passes. `done` says whether all was seen."""
     check_horizon(older_than)
     check_keep(keep)
     if operator is not None:
@@ -123,7 +126,9 @@ def prune_jobs(
     batches = 0
     done = False
     detail = {"cutoff": cutoff, "keep": keep, "older_than_s": older_than.total_seconds(), "dry_run": dry_run}
-    while max_batches is None or batches < max_batches:
+    started = time.monotonic()
+    while (max_batches is None or batches < max_batches) and (
+            budget_s is None or batches == 0 or time.monotonic() - started < budget_s):
         with conn.transaction():
             if operator is not None and not dry_run and batches == 0:
                 begin_action(conn, operator, "jobs_prune", detail)
