@@ -20,7 +20,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.timeargs import parse_duration
-from awa_tui.engine.ledger.retention import DEFAULT_KEEP
+from awa_tui.engine.ledger.retention import DEFAULT_KEEP, MANUAL_DUTY
 
 jobs_app = typer.Typer(help="Jobs: outcomes, retry, cancel, retention.", no_args_is_help=True)
 app.add_typer(jobs_app, name="jobs")
@@ -114,7 +114,8 @@ def jobs_prune(
     with errors_as_lines():
         horizon = parse_duration(older_than, "--older-than")
         client = make_client(dsn, operator, read_only=dry_run)
-        result = client.prune_jobs(horizon, keep=keep, dry_run=dry_run, operator=None if dry_run else client.operator)
+        result = client.prune_jobs(horizon, keep=keep, dry_run=dry_run, duty=MANUAL_DUTY,
+                                   operator=None if dry_run else client.operator)
         verb = "would prune" if dry_run else "pruned"
         if as_json:
             emit_json(result.to_dict())

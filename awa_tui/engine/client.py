@@ -527,7 +527,8 @@ class Client:
 
     def prune_jobs(self, older_than: timedelta, *, keep: int = retention.DEFAULT_KEEP, dry_run: bool = False,
                    operator: str | None = None, max_batches: int | None = None,
-                   budget_s: float | None = None, now: datetime | None = None) -> PruneResult:
+                   budget_s: float | None = None, duty: float = 1.0,
+                   now: datetime | None = None) -> PruneResult:
         """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
         With `operator` (the CLI) it is an audited operator action; the leader's own
         housekeeping passes none."""
@@ -535,7 +536,8 @@ class Client:
             ops.require_writable(self.read_only, "prune jobs")
         with self.db.connection() as conn:
             return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
-                                        max_batches=max_batches, budget_s=budget_s, operator=operator)
+                                        max_batches=max_batches, budget_s=budget_s, duty=duty,
+                                        operator=operator)
 
     def db_time(self) -> datetime:
         return self._view(views.db_time)

@@ -230,3 +230,27 @@ def test_retired_and_restored(client: Client, conn: psycopg.Connection[Any]) -> 
     assert [(v.instant, v.verdict, v.by) for v in verdicts] == expected
     assert sum(1 for v in verdicts if v.verdict == "skipped_retired") >= 2
     assert verdicts[-1].job_id == fired.id
+
+
+def test_a_redefinition_changes_the_due_instants_from_its_moment(
+        client: Client, dsn: str, conn: psycopg.Connection[Any]) -> None:
+    hour = db_now(conn).replace(minute=0, second=0, microsecond=0)
+    register(client, conn, "report", "0 * * * *", hour - timedelta(hours=3))
+    lead(conn, hour - timedelta(hours=4), lease=timedelta(days=1))
+    later = Client(dsn, operator="tester@test")
+    try:
+        later.periodic("report", "30 * * * *", "test.job")
+        later.sync()  # redefined now (DB time): on the hour before, at half past after
+    finally:
+        later.close()
+    redefined = conn.execute(
+        "SELECT at FROM awa.audit_log WHERE target = 'report' AND after ? 'cron_expr' ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    assert redefined is not None
+    changed = redefined["at"]
+    now = hour + timedelta(hours=2, minutes=10)
+    old = [hour - timedelta(hours=k) for k in (3, 2, 1, 0) if hour - timedelta(hours=k) < changed]
+    new = [t for t in (hour + timedelta(minutes=30), hour + timedelta(hours=1, minutes=30)) if t >= changed]
+    verdicts = client.ledger("report", now=now)
+    assert [v.instant for v in verdicts] == old + new
+    assert {v.verdict for v in verdicts} == {"pending"}  # nothing evaluated, a leader all along

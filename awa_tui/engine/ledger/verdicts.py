@@ -263,8 +263,9 @@ def ledger(
     segments = definition_segments(history, row["cron_expr"], row["timezone"])
     # FOLD_LOOKBACK more instants are judged than shown, so an instant folded into a fire
     # is counted with the ones before the window that were folded into the same fire.
-    instants, _ = due_instants(segments, lo, hi, limit + FOLD_LOOKBACK)
-    shown_from = instants[-limit] if len(instants) >= limit else (instants[0] if instants else hi)
+    instants, _ = due_instants(segments, born, hi, limit + FOLD_LOOKBACK)
+    shown = [t for t in instants if t >= lo][-limit:]
+    shown_from = shown[0] if shown else hi
     window_lo = instants[0] if instants else hi
     jobs = _jobs(conn, name, window_lo)
     fired = {j["fire_time"]: j for j in jobs if not j["manual"] and j["fire_time"] is not None}
@@ -317,6 +318,15 @@ def ledger(
         else:
             out.append(Verdict(name, t, PENDING))
     out = [v for v in _count_folds(out, fired) if v.instant >= shown_from]
+    # A job fired for an instant the definition recorded now does not produce (a hand-made
+    # row, a redefinition racing its audit row) is still shown: it did fire.
+    known = set(instants)
+    for t, job in fired.items():
+        if t not in known and shown_from <= t <= hi:
+            out.append(Verdict(name, t, FIRED, job_id=job["id"], job_state=job["state"],
+                               result=job_result(job["state"]), queue=job["queue"],
+                               lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
+                               error=job["error"] if job["state"] in ("retryable", "discarded") else None))
     for j in jobs:
         if j["manual"] and j["created_at"] is not None and shown_from <= j["created_at"] <= hi:
             out.append(Verdict(name, j["created_at"], MANUAL, job_id=j["id"], job_state=j["state"],
