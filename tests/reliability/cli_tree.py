@@ -27,7 +27,7 @@ class Leaf:
     path: tuple[str, ...]
     arguments: tuple[str, ...]  # names of its positional arguments
     required_options: tuple[str, ...]
-    mutates: bool  # takes --operator: it changes something and is audited
+    mutates: bool  # takes the audited --operator label: it changes something and is audited
 
     def argv(self, values: dict[str, str] | None = None, default: str = "rel-x") -> list[str]:
         """The command with each argument filled from `values` by name (else `default`)."""
@@ -61,7 +61,8 @@ def leaves() -> list[Leaf]:
         args = tuple(p.name or "" for p in cmd.params if isinstance(p, typer.core.TyperArgument))
         options = [p for p in cmd.params if isinstance(p, typer.core.TyperOption)]
         required = tuple(p.opts[0] for p in options if p.required)
-        mutates = any("--operator" in p.opts for p in options)
+        # `audit --operator X` is a filter, not a label: the label's help says it is recorded.
+        mutates = any("--operator" in p.opts and "recorded in the audit trail" in (p.help or "") for p in options)
         found.append(Leaf(path, args, required, mutates))
 
     walk(_load(), ())
