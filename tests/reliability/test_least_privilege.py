@@ -23,7 +23,7 @@ from .cli_tree import Leaf, assert_one_line_error, leaves, run_cli
 from .harness import Summary
 
 # Jobs (seeded below, ids from 1): 1 waits, 2 was discarded.
-PLACEHOLDERS = {"name": "rel-x", "queue": "rel-q", "owner": "rel-owner", "job_id": "1", "older-than": "14d"}
+PLACEHOLDERS = {"name": "rel-x", "queue": "rel-q", "owner": "rel-owner", "job_id": "1"}
 # Targets in the state each action expects, so only the privilege check can refuse it.
 TARGETS: dict[tuple[str, ...], dict[str, str]] = {
     ("cron", "resume"): {"name": "rel-paused"},
