@@ -26,6 +26,7 @@ from awa_tui.cli.common import (
     require_dsn,
     say,
 )
+from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.ownership.manifest import check_owner
@@ -216,11 +217,25 @@ def audit(
     as_json: JsonOpt = False,
     target: Annotated[str | None, typer.Option("--target", help="Only entries for this target.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+    operator: Annotated[str | None, typer.Option("--operator", help="Only entries by this operator.")] = None,
+    action: Annotated[str | None, typer.Option("--action", help="Only this action (pause, job_retry...).")] = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    before_id: Annotated[int | None, typer.Option("--before-id", min=1, help="The page older than this id.")] = None,
 ) -> None:
-    """The operator audit trail (S20), newest first."""
+    """The operator audit trail (S20), newest first, filtered and paged."""
     with errors_as_lines():
-        rows = make_client(dsn, read_only=True).list_audit(target=target, limit=limit)
+        client = make_client(dsn, read_only=True)
+        now = client.db_time() if since is not None or until is not None else None
+        start = parse_point(since, "--since", now) if since is not None and now is not None else None
+        end = parse_point(until, "--until", now) if until is not None and now is not None else None
+        check_range(start, end)
+        page = client.search_audit(operator=operator, action=action, target=target, since=start, until=end,
+                                   limit=limit, before_id=before_id)
+        rows = [e.to_dict() for e in page.entries]
         if as_json:
             emit_json(rows)
         else:
             emit_table(rows, ["id", "at", "operator", "action", "target", "before", "after"])
+            if page.next_before_id is not None:
+                say(f"older entries: --before-id {page.next_before_id}")

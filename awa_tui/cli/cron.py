@@ -86,12 +86,12 @@ DST_MARKS = {
 }
 
 
-def _parse_instant(text: str) -> datetime:
+def _parse_instant(text: str, option: str = "--after") -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
         raise ValidationError(
-            f"--after: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
+            f"{option}: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
         ) from None
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)  # a bare time is UTC
@@ -99,7 +99,7 @@ def _parse_instant(text: str) -> datetime:
         value.astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00:00+05:00 is in year 0 in UTC
         raise ValidationError(
-            f"--after: {text!r} is outside the calendar in UTC (0001-01-01 to 9999-12-31)"
+            f"{option}: {text!r} is outside the calendar in UTC (0001-01-01 to 9999-12-31)"
         ) from None
     return value
 

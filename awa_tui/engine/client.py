@@ -16,6 +16,10 @@ from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.ledger import jobs as ledger_jobs
+from awa_tui.engine.ledger import retention, trail, verdicts
+from awa_tui.engine.ledger import why as ledger_why
+from awa_tui.engine.ledger.models import AuditPage, JobDetail, JobSummary, LastResult, PruneResult, Verdict, Why
 from awa_tui.engine.models import (
     AuditEntry,
     Fire,
@@ -57,6 +61,11 @@ RECONCILE_INTERVAL_S = 5.0
 # ... and keeps house at this cadence: rescues jobs stranded by dead workers, prunes
 # snapshot rows of runtimes long gone.
 HOUSEKEEPING_INTERVAL_S = 10.0
+# Retention's share of one housekeeping round, which runs on the evaluator's thread between
+# passes: at most this many batches (of retention.BATCH jobs, one short transaction each)
+# and this long; the rest waits for the next round.
+PRUNE_BATCHES_PER_ROUND = 20
+PRUNE_BUDGET_S = 0.2
 
 
 def package_version() -> str:
@@ -81,6 +90,8 @@ class Client:
         worker_batch: int = 10,
         application_name: str = "awa-tui",
         leader_lease: timedelta = leader.DEFAULT_LEASE,
+        job_retention: timedelta = retention.DEFAULT_HORIZON,
+        job_keep: int = retention.DEFAULT_KEEP,
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -99,6 +110,8 @@ class Client:
                 f"leader_lease: must be a timedelta of at least {leader.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
         self.leader_lease = leader_lease
+        self.job_retention = retention.check_horizon(job_retention)
+        self.job_keep = retention.check_keep(job_keep)
         self.owner = owner
         self.authoritative = authoritative
         self.retire_grace = retire_grace
@@ -216,6 +229,8 @@ class Client:
             try:
                 self.rescue_orphaned_jobs()
                 self.prune_runtimes()
+                self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
+                                budget_s=PRUNE_BUDGET_S)
             except AwaError as exc:  # housekeeping never delays the next evaluation
                 log.warning("housekeeping failed: %s", exc)
         if time.monotonic() >= self._next_reconcile:
@@ -542,6 +557,64 @@ class Client:
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]:
         with self.db.connection() as conn:
             return views.list_audit(conn, target=target, limit=limit)
+
+    # --- the fire ledger, job outcomes, retention ---------------------------------------
+
+    def list_jobs(self, *, schedule: str | None = None, queue: str | None = None, state: str | None = None,
+                  since: datetime | None = None, limit: int = 50) -> list[JobSummary]:
+        """Recent jobs, newest first; `since` bounds created_at."""
+        return self._view(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
+                          limit=limit)
+
+    def job_detail(self, job_id: int) -> JobDetail:
+        """One job with every failed attempt (error, traceback tail, timing, runtime)."""
+        return self._view(ledger_jobs.job_detail, job_id)
+
+    def last_results(self, names: list[str] | None = None) -> dict[str, LastResult]:
+        """Per schedule: ok, failed, running, waiting, cancelled or none (its latest job)."""
+        return self._view(ledger_jobs.last_results, names)
+
+    def fails_24h(self, now: datetime | None = None) -> dict[str, int]:
+        """Per schedule, jobs of the last 24 hours whose latest attempt failed."""
+        return self._view(ledger_jobs.fails_24h, now)
+
+    def ledger(self, name: str, *, since: datetime | None = None, until: datetime | None = None,
+               limit: int = 50, now: datetime | None = None) -> list[Verdict]:
+        """Verdicts of the last `limit` due instants in [since, until], oldest first."""
+        return self._view(verdicts.ledger, name, since=since, until=until, limit=limit, now=now)
+
+    def outcome_strip(self, name: str, *, count: int = 20, now: datetime | None = None) -> list[Verdict]:
+        return self._view(verdicts.outcome_strip, name, count=count, now=now)
+
+    def why(self, name: str, *, at: datetime | None = None, now: datetime | None = None) -> Why:
+        """One paragraph on the last due instant (or the one at or before `at`)."""
+        return self._view(ledger_why.why, name, at=at, now=now)
+
+    def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
+                     since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+                     before_id: int | None = None) -> AuditPage:
+        return self._view(trail.search_audit, operator=operator, action=action, target=target, since=since,
+                          until=until, limit=limit, before_id=before_id)
+
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+        return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)
+
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+        return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
+
+    def prune_jobs(self, older_than: timedelta, *, keep: int = retention.DEFAULT_KEEP, dry_run: bool = False,
+                   operator: str | None = None, max_batches: int | None = None,
+                   budget_s: float | None = None, duty: float = 1.0,
+                   now: datetime | None = None) -> PruneResult:
+        """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
+        With `operator` (the CLI) it is an audited operator action; the leader's own
+        housekeeping passes none."""
+        if not dry_run:
+            ops.require_writable(self.read_only, "prune jobs")
+        with self.db.connection() as conn:
+            return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
+                                        max_batches=max_batches, budget_s=budget_s, duty=duty,
+                                        operator=operator)
 
     def db_time(self) -> datetime:
         with self.db.connection() as conn:

@@ -53,7 +53,9 @@ WRITES: dict[str, dict[str, str]] = {
         "runtime": f"INSERT, UPDATE ({', '.join(RUNTIME_SCHEDULE_COLUMNS)})",
         "operator": f"UPDATE ({', '.join(OPERATOR_SCHEDULE_COLUMNS)}), DELETE",
     },
-    "jobs": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE (state, finalized_at)"},
+    # DELETE: retention prunes finished jobs (the leader, and `jobs prune` by hand); run_at:
+    # an operator's retry runs the job now.
+    "jobs": {"runtime": "INSERT, UPDATE, DELETE", "operator": "INSERT, UPDATE (state, finalized_at, run_at), DELETE"},
     "queue_meta": {"operator": "INSERT, UPDATE (paused, paused_at, paused_by)"},
     "runtime_instances": {"runtime": "INSERT, UPDATE, DELETE"},
     "leader_lease": {"runtime": "INSERT, UPDATE"},
@@ -61,6 +63,9 @@ WRITES: dict[str, dict[str, str]] = {
         "runtime": f"INSERT, UPDATE ({', '.join(OWNER_BOOKKEEPING_COLUMNS)})",
         "operator": f"INSERT, UPDATE ({', '.join(OWNER_BOOKKEEPING_COLUMNS)})",
     },
+    "leader_terms": {},  # written by the lease's trigger (SECURITY DEFINER) only
+    "ledger_meta": {},
+    "ledger_pruned": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE"},
     "audit_log": {},
     "schema_migrations": {},
 }

@@ -144,7 +144,8 @@ def test_failure_retries_with_backoff_until_max_attempts_then_discards(client: C
     row = conn.execute("SELECT * FROM awa.jobs").fetchone()
     assert (row["state"], row["attempt"]) == ("discarded", 3)
     assert row["finalized_at"] is not None
-    assert row["errors"] == [
+    # Each entry also keeps timing, runtime and traceback (tests/ledger/test_verdicts.py).
+    assert [{k: e[k] for k in ("attempt", "error")} for e in row["errors"]] == [
         {"attempt": 1, "error": "RuntimeError: boom 1"},
         {"attempt": 2, "error": "RuntimeError: boom 2"},
         {"attempt": 3, "error": "RuntimeError: boom 3"},

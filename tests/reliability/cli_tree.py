@@ -22,19 +22,25 @@ import typer.main
 NOT_SWEPT = {("run",), ("migrate",), ("db",)}
 
 
+# Required options whose placeholder must be well-formed to reach the database.
+OPTION_DEFAULTS = {"--older-than": "14d"}
+
+
 @dataclass(frozen=True)
 class Leaf:
     path: tuple[str, ...]
     arguments: tuple[str, ...]  # names of its positional arguments
     required_options: tuple[str, ...]
-    mutates: bool  # takes --operator: it changes something and is audited
+    mutates: bool  # takes the audited --operator label: it changes something and is audited
+
+    numeric: tuple[str, ...] = ()  # arguments that take an integer (a job id): default "1"
 
     def argv(self, values: dict[str, str] | None = None, default: str = "rel-x") -> list[str]:
         """The command with each argument filled from `values` by name (else `default`)."""
         values = values or {}
-        out = [*self.path, *(values.get(a, default) for a in self.arguments)]
+        out = [*self.path, *(values.get(a, "1" if a in self.numeric else default) for a in self.arguments)]
         for opt in self.required_options:
-            out += [opt, values.get(opt.lstrip("-"), default)]
+            out += [opt, values.get(opt.lstrip("-"), OPTION_DEFAULTS.get(opt, default))]
         return out
 
 
@@ -61,8 +67,12 @@ def leaves() -> list[Leaf]:
         args = tuple(p.name or "" for p in cmd.params if isinstance(p, typer.core.TyperArgument))
         options = [p for p in cmd.params if isinstance(p, typer.core.TyperOption)]
         required = tuple(p.opts[0] for p in options if p.required)
-        mutates = any("--operator" in p.opts for p in options)
-        found.append(Leaf(path, args, required, mutates))
+        # `audit --operator X` is a filter, not a label: the label's help says it is recorded.
+        mutates = any("--operator" in p.opts and "recorded in the audit trail" in (p.help or "") for p in options)
+        numeric = tuple(p.name or "" for p in cmd.params
+                        if isinstance(p, typer.core.TyperArgument)
+                        and getattr(getattr(p, "type_descriptor", None), "annotation", None) is int)
+        found.append(Leaf(path, args, required, mutates, numeric))
 
     walk(_load(), ())
     return found

@@ -22,7 +22,8 @@ from awa_tui import Client, ReadOnly
 from .cli_tree import Leaf, assert_one_line_error, leaves, run_cli
 from .harness import Summary
 
-PLACEHOLDERS = {"name": "rel-x", "queue": "rel-q", "owner": "rel-owner"}
+# Jobs (seeded below, ids from 1): 1 waits, 2 was discarded.
+PLACEHOLDERS = {"name": "rel-x", "queue": "rel-q", "owner": "rel-owner", "job_id": "1"}
 # Targets in the state each action expects, so only the privilege check can refuse it.
 TARGETS: dict[tuple[str, ...], dict[str, str]] = {
     ("cron", "resume"): {"name": "rel-paused"},
@@ -30,6 +31,7 @@ TARGETS: dict[tuple[str, ...], dict[str, str]] = {
     ("cron", "transfer"): {"name": "rel-owned", "owner": "rel-other"},
     ("owner", "restore"): {"owner": "rel-gone"},
     ("queue", "resume"): {"queue": "rel-pq"},
+    ("jobs", "retry"): {"job_id": "2"},
 }
 PASSWORD = "rel-pw"
 
@@ -61,6 +63,8 @@ def seeded(dsn: str, conn: psycopg.Connection[Any]) -> str:
         admin.adopt("rel-retired", "rel-gone")
         admin.retire("rel-retired")
         admin.queue_pause("rel-pq")
+        discarded = admin.trigger("rel-x")  # job 2 (the trigger above made job 1)
+    conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded["id"],))
     return dsn
 
 

@@ -57,6 +57,13 @@ WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
   AND l.backend_pid = pg_backend_pid() AND l.expires_at > n.t
 RETURNING l.expires_at
 """
+# A clean release ends the lease now, so the term recorded for the fire ledger (v007) ends
+# when leadership did, not when the unrenewed lease would have run out.
+RELEASE_SQL = """
+UPDATE awa.leader_lease l SET expires_at = least(l.expires_at, clock_timestamp())
+WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s AND l.backend_pid = pg_backend_pid()
+RETURNING l.term
+"""
 # Checked before every evaluator pass, on the evaluator's own connection: the lease names
 # this runtime and term, has not expired, and its lock session still holds the lock.
 LEASE_VALID_SQL = """
@@ -313,6 +320,7 @@ class LeaderElector:
         conn = self._conn
         if conn is not None and self.is_leader and not conn.closed:
             try:
+                self._execute(RELEASE_SQL, {"instance": self.instance_id, "term": self.term})
                 self._execute("SELECT pg_advisory_unlock(%s)", (LEADER_LOCK_KEY,))
             except (psycopg.Error, AwaError):
                 pass

@@ -75,20 +75,38 @@ def complete_job(conn: psycopg.Connection[Any], job: Job) -> None:
     )
 
 
-def fail_job(conn: psycopg.Connection[Any], job: Job, error: str) -> str:
-    """Retry with backoff while attempts remain, else discard. Returns the new state."""
+TRACE_FRAMES = 5  # an attempt keeps the last frames of its traceback (the raising end)
+TRACE_CHARS = 4000
+
+
+def trace_tail(exc: BaseException, frames: int = TRACE_FRAMES, limit: int = TRACE_CHARS) -> str:
+    """The last `frames` frames of `exc`'s traceback, at most `limit` characters (the end kept)."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-frames))
+    return text if len(text) <= limit else "..." + text[-(limit - 3):]
+
+
+def fail_job(conn: psycopg.Connection[Any], job: Job, error: str, trace: str | None = None) -> str:
+    """Retry with backoff while attempts remain, else discard. Returns the new state.
+
+    The attempt's entry in `errors` also keeps when it started and ended (DB time), which
+    runtime ran it, and the traceback's last frames: the fire ledger's job outcomes."""
     final = job.attempt >= job.max_attempts
     state = "discarded" if final else "retryable"
+    entry: dict[str, Any] = {"attempt": job.attempt, "error": error[:2000]}
+    if trace:
+        entry["traceback"] = trace[-TRACE_CHARS:]
     conn.execute(
         "UPDATE awa.jobs SET state = %(state)s, "
         "run_at = CASE WHEN %(final)s THEN run_at ELSE now() + %(delay)s END, "
         "finalized_at = CASE WHEN %(final)s THEN now() END, "
-        "errors = errors || %(error)s WHERE id = %(id)s AND state = 'running'",
+        "errors = errors || jsonb_build_array(%(error)s::jsonb || jsonb_build_object("
+        "'started_at', attempted_at, 'at', now(), 'runtime', claimed_by::text)) "
+        "WHERE id = %(id)s AND state = 'running'",
         {
             "state": state,
             "final": final,
             "delay": backoff(job.attempt),
-            "error": Jsonb([{"attempt": job.attempt, "error": error[:2000]}]),
+            "error": Jsonb(entry),
             "id": job.id,
         },
     )
@@ -114,7 +132,7 @@ def work_once(
             message = f"{type(exc).__name__}: {exc}"
             log.warning("job %s (%s) failed: %s", job.id, job.kind, message)
             log.debug("%s", traceback.format_exc())
-            outcomes.append((job, fail_job(conn, job, message)))
+            outcomes.append((job, fail_job(conn, job, message, trace_tail(exc))))
         else:
             complete_job(conn, job)
             outcomes.append((job, "completed"))

@@ -1,0 +1,127 @@
+"""`awa-tui jobs ...`: list, show, retry, cancel, prune."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import (
+    DsnOpt,
+    JsonOpt,
+    OperatorOpt,
+    emit,
+    emit_json,
+    emit_table,
+    errors_as_lines,
+    fmt,
+    make_client,
+    say,
+)
+from awa_tui.cli.timeargs import parse_duration
+from awa_tui.engine.ledger.retention import DEFAULT_KEEP, MANUAL_DUTY
+
+jobs_app = typer.Typer(help="Jobs: outcomes, retry, cancel, retention.", no_args_is_help=True)
+app.add_typer(jobs_app, name="jobs")
+
+JobArg = Annotated[int, typer.Argument(help="Job id.", min=1)]
+JOB_COLUMNS = ["id", "schedule", "queue", "state", "result", "attempt", "fire_time", "created_at",
+               "duration_s", "last_error"]
+
+
+def _row(job: Any) -> dict[str, Any]:
+    row = job.to_dict()
+    if job.manual:
+        row["fire_time"] = f"manual ({job.triggered_by})"
+    if job.queue_paused and job.state in ("available", "retryable"):
+        row["state"] = f"{job.state} [queue paused]"
+    return row
+
+
+@jobs_app.command("list")
+def jobs_list(
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+    schedule: Annotated[str | None, typer.Option("--schedule", help="Only this schedule's jobs.")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Only this queue's jobs.")] = None,
+    state: Annotated[str | None, typer.Option("--state", help="available, running, completed, retryable, "
+                                              "discarded or cancelled.")] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="DURATION",
+                                              help="Only jobs created this long ago or later (90s, 2h, 14d).")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=10000)] = 50,
+) -> None:
+    """Recent jobs, newest first."""
+    with errors_as_lines():
+        span = parse_duration(since, "--since") if since is not None else None
+        client = make_client(dsn, read_only=True)
+        start = client.db_time() - span if span is not None else None
+        jobs = client.list_jobs(schedule=schedule, queue=queue, state=state, since=start, limit=limit)
+        emit([j.to_dict() for j in jobs], as_json, lambda: emit_table([_row(j) for j in jobs], JOB_COLUMNS))
+
+
+@jobs_app.command("show")
+def jobs_show(job_id: JobArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """One job: its outcome, timing, runtime, and every failed attempt with its error."""
+    with errors_as_lines():
+        detail = make_client(dsn, read_only=True).job_detail(job_id)
+
+        def render() -> None:
+            for key, value in _row(detail.job).items():
+                say(f"{key:14} {fmt(value)}")
+            say(f"{'lateness_s':14} {fmt(detail.lateness_s)}")
+            say(f"{'args':14} {fmt(detail.args)}")
+            for a in detail.attempts:
+                say(f"attempt {a.attempt} ({fmt(a.started_at)} .. {fmt(a.ended_at)}, runtime {fmt(a.runtime)}): "
+                    f"{a.error}")
+                for line in (a.traceback or "").splitlines():
+                    say(f"    {line}")
+
+        emit(detail.to_dict(), as_json, render)
+
+
+@jobs_app.command("retry")
+def jobs_retry(job_id: JobArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Run a failed, discarded or cancelled job again now (audited)."""
+    with errors_as_lines():
+        row = make_client(dsn, operator).retry_job(job_id)
+        emit(row, as_json, lambda: say(f"retried job {job_id}: waiting to run (attempt {row['attempt'] + 1} next)"))
+
+
+@jobs_app.command("cancel")
+def jobs_cancel(job_id: JobArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Cancel a waiting job; a running job is refused (audited)."""
+    with errors_as_lines():
+        row = make_client(dsn, operator).cancel_job(job_id)
+        emit(row, as_json, lambda: say(f"cancelled job {job_id}"))
+
+
+@jobs_app.command("prune")
+def jobs_prune(
+    older_than: Annotated[str, typer.Option("--older-than", metavar="DURATION",
+                                            help="Finished more than this long ago (e.g. 14d).")],
+    dsn: DsnOpt = None,
+    operator: OperatorOpt = None,
+    as_json: JsonOpt = False,
+    keep: Annotated[int, typer.Option("--keep", min=0, max=100000,
+                                      help="Always keep each schedule's last N jobs.")] = DEFAULT_KEEP,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count, delete nothing.")] = False,
+) -> None:
+    """Delete finished jobs older than a horizon, keeping each schedule's last N (audited).
+
+    Completed, discarded and cancelled jobs only, in small batches; waiting and running
+    jobs are never touched."""
+    with errors_as_lines():
+        horizon = parse_duration(older_than, "--older-than")
+        client = make_client(dsn, operator, read_only=dry_run)
+        result = client.prune_jobs(horizon, keep=keep, dry_run=dry_run, duty=MANUAL_DUTY,
+                                   operator=None if dry_run else client.operator)
+        verb = "would prune" if dry_run else "pruned"
+        if as_json:
+            emit_json(result.to_dict())
+            return
+        say(f"{verb} {result.deleted} finished jobs (finished before {fmt(result.cutoff)}; "
+            f"the last {keep} of every schedule kept)")
+        if result.by_schedule:
+            emit_table([{"schedule": k, "jobs": v} for k, v in sorted(result.by_schedule.items())],
+                       ["schedule", "jobs"])

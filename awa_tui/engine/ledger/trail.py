@@ -1,0 +1,50 @@
+"""Audit search: by operator, action, target and time span, newest first, paged by id."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.ledger.models import AuditEntry, AuditPage
+
+MAX_PAGE = 10000
+
+SEARCH_SQL = """
+SELECT id, at, operator, action, target, before, after, detail, db_user FROM awa.audit_log
+WHERE (%(operator)s::text IS NULL OR operator = %(operator)s)
+  AND (%(action)s::text IS NULL OR action = %(action)s)
+  AND (%(target)s::text IS NULL OR target = %(target)s)
+  AND (%(since)s::timestamptz IS NULL OR at >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR at <= %(until)s)
+  AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+ORDER BY id DESC
+LIMIT %(limit)s
+"""
+
+
+def search_audit(
+    conn: psycopg.Connection[Any],
+    *,
+    operator: str | None = None,
+    action: str | None = None,
+    target: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
+    before_id: int | None = None,
+) -> AuditPage:
+    """One page of entries, newest first; `next_before_id` fetches the next (older) page."""
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise ValidationError(f"limit: expected 1..{MAX_PAGE}, got {limit!r}")
+    if since is not None and until is not None and since > until:
+        raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
+    rows = conn.execute(SEARCH_SQL, {
+        "operator": operator, "action": action, "target": target, "since": since, "until": until,
+        "before_id": before_id, "limit": limit + 1,  # one more: is there a next page?
+    }).fetchall()
+    entries = tuple(AuditEntry(r["id"], r["at"], r["operator"], r["action"], r["target"], r["before"],
+                               r["after"], r["detail"], r["db_user"]) for r in rows[:limit])
+    return AuditPage(entries, entries[-1].id if len(rows) > limit else None)

@@ -1,0 +1,355 @@
+"""A verdict for every due instant of a schedule, derived from what history holds.
+
+Nothing is written per fire besides the job: the ledger is computed at read time from
+- the schedule's definition over time (the audit trail's redefinitions): its due instants;
+- its jobs (each fired job carries the instant it was fired for): `fired`, `manual`;
+- its pause and retirement intervals (the audit trail, written by the database):
+  `skipped_paused`, `skipped_retired`;
+- leadership terms (awa.leader_terms, one row per term, v007): `no_leader`;
+- the later fire an unfired instant was folded into: `coalesced`;
+- what retention pruned (awa.ledger_pruned) and since when leadership is recorded
+  (awa.ledger_meta): `unknown`, never a guess.
+Precedence, first match wins: fired, skipped_retired, skipped_paused, unknown,
+no_leader, coalesced, pending.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.db import db_now
+from awa_tui.engine.errors import NotFound, ValidationError
+from awa_tui.engine.evaluator import FIRST_FIRE_LOOKBACK
+from awa_tui.engine.ledger.models import (
+    COALESCED,
+    FIRED,
+    MANUAL,
+    NO_LEADER,
+    PENDING,
+    SKIPPED_PAUSED,
+    SKIPPED_RETIRED,
+    UNKNOWN,
+    Verdict,
+    job_result,
+)
+from awa_tui.engine.schedule import latest_fire, next_fire
+
+ONE_US = timedelta(microseconds=1)
+MAX_INSTANTS = 10000
+FOLD_LOOKBACK = 200
+# Job ids grow with created_at, but a fire's transaction may start (its created_at) a
+# little before an id handed out to a concurrent one: the window of jobs read is widened
+# by this much so such a job is never missed.
+ID_ORDER_SLACK = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: datetime | None  # None: since before anything recorded
+    end: datetime | None  # None: still open
+    by: str | None
+
+    def covers(self, t: datetime) -> bool:
+        return (self.start is None or self.start <= t) and (self.end is None or t < self.end)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The definition in force over [start, end)."""
+
+    start: datetime | None
+    end: datetime | None
+    cron_expr: str
+    timezone: str
+
+
+@dataclass(frozen=True)
+class Term:
+    acquired_at: datetime
+    held_until: datetime
+
+
+SCHEDULE_SQL = """
+SELECT name, cron_expr, timezone, queue, missed_fire_policy, awa.safe_ts(created_at) AS created_at,
+       awa.safe_ts(paused_at) AS paused_at, paused_by, awa.safe_ts(retired_at) AS retired_at, retired_by,
+       awa.safe_ts(last_enqueued_at) AS last_enqueued_at
+FROM awa.cron_jobs WHERE name = %s
+"""
+
+HISTORY_SQL = """
+SELECT id, at, action, operator, before, after FROM awa.audit_log
+WHERE target = %(name)s AND at >= %(born)s ORDER BY id
+"""
+
+
+def _ts(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _intervals(history: list[dict[str, Any]], key: str, current_at: datetime | None,
+               current_by: str | None) -> list[Interval]:
+    """Intervals where `<key>_at` was set, from the audit rows that carry the column."""
+    at_key, by_key = f"{key}_at", f"{key}_by"
+    rows = [h for h in history if isinstance(h["before"], dict) and isinstance(h["after"], dict)
+            and at_key in h["before"] and at_key in h["after"]]
+    out: list[Interval] = []
+    open_start: datetime | None = None
+    open_by: str | None = None
+    is_open = False
+    if rows and rows[0]["before"].get(at_key) is not None:
+        is_open, open_start, open_by = True, _ts(rows[0]["before"][at_key]), rows[0]["before"].get(by_key)
+    for h in rows:
+        now_set = h["after"].get(at_key) is not None
+        if now_set and not is_open:
+            is_open, open_start, open_by = True, h["at"], h["after"].get(by_key)
+        elif not now_set and is_open:
+            out.append(Interval(open_start, h["at"], open_by))
+            is_open = False
+    if is_open:
+        out.append(Interval(open_start, None, open_by))
+    elif current_at is not None:  # set without an audit row (before the trail, by hand)
+        out.append(Interval(current_at, None, current_by))
+    return out
+
+
+def definition_segments(history: list[dict[str, Any]], expr: str, zone: str) -> list[Segment]:
+    """Definitions over time, oldest first, from redefinitions in the audit trail."""
+    changes = [h for h in history if isinstance(h["before"], dict) and isinstance(h["after"], dict)
+               and ("cron_expr" in h["after"] or "timezone" in h["after"])]
+    segments: list[Segment] = []
+    end: datetime | None = None
+    for h in reversed(changes):
+        segments.append(Segment(h["at"], end, expr, zone))
+        expr = h["before"].get("cron_expr", expr) if isinstance(h["before"].get("cron_expr", expr), str) else expr
+        zone = h["before"].get("timezone", zone) if isinstance(h["before"].get("timezone", zone), str) else zone
+        end = h["at"]
+    segments.append(Segment(None, end, expr, zone))
+    segments.reverse()
+    return segments
+
+
+def _segment_at(segments: list[Segment], t: datetime) -> Segment:
+    for seg in reversed(segments):
+        if seg.start is None or seg.start <= t:
+            return seg
+    return segments[0]
+
+
+def due_instants(segments: list[Segment], lo: datetime, hi: datetime, limit: int) -> tuple[list[datetime], bool]:
+    """The last `limit` due instants in [lo, hi], ascending; and whether older ones exist."""
+    out: list[datetime] = []
+    cursor = hi
+    while cursor >= lo:
+        seg = _segment_at(segments, cursor)
+        try:
+            fire = latest_fire(seg.cron_expr, seg.timezone, cursor)
+        except (ValidationError, ValueError, OverflowError):
+            fire = None  # a definition that cannot be computed has no instants
+        if fire is None or (seg.start is not None and fire.at < seg.start):
+            if seg.start is None:
+                break
+            cursor = seg.start - ONE_US
+            continue
+        if fire.at < lo:
+            break
+        if len(out) == limit:
+            out.reverse()
+            return out, True
+        out.append(fire.at)
+        cursor = fire.at - ONE_US
+    out.reverse()
+    return out, False
+
+
+def next_due(segments: list[Segment], after: datetime) -> datetime | None:
+    seg = segments[-1]
+    try:
+        return next_fire(seg.cron_expr, seg.timezone, max(after, seg.start or after)).at
+    except (ValidationError, ValueError, OverflowError):
+        return None
+
+
+def _jobs(conn: psycopg.Connection[Any], name: str, lo: datetime) -> list[dict[str, Any]]:
+    """The schedule's jobs created since `lo` (and a little before, see ID_ORDER_SLACK)."""
+    # Walking the (cron_name, id) index backwards stops at the first job older than the
+    # window, so this reads the window's jobs only, however long the history kept.
+    boundary = conn.execute(
+        "SELECT id FROM awa.jobs WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = %s "
+        "AND created_at < %s ORDER BY metadata ->> 'cron_name' DESC, id DESC LIMIT 1",
+        (name, lo - ID_ORDER_SLACK),
+    ).fetchone()
+    return conn.execute(
+        "SELECT j.id, j.state, awa.safe_ts(j.created_at) AS created_at, "
+        "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time, "
+        "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
+        "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
+        "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error "
+        "FROM awa.jobs j WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %s AND j.id > %s "
+        "ORDER BY j.id",
+        (name, boundary["id"] if boundary else 0),
+    ).fetchall()
+
+
+def _terms(conn: psycopg.Connection[Any], lo: datetime, hi: datetime) -> list[Term]:
+    """Terms overlapping [lo, hi], plus the last one before and the first one after (the
+    ends of a gap)."""
+    rows = conn.execute(
+        "(SELECT acquired_at, held_until FROM awa.leader_terms WHERE held_until > %(lo)s AND acquired_at <= %(hi)s)"
+        " UNION (SELECT acquired_at, held_until FROM awa.leader_terms WHERE held_until <= %(lo)s"
+        "        ORDER BY held_until DESC LIMIT 1)"
+        " UNION (SELECT acquired_at, held_until FROM awa.leader_terms WHERE acquired_at > %(hi)s"
+        "        ORDER BY acquired_at LIMIT 1)"
+        " ORDER BY 1",
+        {"lo": lo, "hi": hi},
+    ).fetchall()
+    return [Term(r["acquired_at"], r["held_until"]) for r in rows]
+
+
+def _gap(terms: list[Term], t: datetime) -> tuple[bool, datetime | None, datetime | None]:
+    """(led at t?, the last leadership ending before t, the next beginning after t)."""
+    before: datetime | None = None
+    after: datetime | None = None
+    for term in terms:
+        if term.acquired_at <= t < term.held_until:
+            return True, None, None
+        if term.held_until <= t:
+            before = term.held_until if before is None else max(before, term.held_until)
+        elif term.acquired_at > t and (after is None or term.acquired_at < after):
+            after = term.acquired_at
+    return False, before, after
+
+
+def schedule_history(conn: psycopg.Connection[Any], name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The schedule's row and its audit rows since it was created (this incarnation's)."""
+    row = conn.execute(SCHEDULE_SQL, (name,)).fetchone()
+    if row is None:
+        raise NotFound(f"unknown schedule {name!r}")
+    history = conn.execute(HISTORY_SQL, {"name": name, "born": row["created_at"] - FIRST_FIRE_LOOKBACK}).fetchall()
+    return row, history
+
+
+def ledger(
+    conn: psycopg.Connection[Any],
+    name: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int = 50,
+    now: datetime | None = None,
+) -> list[Verdict]:
+    """Verdicts of the schedule's last `limit` due instants in [since, until] (until: now),
+    oldest first, with its manual triggers in that span interleaved."""
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_INSTANTS:
+        raise ValidationError(f"limit: expected 1..{MAX_INSTANTS} instants, got {limit!r}")
+    if since is not None and until is not None and since > until:
+        raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
+    now = now or db_now(conn)
+    row, history = schedule_history(conn, name)
+    born = row["created_at"] - FIRST_FIRE_LOOKBACK  # the first fire counts from here (S13)
+    hi = min(until, now) if until is not None else now
+    lo = max(since, born) if since is not None else born
+    if hi < lo:
+        return []
+    segments = definition_segments(history, row["cron_expr"], row["timezone"])
+    # FOLD_LOOKBACK more instants are judged than shown, so an instant folded into a fire
+    # is counted with the ones before the window that were folded into the same fire.
+    instants, _ = due_instants(segments, born, hi, limit + FOLD_LOOKBACK)
+    shown = [t for t in instants if t >= lo][-limit:]
+    shown_from = shown[0] if shown else hi
+    window_lo = instants[0] if instants else hi
+    jobs = _jobs(conn, name, window_lo)
+    fired = {j["fire_time"]: j for j in jobs if not j["manual"] and j["fire_time"] is not None}
+    fire_times = sorted(fired)
+    paused = _intervals(history, "paused", row["paused_at"], row["paused_by"])
+    retired = _intervals(history, "retired", row["retired_at"], row["retired_by"])
+    terms = _terms(conn, window_lo, hi) if instants else []
+    meta = conn.execute("SELECT leadership_since FROM awa.ledger_meta").fetchone()
+    leadership_since = meta["leadership_since"] if meta else None
+    mark = conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = %s", (name,)).fetchone()
+    pruned_through = mark["pruned_through"] if mark else None
+    queue = conn.execute("SELECT paused, paused_by FROM awa.queue_meta WHERE queue = %s", (row["queue"],)).fetchone()
+    queue_paused_by = (queue["paused_by"] or "?") if queue and queue["paused"] else None
+
+    out: list[Verdict] = []
+    for t in instants:
+        job = fired.get(t)
+        if job is not None:
+            waiting = job["state"] in ("available", "retryable")
+            out.append(Verdict(
+                name, t, FIRED, job_id=job["id"], job_state=job["state"], result=job_result(job["state"]),
+                lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
+                error=job["error"] if job["state"] in ("retryable", "discarded") else None,
+                queue=job["queue"],
+                queue_paused_by=queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+            continue
+        if t < row["created_at"]:
+            continue  # the first fire's lookback (S13): only an instant that fired counts
+        hit = next((i for i in retired if i.covers(t)), None)
+        if hit is not None:
+            out.append(Verdict(name, t, SKIPPED_RETIRED, by=hit.by, since=hit.start))
+            continue
+        hit = next((i for i in paused if i.covers(t)), None)
+        if hit is not None:
+            out.append(Verdict(name, t, SKIPPED_PAUSED, by=hit.by, since=hit.start))
+            continue
+        if pruned_through is not None and t <= pruned_through:
+            out.append(Verdict(name, t, UNKNOWN, reason="pruned"))
+            continue
+        if leadership_since is None or t < leadership_since:
+            out.append(Verdict(name, t, UNKNOWN, reason="before the ledger recorded leadership"))
+            continue
+        later = bisect_right(fire_times, t)
+        into = fire_times[later] if later < len(fire_times) else None
+        led, gap_from, gap_until = _gap(terms, t)
+        if not led:
+            out.append(Verdict(name, t, NO_LEADER, gap_from=gap_from, gap_until=gap_until, into=into))
+        elif into is not None:
+            out.append(Verdict(name, t, COALESCED, into=into))
+        else:
+            out.append(Verdict(name, t, PENDING))
+    out = [v for v in _count_folds(out, fired) if v.instant >= shown_from]
+    # A job fired for an instant the definition recorded now does not produce (a hand-made
+    # row, a redefinition racing its audit row) is still shown: it did fire.
+    known = set(instants)
+    for t, job in fired.items():
+        if t not in known and shown_from <= t <= hi:
+            out.append(Verdict(name, t, FIRED, job_id=job["id"], job_state=job["state"],
+                               result=job_result(job["state"]), queue=job["queue"],
+                               lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
+                               error=job["error"] if job["state"] in ("retryable", "discarded") else None))
+    for j in jobs:
+        if j["manual"] and j["created_at"] is not None and shown_from <= j["created_at"] <= hi:
+            out.append(Verdict(name, j["created_at"], MANUAL, job_id=j["id"], job_state=j["state"],
+                               result=job_result(j["state"]), by=j["triggered_by"], queue=j["queue"],
+                               error=j["error"] if j["state"] in ("retryable", "discarded") else None))
+    out.sort(key=lambda v: v.instant)
+    return out
+
+
+def _count_folds(verdicts: list[Verdict], fired: dict[datetime, dict[str, Any]]) -> list[Verdict]:
+    """Number the instants folded into each later fire, on them and on the fire's entry."""
+    folds: dict[datetime, int] = {}
+    for v in verdicts:
+        if v.into is not None:
+            folds[v.into] = folds.get(v.into, 0) + 1
+    if not folds:
+        return verdicts
+    return [replace(v, folded=folds[v.into]) if v.into is not None
+            else replace(v, folded=folds.get(v.instant, 0)) if v.verdict == FIRED else v
+            for v in verdicts]
+
+
+def outcome_strip(conn: psycopg.Connection[Any], name: str, *, count: int = 20,
+                  now: datetime | None = None) -> list[Verdict]:
+    """The last `count` due instants (no manual entries): the console's outcome strip."""
+    return [v for v in ledger(conn, name, limit=count, now=now) if v.verdict != MANUAL][-count:]

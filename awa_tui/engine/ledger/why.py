@@ -1,0 +1,112 @@
+"""`cron why`: one paragraph explaining a due instant's verdict (the last one, or a given one)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.db import db_now
+from awa_tui.engine.ledger.models import (
+    COALESCED,
+    FIRED,
+    MANUAL,
+    NO_LEADER,
+    PENDING,
+    SKIPPED_PAUSED,
+    SKIPPED_RETIRED,
+    Verdict,
+    Why,
+)
+from awa_tui.engine.ledger.verdicts import (
+    MAX_INSTANTS,
+    definition_segments,
+    due_instants,
+    ledger,
+    next_due,
+    schedule_history,
+)
+from awa_tui.engine.schedule import iso_utc
+from awa_tui.printable import printable
+
+
+def _t(value: datetime | None) -> str:
+    return iso_utc(value) if value is not None else "?"
+
+
+def _s(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+
+
+def describe(v: Verdict) -> str:
+    """The verdict of one instant, as a sentence (database strings escaped)."""
+    at = _t(v.instant)
+    if v.verdict == FIRED:
+        text = f"{at}: fired (job {v.job_id}, {_s(v.lateness_s)} late)"
+        if v.result == "ok":
+            text += ", ok"
+        elif v.result == "failed":
+            text += f", failed: {printable(v.error or '?')}"
+            if v.job_state == "retryable":
+                text += " (will retry)"
+        elif v.result == "waiting":
+            text += ", waiting to run"
+            if v.queue_paused_by is not None:
+                text += f"; its queue {printable(v.queue or '?')} is paused (by {printable(v.queue_paused_by)})"
+        else:
+            text += f", {v.result}"
+        if v.folded:
+            text += f"; {v.folded} earlier instant{'s' if v.folded != 1 else ''} folded into it"
+        return text + "."
+    if v.verdict == MANUAL:
+        return f"{at}: triggered by hand by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
+    if v.verdict == SKIPPED_PAUSED:
+        return f"{at}: not fired: the schedule was paused by {printable(v.by or '?')} at {_t(v.since)}."
+    if v.verdict == SKIPPED_RETIRED:
+        return f"{at}: not fired: the schedule was retired by {printable(v.by or '?')} at {_t(v.since)}."
+    if v.verdict == NO_LEADER:
+        since = f"from {_t(v.gap_from)}" if v.gap_from else "(since before the recorded terms)"
+        until = f"until {_t(v.gap_until)}" if v.gap_until else "still now"
+        text = f"{at}: not fired: no runtime held leadership {since} {until}"
+        if v.into is not None:
+            text += f"; coalesced into the fire at {_t(v.into)} ({v.folded} instant{'s' if v.folded != 1 else ''})"
+        return text + "."
+    if v.verdict == COALESCED:
+        return (f"{at}: not fired on its own: coalesced into the fire at {_t(v.into)} "
+                f"({v.folded} instant{'s' if v.folded != 1 else ''} folded).")
+    if v.verdict == PENDING:
+        return f"{at}: due, not fired yet (the leader's next pass decides)."
+    return f"{at}: unknown ({v.reason})."
+
+
+def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
+        now: datetime | None = None) -> Why:
+    """Explain the last due instant at or before `at` (default: now)."""
+    now = now or db_now(conn)
+    asked = at if at is not None else now
+    found = [v for v in ledger(conn, name, until=min(asked, now), limit=1, now=now) if v.verdict != MANUAL]
+    row, history = schedule_history(conn, name)
+    segments = definition_segments(history, row["cron_expr"], row["timezone"])
+    following = next_due(segments, asked)
+    verdict = found[-1] if found else None
+    if verdict is not None and verdict.into is not None and verdict.into > verdict.instant:
+        # Read up to the fire it was folded into, so every folded instant is counted.
+        between, _ = due_instants(segments, verdict.instant, verdict.into, MAX_INSTANTS - 1)
+        span = ledger(conn, name, until=verdict.into, limit=len(between), now=now)
+        verdict = next((v for v in span if v.instant == verdict.instant and v.verdict != MANUAL), verdict)
+    label = printable(name)
+    if verdict is None:
+        text = f"{label}: not due yet at {_t(asked)} (next is {_t(following)})."
+    elif at is not None and verdict.instant != at:
+        text = (f"{label}: not due at {_t(at)} (next is {_t(following)}); "
+                f"the last due instant before it, {describe(verdict)}")
+    else:
+        text = f"{label}: last due instant {describe(verdict)} Next due {_t(following)}."
+        if at is not None:
+            text = f"{label}: due instant {describe(verdict)}"
+    if row["retired_at"] is not None:
+        text += f" Now retired (by {printable(row['retired_by'] or '?')})."
+    elif row["paused_at"] is not None:
+        text += f" Now paused (by {printable(row['paused_by'] or '?')} at {_t(row['paused_at'])})."
+    return Why(schedule=name, asked_at=at, verdict=verdict, next_due=following, text=text)
