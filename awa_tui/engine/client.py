@@ -74,6 +74,9 @@ def package_version() -> str:
     return __version__
 
 
+_T = TypeVar("_T")
+
+
 class Client:
     def __init__(
         self,
@@ -491,6 +494,11 @@ class Client:
 
     # --- read models ------------------------------------------------------------------------
 
+    def _read(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """A read function of the engine (its first parameter the connection), on a pooled one."""
+        with self.db.connection() as conn:
+            return fn(conn, *args, **kwargs)
+
     def list_schedules(
         self, filter_text: str | None = None, limit: int = 100000, *, where: Filter | None = None,
         now: datetime | None = None,
@@ -563,37 +571,37 @@ class Client:
     def list_jobs(self, *, schedule: str | None = None, queue: str | None = None, state: str | None = None,
                   since: datetime | None = None, limit: int = 50) -> list[JobSummary]:
         """Recent jobs, newest first; `since` bounds created_at."""
-        return self._view(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
+        return self._read(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
                           limit=limit)
 
     def job_detail(self, job_id: int) -> JobDetail:
         """One job with every failed attempt (error, traceback tail, timing, runtime)."""
-        return self._view(ledger_jobs.job_detail, job_id)
+        return self._read(ledger_jobs.job_detail, job_id)
 
     def last_results(self, names: list[str] | None = None) -> dict[str, LastResult]:
         """Per schedule: ok, failed, running, waiting, cancelled or none (its latest job)."""
-        return self._view(ledger_jobs.last_results, names)
+        return self._read(ledger_jobs.last_results, names)
 
     def fails_24h(self, now: datetime | None = None) -> dict[str, int]:
         """Per schedule, jobs of the last 24 hours whose latest attempt failed."""
-        return self._view(ledger_jobs.fails_24h, now)
+        return self._read(ledger_jobs.fails_24h, now)
 
     def ledger(self, name: str, *, since: datetime | None = None, until: datetime | None = None,
                limit: int = 50, now: datetime | None = None) -> list[Verdict]:
         """Verdicts of the last `limit` due instants in [since, until], oldest first."""
-        return self._view(verdicts.ledger, name, since=since, until=until, limit=limit, now=now)
+        return self._read(verdicts.ledger, name, since=since, until=until, limit=limit, now=now)
 
     def outcome_strip(self, name: str, *, count: int = 20, now: datetime | None = None) -> list[Verdict]:
-        return self._view(verdicts.outcome_strip, name, count=count, now=now)
+        return self._read(verdicts.outcome_strip, name, count=count, now=now)
 
     def why(self, name: str, *, at: datetime | None = None, now: datetime | None = None) -> Why:
         """One paragraph on the last due instant (or the one at or before `at`)."""
-        return self._view(ledger_why.why, name, at=at, now=now)
+        return self._read(ledger_why.why, name, at=at, now=now)
 
     def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
                      since: datetime | None = None, until: datetime | None = None, limit: int = 50,
                      before_id: int | None = None) -> AuditPage:
-        return self._view(trail.search_audit, operator=operator, action=action, target=target, since=since,
+        return self._read(trail.search_audit, operator=operator, action=action, target=target, since=since,
                           until=until, limit=limit, before_id=before_id)
 
     def retry_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:

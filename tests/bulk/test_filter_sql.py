@@ -43,25 +43,25 @@ from awa_tui.filters import parse
 ])
 def test_filter_selects_exact_rows(fleet: Client, source: str, expected: list[str]) -> None:
     rows = fleet.list_schedules(where=parse(source), now=NOW)
-    assert [r["name"] for r in rows] == expected
+    assert [r.name for r in rows] == expected
 
 
 def test_empty_filter_and_free_text_keep_todays_behaviour(fleet: Client) -> None:
-    assert [r["name"] for r in fleet.list_schedules(where=parse(""), now=NOW)] == FLEET
-    assert [r["name"] for r in fleet.list_schedules("BILL")] == ["billing-report", "nightly-billing"]
+    assert [r.name for r in fleet.list_schedules(where=parse(""), now=NOW)] == FLEET
+    assert [r.name for r in fleet.list_schedules("BILL")] == ["billing-report", "nightly-billing"]
     # Free text and a parsed filter together: both must hold.
-    assert [r["name"] for r in fleet.list_schedules("billing", where=parse("paused"), now=NOW)] == ["billing-report"]
+    assert [r.name for r in fleet.list_schedules("billing", where=parse("paused"), now=NOW)] == ["billing-report"]
 
 
 def test_schedule_page_counts_and_rows_follow_the_filter(fleet: Client) -> None:
     page = fleet.schedule_page(where=parse("queue:q1 -retired"), now=NOW)
-    assert [r["name"] for r in page["rows"]] == ["bad-zone", "tick", "tock"]
-    assert (page["total"], page["matched"], page["paused"], page["retired"]) == (7, 3, 1, 1)
+    assert [r.name for r in page.rows] == ["bad-zone", "tick", "tock"]
+    assert (page.total, page.matched, page.paused, page.retired) == (7, 3, 1, 1)
     page = fleet.schedule_page("t", where=parse("late"), sort="name", descending=True, now=NOW)
-    assert ([r["name"] for r in page["rows"]], page["matched"]) == (["tick"], 1)
+    assert ([r.name for r in page.rows], page.matched) == (["tick"], 1)
     # `late` is judged at the page's `now`: an hour earlier nothing was due yet.
     page = fleet.schedule_page(where=parse("late"), now=NOW.replace(hour=11))
-    assert (page["rows"], page["matched"]) == ([], 0)
+    assert (page.rows, page.matched) == ([], 0)
 
 
 def test_a_filter_of_another_panel_is_refused(fleet: Client, conn: psycopg.Connection[Any]) -> None:
