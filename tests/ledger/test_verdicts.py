@@ -161,7 +161,7 @@ def test_a_trigger_is_a_manual_entry(client: Client, conn: psycopg.Connection[An
     verdicts = client.ledger("hourly")
     manual = [v for v in verdicts if v.verdict == "manual"]
     assert [(v.instant, v.job_id, v.by, v.result) for v in manual] == [
-        (job["created_at"], job["id"], "ops-bob", "waiting")]
+        (job.created_at, job.id, "ops-bob", "waiting")]
     # The due instants of the last two hours were never evaluated: pending or folded,
     # none of them is the manual job.
     assert all(v.job_id is None for v in verdicts if v.verdict != "manual")
