@@ -16,14 +16,8 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.schedule import (
-    Fire,
-    check_stored,
-    fires_between,
-    iso_utc,
-    latest_fire,
-    next_fire,
-)
+from awa_tui.engine.cron.expression import Fire, iso_utc
+from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.evaluator")
@@ -181,22 +175,21 @@ def first_candidate(row: dict[str, Any]) -> datetime:
 
 def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple[FirePlan | None, datetime]:
     """Fires due for one row at `now`, and the row's next hint. Raises on a bad row."""
-    expr, zone = row["cron_expr"], row["timezone"]
-    check_stored(row)
-    hint = row["next_fire_at"] or next_fire(expr, zone, first_candidate(row)).at
+    cron = check_stored(row)
+    hint = row["next_fire_at"] or cron.next_after(first_candidate(row)).at
     if hint > now:
         return None, hint
     last = row["last_enqueued_at"]
     if last is None or row["missed_fire_policy"] == "coalesce":
         # Coalesce and first fire: the most recent due fire, one computation (S13).
-        latest = latest_fire(expr, zone, now)
+        latest = cron.latest_at_or_before(now)
         fires = [latest] if latest is not None and latest.at >= hint else []
     else:
-        fires = fires_between(expr, zone, last, now, catch_up_limit)
+        fires = cron.between(last, now, catch_up_limit)
     if not fires:
         return None, hint
-    following = next_fire(expr, zone, fires[-1].at).at
-    return FirePlan(row["name"], last, fires, following, expr, zone), following
+    following = cron.next_after(fires[-1].at).at
+    return FirePlan(row["name"], last, fires, following, row["cron_expr"], row["timezone"]), following
 
 
 def _batch_params(plans: list[FirePlan]) -> dict[str, str]:

@@ -8,12 +8,13 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
+from awa_tui.engine.schedule import row_fault
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
 # they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
