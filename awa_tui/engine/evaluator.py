@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
@@ -39,9 +40,11 @@ FAULT_SQL = (
 # S15: a poison instant (infinity, a BC date) would fail the whole fetch in Python's
 # loader, so every instant goes through awa.safe_ts (NULL when unloadable) and the fault
 # column says why; check_stored then skips that row only.
-_DUE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.missed_fire_policy,
-       awa.safe_ts(c.last_enqueued_at) AS last_enqueued_at, awa.safe_ts(c.next_fire_at) AS next_fire_at,
-       awa.safe_ts(c.created_at) AS created_at, {FAULT_SQL} AS fault"""
+_DUE_COLUMNS = (
+    safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
+                 "created_at"))
+    + f", {FAULT_SQL} AS fault"
+)
 
 DUE_SQL = f"""
 SELECT {_DUE_COLUMNS}
@@ -57,7 +60,7 @@ WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at IS NULL
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
 # lets the planner see the batch size, which it needs to pick hash joins.
-FIRE_BATCH_SQL = """
+FIRE_BATCH_SQL = f"""
 WITH plan AS (
     SELECT * FROM unnest(%(names)s::text[], %(expected)s::timestamptz[],
                          %(new_last)s::timestamptz[], %(next_hint)s::timestamptz[],
@@ -80,7 +83,7 @@ mark AS (
       AND c.paused_at IS NULL
       AND c.retired_at IS NULL
       AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone
-    RETURNING c.name, c.kind, c.queue, c.args, c.priority, c.max_attempts, c.tags, c.metadata
+    RETURNING c.name, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
     SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[]) WITH ORDINALITY

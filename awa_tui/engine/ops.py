@@ -13,15 +13,13 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import begin_action, record_event
+from awa_tui.engine.columns import ACTION_ROW, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
 from awa_tui.printable import printable
 
-SCHEDULE_STATE_COLUMNS = (
-    "name, cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata, "
-    "missed_fire_policy, last_enqueued_at, paused_at, paused_by, owner, retired_at, retired_by"
-)
+SCHEDULE_STATE_COLUMNS = listed(ACTION_ROW)
 
 
 def require_writable(read_only: bool, action: str) -> None:

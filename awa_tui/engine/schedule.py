@@ -10,8 +10,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import attrgetter
 from typing import Any
 
+from awa_tui.engine.columns import DEFINITION, KEY
 from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
@@ -105,19 +107,14 @@ class Schedule:
 
     def definition(self) -> dict[str, Any]:
         """The definition columns, canonical (used for sync and manifests)."""
-        return {
-            "name": self.name,
-            "cron_expr": self.cron_expr,
-            "timezone": self.timezone,
-            "kind": self.kind,
-            "queue": self.queue,
-            "args": self.args,
-            "priority": self.priority,
-            "max_attempts": self.max_attempts,
-            "tags": list(self.tags),
-            "metadata": self.metadata,
-            "missed_fire_policy": self.missed_fire_policy,
-        }
+        out = dict(zip(_DEFINITION_KEYS, _definition_values(self), strict=True))
+        out["tags"] = list(self.tags)  # JSON has no tuples
+        return out
+
+
+# Schedule's fields are named like the columns they are stored in (one registry).
+_DEFINITION_KEYS = (KEY, *DEFINITION)
+_definition_values = attrgetter(*_DEFINITION_KEYS)  # one C call: sync builds 100k of these
 
 
 def _check_text(fname: str, value: object) -> None:
