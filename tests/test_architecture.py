@@ -229,3 +229,54 @@ def test_client_satisfies_the_console_backend_protocol():
         ):
             mismatched.append(f"{name}{got} vs {wanted}")
     assert mismatched == []
+
+
+def test_runtime_loops_depend_on_an_interface_not_on_the_client():
+    """engine/client.py starts the runtime loops; engine/runtime/ never imports it back (not
+    even for type checking): the loops and the leader's duties see the client through the
+    narrow protocols RuntimeHost and LeaderHost, which Client satisfies."""
+    runtime = ROOT / "awa_tui" / "engine" / "runtime"
+    client_import = re.compile(r"^\s*(from\s+awa_tui\.engine\.client\b|from\s+awa_tui\.engine\s+import\s+.*\bclient\b"
+                               r"|import\s+awa_tui\.engine\.client\b)", re.MULTILINE)
+    assert [p.name for p in sorted(runtime.glob("*.py")) if client_import.search(p.read_text())] == []
+    code = (
+        "import sys, awa_tui.engine.runtime.loops, awa_tui.engine.runtime.duties;"
+        "print('awa_tui.engine.client' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+    from awa_tui.engine.client import Client
+    from awa_tui.engine.runtime.duties import LeaderHost
+    from awa_tui.engine.runtime.host import RuntimeHost
+
+    client = Client("postgresql://nobody@localhost/none")  # connects lazily: nothing is opened
+    for protocol in (RuntimeHost, LeaderHost):
+        members = [n for n in vars(protocol) if not n.startswith("_")]
+        assert members and [n for n in members if not hasattr(client, n)] == [], protocol.__name__
+
+
+def test_engine_folders_show_its_parts():
+    """The engine's parts are folders: cron arithmetic, ownership, the runtime's loops."""
+    engine = ROOT / "awa_tui" / "engine"
+    expected = {
+        "cron": {"vocabulary.py", "fields.py", "zones.py", "expression.py", "describe.py"},
+        "ownership": {"declaration.py", "manifest.py", "agreement.py", "reconcile.py", "lifecycle.py"},
+        "runtime": {"host.py", "loops.py", "leader.py", "duties.py", "reporter.py", "worker.py"},
+    }
+    found = {folder: {p.name for p in (engine / folder).glob("*.py")} for folder in expected}
+    assert {folder: names - found[folder] for folder, names in expected.items()} == {f: set() for f in expected}
+
+
+def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
+    """Month and day names and nicknames live in cron/vocabulary.py; the definition columns,
+    written out, only in columns.py (SQL fragments are built from it). upstream/ reads
+    another product's schema and is not bound by ours."""
+    engine = ROOT / "awa_tui" / "engine"
+    sources = {p: p.read_text() for p in engine.rglob("*.py") if "upstream" not in p.parts}
+    vocabulary = re.compile(r"""["'](jan|sun|@annually)["']|\bjan\s+feb\b|\bsun\s+mon\b""")
+    columns = re.compile(r"cron_expr\b.{0,30}?\btimezone\b.{0,30}?\bkind\b.{0,30}?\bqueue\b.{0,30}?\bargs\b", re.DOTALL)
+    assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if vocabulary.search(text)) == [
+        "cron/vocabulary.py"]
+    assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if columns.search(text)) == [
+        "columns.py"]

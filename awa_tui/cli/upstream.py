@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from awa_tui.cli.common import err
+from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, SchemaError, ValidationError
-from awa_tui.engine.schedule import parse_timezone, upcoming_fires
 from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
 from awa_tui.engine.upstream.detect import detect_schema
 from awa_tui.engine.upstream.models import ActionOutcome, SchemaInfo, UpstreamSchedule

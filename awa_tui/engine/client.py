@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import bulk as bulk_ops
@@ -45,7 +44,9 @@ from awa_tui.engine.ownership.declaration import sync_declared
 from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
 from awa_tui.engine.preview import ResumePreview, resume_preview
 from awa_tui.engine.runtime import leader, reporter, worker
+from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.engine.runtime.loops import Runtime
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
@@ -54,18 +55,19 @@ from awa_tui.printable import printable_logger
 log = printable_logger("awa_tui")
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
 
-# The leader reconciles owners at this cadence (monotonic seconds), not every pass: the
-# evidence windows it works with are at least 30 s long.
-RECONCILE_INTERVAL_S = 5.0
-# ... and keeps house at this cadence: rescues jobs stranded by dead workers, prunes
-# snapshot rows of runtimes long gone.
-HOUSEKEEPING_INTERVAL_S = 10.0
-# Retention's share of one housekeeping round, which runs on the evaluator's thread between
-# passes: at most this many batches (of retention.BATCH jobs, one short transaction each)
-# and this long; the rest waits for the next round.
-PRUNE_BATCHES_PER_ROUND = 20
-PRUNE_BUDGET_S = 0.2
+
+def _parameters_of(
+    build: Callable[P, Schedule],
+) -> Callable[[Callable[..., Schedule]], Callable[Concatenate[Any, P], Schedule]]:
+    """Give the decorated method `build`'s parameters for type checkers: they and their
+    defaults are written once, on `Schedule.build`."""
+
+    def typed(method: Callable[..., Schedule]) -> Callable[Concatenate[Any, P], Schedule]:
+        return method
+
+    return typed
 
 
 def package_version() -> str:
@@ -136,12 +138,11 @@ class Client:
             authoritative=authoritative,
             retire_grace=retire_grace if authoritative else None,
         )
-        self._runtime: Any = None
+        self._runtime: Runtime | None = None
         self._close_lock = threading.Lock()
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
-        self._next_reconcile = 0.0
-        self._next_housekeeping = 0.0
+        self.duties = LeaderDuties(self)
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
@@ -149,30 +150,14 @@ class Client:
 
     # --- registration (S1, S2) -------------------------------------------------------
 
-    def periodic(
-        self,
-        name: str,
-        cron_expr: str,
-        kind: str,
-        args: dict[str, Any] | None = None,
-        *,
-        timezone: str = "UTC",
-        queue: str = "default",
-        priority: int = 2,
-        max_attempts: int = 25,
-        tags: tuple[str, ...] | list[str] = (),
-        metadata: dict[str, Any] | None = None,
-        missed_fire_policy: str = "coalesce",
-    ) -> Schedule:
-        """Declare a schedule; validated at once, written at the next sync."""
-        schedule = Schedule.build(
-            name, cron_expr, kind, args, timezone=timezone, queue=queue, priority=priority,
-            max_attempts=max_attempts, tags=tags, metadata=metadata,
-            missed_fire_policy=missed_fire_policy,
-        )
-        if name in self._schedules:
-            raise ValidationError(f"name: schedule {name!r} is already registered in this process")
-        self._schedules[name] = schedule
+    @_parameters_of(Schedule.build)
+    def periodic(self, *args: Any, **kwargs: Any) -> Schedule:
+        """Declare a schedule (the parameters of `Schedule.build`); validated at once,
+        written at the next sync."""
+        schedule = Schedule.build(*args, **kwargs)
+        if schedule.name in self._schedules:
+            raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
+        self._schedules[schedule.name] = schedule
         self._manifest = None
         return schedule
 
@@ -224,28 +209,9 @@ class Client:
         return result
 
     def leader_pass(self) -> None:
-        """What the leader does every second: evaluate, and reconcile owners every
-        RECONCILE_INTERVAL_S. A failed reconciliation is logged and never stops firing."""
-        self.evaluate()
-        if time.monotonic() >= self._next_housekeeping:
-            self._next_housekeeping = time.monotonic() + HOUSEKEEPING_INTERVAL_S
-            try:
-                self.rescue_orphaned_jobs()
-                self.prune_runtimes()
-                self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
-                                budget_s=PRUNE_BUDGET_S)
-            except AwaError as exc:  # housekeeping never delays the next evaluation
-                log.warning("housekeeping failed: %s", exc)
-        if time.monotonic() >= self._next_reconcile:
-            self._next_reconcile = time.monotonic() + RECONCILE_INTERVAL_S
-            try:
-                for result in self.reconcile(wait=False):
-                    if result["skipped"]:
-                        self._next_reconcile = 0.0  # the protocol lock was busy: next pass
-                    elif result["inserted"] or result["updated"] or result["retired"]:
-                        log.info("reconciled %s", reconcile.describe(result))
-            except AwaError as exc:
-                log.warning("reconciliation failed: %s", exc)
+        """What the leader does every second (engine/runtime/duties.py): evaluate, and
+        keep house and reconcile owners when they are due."""
+        self.duties.run_pass()
 
     def prune_runtimes(self) -> int:
         """Delete snapshot rows of runtimes stopped or silent for over a day."""
@@ -336,10 +302,8 @@ class Client:
 
     # --- the runtime ----------------------------------------------------------------------
 
-    def start(self, *, run_worker: bool = True, lead: bool = True) -> Any:
+    def start(self, *, run_worker: bool = True, lead: bool = True) -> Runtime:
         """Start the runtime loops in background threads; returns the Runtime."""
-        from awa_tui.engine.runtime.loops import Runtime
-
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
@@ -609,6 +573,11 @@ class Client:
 
     def cancel_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
         return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
+
+    def prune_finished_jobs(self) -> PruneResult:
+        """The leader's retention round: a bounded share of the housekeeping (duties.py)."""
+        return self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
+                               budget_s=PRUNE_BUDGET_S)
 
     def prune_jobs(self, older_than: timedelta, *, keep: int = retention.DEFAULT_KEEP, dry_run: bool = False,
                    operator: str | None = None, max_batches: int | None = None,

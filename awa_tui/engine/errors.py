@@ -37,3 +37,12 @@ class DatabaseUnavailable(AwaError):
 
 class SchemaError(AwaError):
     """The database schema is missing, or newer than this code (S4)."""
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """`repr(value)` cut to `limit` characters, for quoting a bad value in a one-line error."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # a 5000-digit int, a 10k-deep dict: no repr
+        text = f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -16,14 +16,9 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.schedule import (
-    Fire,
-    check_stored,
-    fires_between,
-    iso_utc,
-    latest_fire,
-    next_fire,
-)
+from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
+from awa_tui.engine.cron.expression import Fire, iso_utc
+from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.evaluator")
@@ -45,9 +40,11 @@ FAULT_SQL = (
 # S15: a poison instant (infinity, a BC date) would fail the whole fetch in Python's
 # loader, so every instant goes through awa.safe_ts (NULL when unloadable) and the fault
 # column says why; check_stored then skips that row only.
-DUE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.missed_fire_policy,
-       awa.safe_ts(c.last_enqueued_at) AS last_enqueued_at, awa.safe_ts(c.next_fire_at) AS next_fire_at,
-       awa.safe_ts(c.created_at) AS created_at, {FAULT_SQL} AS fault"""
+DUE_COLUMNS = (
+    safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
+                 "created_at"))
+    + f", {FAULT_SQL} AS fault"
+)
 
 DUE_SQL = f"""
 SELECT {DUE_COLUMNS}
@@ -63,7 +60,7 @@ WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at IS NULL
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
 # lets the planner see the batch size, which it needs to pick hash joins.
-FIRE_BATCH_SQL = """
+FIRE_BATCH_SQL = f"""
 WITH plan AS (
     SELECT * FROM unnest(%(names)s::text[], %(expected)s::timestamptz[],
                          %(new_last)s::timestamptz[], %(next_hint)s::timestamptz[],
@@ -86,7 +83,7 @@ mark AS (
       AND c.paused_at IS NULL
       AND c.retired_at IS NULL
       AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone
-    RETURNING c.name, c.kind, c.queue, c.args, c.priority, c.max_attempts, c.tags, c.metadata
+    RETURNING c.name, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
     SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[]) WITH ORDINALITY
@@ -181,22 +178,21 @@ def first_candidate(row: dict[str, Any]) -> datetime:
 
 def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple[FirePlan | None, datetime]:
     """Fires due for one row at `now`, and the row's next hint. Raises on a bad row."""
-    expr, zone = row["cron_expr"], row["timezone"]
-    check_stored(row)
-    hint = row["next_fire_at"] or next_fire(expr, zone, first_candidate(row)).at
+    cron = check_stored(row)
+    hint = row["next_fire_at"] or cron.next_after(first_candidate(row)).at
     if hint > now:
         return None, hint
     last = row["last_enqueued_at"]
     if last is None or row["missed_fire_policy"] == "coalesce":
         # Coalesce and first fire: the most recent due fire, one computation (S13).
-        latest = latest_fire(expr, zone, now)
+        latest = cron.latest_at_or_before(now)
         fires = [latest] if latest is not None and latest.at >= hint else []
     else:
-        fires = fires_between(expr, zone, last, now, catch_up_limit)
+        fires = cron.between(last, now, catch_up_limit)
     if not fires:
         return None, hint
-    following = next_fire(expr, zone, fires[-1].at).at
-    return FirePlan(row["name"], last, fires, following, expr, zone), following
+    following = cron.next_after(fires[-1].at).at
+    return FirePlan(row["name"], last, fires, following, row["cron_expr"], row["timezone"]), following
 
 
 def _batch_params(plans: list[FirePlan]) -> dict[str, str]:

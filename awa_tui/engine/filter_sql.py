@@ -13,10 +13,11 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.cron.expression import parse_cron, parse_timezone
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
-from awa_tui.engine.schedule import POLICIES, parse_cron, parse_timezone
+from awa_tui.engine.schedule import POLICIES
 from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, Filter, PanelGrammar, Term
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.columns import DEFINITION
 from awa_tui.engine.db import connect, translate
 from awa_tui.engine.errors import ValidationError
 
@@ -34,8 +35,7 @@ _PREFIX_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 # reconciliation), the fire path's token and hint, automatic retirement. The operator:
 # pause, ownership, retirement, and the token/hint a restore resets.
 RUNTIME_SCHEDULE_COLUMNS = (
-    "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
-    "missed_fire_policy", "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by",
+    *DEFINITION, "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by",
 )
 OPERATOR_SCHEDULE_COLUMNS = (
     "paused_at", "paused_by", "owner", "retired_at", "retired_by", "last_enqueued_at", "next_fire_at", "updated_at",

@@ -8,20 +8,20 @@ client), not only in the console.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 
 from awa_tui.engine.audit import begin_action, record_event
+from awa_tui.engine.columns import ACTION_ROW, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
 from awa_tui.printable import printable
 
-SCHEDULE_STATE_COLUMNS = (
-    "name, cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata, "
-    "missed_fire_policy, last_enqueued_at, paused_at, paused_by, owner, retired_at, retired_by"
-)
+SCHEDULE_STATE_COLUMNS = listed(ACTION_ROW)
 
 
 def require_writable(read_only: bool, action: str) -> None:
@@ -85,47 +85,58 @@ def lock_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     return row
 
 
+@contextmanager
+def _action(
+    conn: psycopg.Connection[Any], operator: str, action: str, lock: Callable[[], dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """The transaction of one operator action on one row: declared to the audit trail
+    first (a role without the gate changes nothing), then `lock` locks and returns the
+    row, which is yielded as it was before the change."""
+    with conn.transaction():
+        begin_action(conn, operator, action)
+        yield lock()
+
+
+def _update_one(
+    conn: psycopg.Connection[Any], table: str, key: str, value: str, set_sql: str, returning: str, operator: str
+) -> dict[str, Any]:
+    """UPDATE the row of `table` whose `key` is `value` (locked by `_action`); `set_sql`
+    may use %(operator)s."""
+    after = conn.execute(
+        f"UPDATE {table} SET {set_sql} WHERE {key} = %(value)s RETURNING {returning}",
+        {"value": value, "operator": operator},
+    ).fetchone()
+    assert after is not None
+    return after
+
+
+def _update_schedule(conn: psycopg.Connection[Any], name: str, set_sql: str, operator: str) -> dict[str, Any]:
+    return _update_one(conn, "awa.cron_jobs", "name", name, set_sql, SCHEDULE_STATE_COLUMNS, operator)
+
+
 def pause(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
     """S16: set paused_at (DB time) and paused_by; last_enqueued_at is untouched."""
     operator = check_operator(operator)
-    with conn.transaction():
-        begin_action(conn, operator, "pause")
-        before = lock_schedule(conn, name)
+    with _action(conn, operator, "pause", lambda: lock_schedule(conn, name)) as before:
         if before["paused_at"] is not None:
             # paused_by is a database string: escaped, so its newline is shown, not folded away.
             raise Conflict(f"schedule {name!r} is already paused (by {printable(before['paused_by'])})")
-        after = conn.execute(
-            "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s WHERE name = %s "
-            f"RETURNING {SCHEDULE_STATE_COLUMNS}",
-            (operator, name),
-        ).fetchone()
-        assert after is not None
-    return after
+        return _update_schedule(conn, name, "paused_at = now(), paused_by = %(operator)s", operator)
 
 
 def resume(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
     """S16: clear the pause; the schedule's policy decides what fires next pass."""
     operator = check_operator(operator)
-    with conn.transaction():
-        begin_action(conn, operator, "resume")
-        before = lock_schedule(conn, name)
+    with _action(conn, operator, "resume", lambda: lock_schedule(conn, name)) as before:
         if before["paused_at"] is None:
             raise Conflict(f"schedule {name!r} is not paused")
-        after = conn.execute(
-            "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL WHERE name = %s "
-            f"RETURNING {SCHEDULE_STATE_COLUMNS}",
-            (name,),
-        ).fetchone()
-        assert after is not None
-    return after
+        return _update_schedule(conn, name, "paused_at = NULL, paused_by = NULL", operator)
 
 
 def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
     """S17: one job now, even while paused; refused for a retired schedule."""
     operator = check_operator(operator)
-    with conn.transaction():
-        begin_action(conn, operator, "trigger")
-        row = lock_schedule(conn, name)
+    with _action(conn, operator, "trigger", lambda: lock_schedule(conn, name)) as row:
         if row["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; restore it before triggering")
         job = conn.execute(
@@ -138,7 +149,7 @@ def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str
         ).fetchone()
         assert job is not None
         record_event(conn, "trigger", name, None, {"job_id": job["id"]})
-    return job
+        return job
 
 
 def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str, Any]:
@@ -163,13 +174,15 @@ def remove(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str,
 
 # --- queues (S18) -----------------------------------------------------------------------
 
+QUEUE_ROW = "queue, paused, paused_at, paused_by"
+
 
 def _queue_row(conn: psycopg.Connection[Any], queue: str) -> dict[str, Any]:
     conn.execute(
         "INSERT INTO awa.queue_meta (queue) VALUES (%s) ON CONFLICT (queue) DO NOTHING", (queue,)
     )
     row = conn.execute(
-        "SELECT queue, paused, paused_at, paused_by FROM awa.queue_meta WHERE queue = %s FOR UPDATE",
+        f"SELECT {QUEUE_ROW} FROM awa.queue_meta WHERE queue = %s FOR UPDATE",
         (queue,),
     ).fetchone()
     assert row is not None
@@ -193,40 +206,32 @@ def _known_queue(conn: psycopg.Connection[Any], queue: str) -> None:
         raise NotFound(f"unknown queue {queue!r} (no schedule or job uses it)")
 
 
+def _lock_queue(conn: psycopg.Connection[Any], queue: str) -> dict[str, Any]:
+    """The queue's pause row, locked (which serialises actions on the queue)."""
+    _known_queue(conn, queue)
+    return _queue_row(conn, queue)
+
+
+def _update_queue(conn: psycopg.Connection[Any], queue: str, set_sql: str, operator: str) -> dict[str, Any]:
+    return _update_one(conn, "awa.queue_meta", "queue", queue, set_sql, QUEUE_ROW, operator)
+
+
 def queue_pause(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
     operator = check_operator(operator)
     _check_queue_name(queue)
-    with conn.transaction():
-        begin_action(conn, operator, "queue_pause")
-        _known_queue(conn, queue)
-        before = _queue_row(conn, queue)
+    with _action(conn, operator, "queue_pause", lambda: _lock_queue(conn, queue)) as before:
         if before["paused"]:
             raise Conflict(f"queue {queue!r} is already paused (by {printable(before['paused_by'])})")
-        after = conn.execute(
-            "UPDATE awa.queue_meta SET paused = true, paused_at = now(), paused_by = %s "
-            "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
-            (operator, queue),
-        ).fetchone()
-    assert after is not None
-    return after
+        return _update_queue(conn, queue, "paused = true, paused_at = now(), paused_by = %(operator)s", operator)
 
 
 def queue_resume(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
     operator = check_operator(operator)
     _check_queue_name(queue)
-    with conn.transaction():
-        begin_action(conn, operator, "queue_resume")
-        _known_queue(conn, queue)
-        before = _queue_row(conn, queue)
+    with _action(conn, operator, "queue_resume", lambda: _lock_queue(conn, queue)) as before:
         if not before["paused"]:
             raise Conflict(f"queue {queue!r} is not paused")
-        after = conn.execute(
-            "UPDATE awa.queue_meta SET paused = false, paused_at = NULL, paused_by = NULL "
-            "WHERE queue = %s RETURNING queue, paused, paused_at, paused_by",
-            (queue,),
-        ).fetchone()
-    assert after is not None
-    return after
+        return _update_queue(conn, queue, "paused = false, paused_at = NULL, paused_by = NULL", operator)
 
 
 def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dict[str, Any]:
@@ -236,10 +241,7 @@ def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
     """
     operator = check_operator(operator)
     _check_queue_name(queue)
-    with conn.transaction():
-        begin_action(conn, operator, "queue_drain")
-        _known_queue(conn, queue)
-        _queue_row(conn, queue)  # serialise drains of one queue
+    with _action(conn, operator, "queue_drain", lambda: _lock_queue(conn, queue)):
         rows = conn.execute(
             "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() "
             "WHERE queue = %s AND state IN ('available', 'retryable') RETURNING id",
@@ -247,4 +249,4 @@ def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
         ).fetchall()
         result = {"queue": queue, "cancelled": len(rows)}
         record_event(conn, "queue_drain", f"queue:{queue}", {"waiting": len(rows)}, {"waiting": 0}, result)
-    return result
+        return result

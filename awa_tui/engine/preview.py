@@ -15,8 +15,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from awa_tui.engine import evaluator
+from awa_tui.engine.cron.expression import iso_utc, next_fire
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
-from awa_tui.engine.schedule import iso_utc, next_fire
 
 # The evaluator's own columns (safe instants and the S15 fault verdict), plus the states.
 ROW_SQL = f"""

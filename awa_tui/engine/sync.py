@@ -14,40 +14,27 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import SYNC_LABEL, declare_actor
+from awa_tui.engine.columns import DEFINITION, listed, record_type, typed_input
 from awa_tui.engine.schedule import Schedule
 
-DEFINITION_COLUMNS = (
-    "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts",
-    "tags", "metadata", "missed_fire_policy",
-)
-
 # The input rows, typed, from one jsonb parameter (one round trip for 100k rows).
-INPUT_CTE = """
+INPUT_CTE = f"""
 input AS (
-    SELECT x.name, x.cron_expr, x.timezone, x.kind, x.queue, x.args, x.priority,
-           x.max_attempts, ARRAY(SELECT jsonb_array_elements_text(x.tags)) AS tags,
-           x.metadata, x.missed_fire_policy
-    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x(
-        name text, cron_expr text, timezone text, kind text, queue text, args jsonb,
-        priority smallint, max_attempts smallint, tags jsonb, metadata jsonb,
-        missed_fire_policy text)
+    SELECT x.name, {typed_input("x")}
+    FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({record_type()})
 )"""
 
-_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in DEFINITION_COLUMNS)
-_DIFFERS = "({old}) IS DISTINCT FROM ({new})".format(
-    old=", ".join(f"c.{c}" for c in DEFINITION_COLUMNS),
-    new=", ".join(f"EXCLUDED.{c}" for c in DEFINITION_COLUMNS),
-)
-
-_CHANGED = "(cur.owner IS NULL AND cur.retired_at IS NULL AND ({old}) IS DISTINCT FROM ({new}))".format(
-    old=", ".join(f"cur.{c}" for c in DEFINITION_COLUMNS),
-    new=", ".join(f"i.{c}" for c in DEFINITION_COLUMNS),
+_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in DEFINITION)
+_DIFFERS = f"({listed(DEFINITION, 'c')}) IS DISTINCT FROM ({listed(DEFINITION, 'EXCLUDED')})"
+_CHANGED = (
+    f"(cur.owner IS NULL AND cur.retired_at IS NULL AND ({listed(DEFINITION, 'cur')}) "
+    f"IS DISTINCT FROM ({listed(DEFINITION, 'i')}))"
 )
 
 UPSERT_SQL = f"""
 WITH {INPUT_CTE}
-INSERT INTO awa.cron_jobs AS c (name, {", ".join(DEFINITION_COLUMNS)})
-SELECT i.name, {", ".join(f"i.{c}" for c in DEFINITION_COLUMNS)} FROM input i
+INSERT INTO awa.cron_jobs AS c (name, {listed(DEFINITION)})
+SELECT i.name, {listed(DEFINITION, "i")} FROM input i
 LEFT JOIN awa.cron_jobs cur ON cur.name = i.name
 -- Unchanged rows are left out before the UPSERT: ON CONFLICT DO UPDATE ... WHERE false
 -- still locks every conflicting row (a write: new xmax, WAL), 100k rows every 60 s.

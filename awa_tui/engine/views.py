@@ -8,6 +8,8 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.columns import VIEW_ROW, safe_listed
+from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
@@ -26,17 +28,13 @@ from awa_tui.engine.models import (
     ScheduleRow,
 )
 from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.schedule import next_fire, parse_timezone, row_fault, upcoming_fires
+from awa_tui.engine.schedule import row_fault
 from awa_tui.filters import Filter
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
 # they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
 # schedule.row_fault completes the verdict (the `fault` key) with the parser's: BROKEN.
-SCHEDULE_COLUMNS = f"""c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
-       c.missed_fire_policy, awa.safe_ts(c.last_enqueued_at) AS last_enqueued_at,
-       awa.safe_ts(c.next_fire_at) AS next_fire_at, awa.safe_ts(c.created_at) AS created_at,
-       awa.safe_ts(c.updated_at) AS updated_at, awa.safe_ts(c.paused_at) AS paused_at, c.paused_by,
-       c.owner, awa.safe_ts(c.retired_at) AS retired_at, c.retired_by, {FAULT_SQL} AS fault"""
+SCHEDULE_COLUMNS = f"{safe_listed(VIEW_ROW)}, {FAULT_SQL} AS fault"
 
 # A job row as the console reads it: a hand-written cron_fire_time that is no instant, or
 # an unloadable created_at, shows as unknown instead of failing the view.

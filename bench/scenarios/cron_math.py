@@ -40,24 +40,24 @@ def distinct_expressions(n: int) -> list[str]:
 
 
 def clear_caches() -> None:
-    from awa_tui.engine import schedule
+    from awa_tui.engine.cron import expression
 
-    for value in vars(schedule).values():
+    for value in vars(expression).values():
         clear = getattr(value, "cache_clear", None)
         if callable(clear):
             clear()
 
 
 def engine_cost(exprs: list[str], zone: str, now: datetime) -> float:
-    """Microseconds per expression: parse + next + latest, caches cleared first."""
-    from awa_tui.engine.schedule import latest_fire, next_fire, parse_cron
+    """Microseconds per expression: parse (compile) + next + latest, caches cleared first."""
+    from awa_tui.engine.cron.expression import compile_cron
 
     clear_caches()
     began = time.perf_counter()
     for expr in exprs:
-        parse_cron(expr)
-        next_fire(expr, zone, now)
-        latest_fire(expr, zone, now)
+        cron = compile_cron(expr, zone)  # validates the expression and zone
+        cron.next_after(now)
+        cron.latest_at_or_before(now)
     return (time.perf_counter() - began) / len(exprs) * 1e6
 
 

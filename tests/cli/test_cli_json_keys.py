@@ -78,7 +78,8 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert (runtimes[0]["instance_id"], runtimes[0]["snapshot_interval"], runtimes[0]["role"]) == (
         str(seeded.identity.instance_id), 10.0, "follower")
 
-    assert [list(e) for e in audit] == [["id", "at", "operator", "action", "target", "before", "after", "detail", "db_user"]] * 2
+    keys = ["id", "at", "operator", "action", "target", "before", "after", "detail", "db_user"]
+    assert [list(e) for e in audit] == [keys] * 2
     assert [(e["operator"], e["action"], e["target"]) for e in audit] == [
         ("ann@ops", "trigger", "nightly"), ("ann@ops", "adopt", "early")]
 

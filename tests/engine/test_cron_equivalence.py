@@ -15,9 +15,9 @@ from croniter import croniter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from awa_tui.engine.cron.expression import parse_cron
 from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import parse_cron
 
 MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
 DAYS = "sun mon tue wed thu fri sat".split()

@@ -9,7 +9,7 @@ import pytest
 from engine_helpers import at
 
 from awa_tui import Client, ValidationError
-from awa_tui.engine.schedule import upcoming_fires
+from awa_tui.engine.cron.expression import upcoming_fires
 
 GOOD = {"name": "ok", "cron_expr": "* * * * *", "kind": "test.job"}
 

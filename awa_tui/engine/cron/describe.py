@@ -9,17 +9,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from awa_tui.engine.cron.vocabulary import DOW_NAMES, MONTH_ABBREVIATIONS, NICKNAMES
+
 _DAYS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
-_DAY_NAMES = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
-_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-_NICKNAMES = {
-    "@yearly": "yearly on Jan 1 at 00:00",
-    "@annually": "yearly on Jan 1 at 00:00",
-    "@monthly": "monthly on day 1 at 00:00",
-    "@weekly": "Sundays at 00:00",
-    "@daily": "daily at 00:00",
-    "@hourly": "hourly at :00",
-}
+_MONTHS = [m.capitalize() for m in MONTH_ABBREVIATIONS]
 _NUM = re.compile(r"^\d+$")
 _STEP = re.compile(r"^\*/(\d+)$")
 
@@ -46,8 +39,8 @@ def _day_of_week(field: str) -> str | None:
     for part in lowered.split(","):
         if _NUM.match(part) and int(part) <= 7:
             days.append(_DAYS[int(part) % 7])
-        elif part in _DAY_NAMES:
-            days.append(_DAYS[_DAY_NAMES[part]])
+        elif part in DOW_NAMES:
+            days.append(_DAYS[DOW_NAMES[part]])
         else:
             return None
     return ", ".join(days)
@@ -62,7 +55,8 @@ def describe(expr: str) -> str:
     """A short description of `expr`, or `expr` itself when the shape is not a common one."""
     text = " ".join(expr.split())
     if text.startswith("@"):
-        return _NICKNAMES.get(text.lower(), text)
+        nickname = NICKNAMES.get(text.lower())
+        return text if nickname is None else nickname[1]
     fields = text.split(" ")
     if len(fields) == 6:
         return _describe_seconds(fields) or text

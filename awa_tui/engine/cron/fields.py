@@ -8,7 +8,7 @@ deliberately croniter-compatible on the grammar S2 accepts (numbers, `*`, `,`, `
 the whole field, wrapping ranges such as `fri-mon`, DOW 7 = Sunday, the
 "day-of-month OR day-of-week" rule when both are restricted).
 tests/engine/test_cron_equivalence.py checks acceptance and every match against
-croniter on random expressions. Time zones are not handled here: schedule.py maps wall
+croniter on random expressions. Time zones are not handled here: cron/zones.py maps wall
 times to instants (S14).
 """
 
@@ -21,12 +21,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-MINUTE, HOUR, DOM, MONTH, DOW, SECOND = range(6)  # croniter's field order
-RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6), (0, 59))
-LEN_MEANS_ALL = (60, 24, 31, 12, 7, 60)
-MONTH_NAMES = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-DOW_NAMES = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
-NAMES: tuple[dict[str, int], ...] = ({}, {}, {}, MONTH_NAMES, DOW_NAMES, {})
+from awa_tui.engine.cron.vocabulary import DOM, DOW, HOUR, LEN_MEANS_ALL, MINUTE, MONTH, NAMES, RANGES, SECOND
+
 MAX_YEARS = 50  # croniter's max_years_between_matches: no match in 50 years = never
 DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.cron.expression import compile_cron, next_fire
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FIRST_FIRE_LOOKBACK
@@ -37,7 +38,6 @@ from awa_tui.engine.ledger.models import (
     Verdict,
     job_result,
 )
-from awa_tui.engine.schedule import latest_fire, next_fire
 
 ONE_US = timedelta(microseconds=1)
 MAX_INSTANTS = 10000
@@ -152,7 +152,7 @@ def due_instants(segments: list[Segment], lo: datetime, hi: datetime, limit: int
     while cursor >= lo:
         seg = _segment_at(segments, cursor)
         try:
-            fire = latest_fire(seg.cron_expr, seg.timezone, cursor)
+            fire = compile_cron(seg.cron_expr, seg.timezone).latest_at_or_before(cursor)
         except (ValidationError, ValueError, OverflowError):
             fire = None  # a definition that cannot be computed has no instants
         if fire is None or (seg.start is not None and fire.at < seg.start):

@@ -7,6 +7,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.cron.expression import iso_utc
 from awa_tui.engine.db import db_now
 from awa_tui.engine.ledger.models import (
     COALESCED,
@@ -27,7 +28,6 @@ from awa_tui.engine.ledger.verdicts import (
     next_due,
     schedule_history,
 )
-from awa_tui.engine.schedule import iso_utc
 from awa_tui.printable import printable
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.columns import DEFINITION, definition_json, listed, record_type, typed_input
 from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
-from awa_tui.engine.sync import DEFINITION_COLUMNS
 
 DEFAULT_RETIRE_GRACE = timedelta(minutes=10)  # for a declaration that stored none
 
@@ -33,35 +33,24 @@ ORDER BY last_seen_at DESC, instance_id
 """
 
 # The desired rows of one published manifest, typed like awa.cron_jobs.
-DESIRED_CTE = """
+DESIRED_CTE = f"""
 desired AS (
-    SELECT e.key AS name, e.value AS definition,
-           x.cron_expr, x.timezone, x.kind, x.queue, x.args, x.priority, x.max_attempts,
-           ARRAY(SELECT jsonb_array_elements_text(x.tags)) AS tags, x.metadata, x.missed_fire_policy
+    SELECT e.key AS name, e.value AS definition, {typed_input("x")}
     FROM awa.runtime_instances r
     CROSS JOIN LATERAL jsonb_each(r.manifest) AS e
-    CROSS JOIN LATERAL jsonb_to_record(e.value) AS x(
-        cron_expr text, timezone text, kind text, queue text, args jsonb, priority smallint,
-        max_attempts smallint, tags jsonb, metadata jsonb, missed_fire_policy text)
+    CROSS JOIN LATERAL jsonb_to_record(e.value) AS x({record_type(with_key=False)})
     WHERE r.instance_id = %(source)s
 )"""
-
-_CURRENT = ", ".join(f"c.{c}" for c in DEFINITION_COLUMNS)
-_DESIRED = ", ".join(f"d.{c}" for c in DEFINITION_COLUMNS)
 
 # Only desired names that are not already owned, active and identical come back, so a
 # synchronised owner costs one join that returns nothing.
 DIFF_SQL = f"""
 WITH {DESIRED_CTE}
 SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_at,
-       CASE WHEN c.name IS NOT NULL THEN jsonb_build_object(
-           'cron_expr', c.cron_expr, 'timezone', c.timezone, 'kind', c.kind, 'queue', c.queue,
-           'args', c.args, 'priority', c.priority, 'max_attempts', c.max_attempts,
-           'tags', to_jsonb(c.tags), 'metadata', c.metadata,
-           'missed_fire_policy', c.missed_fire_policy) END AS current
+       CASE WHEN c.name IS NOT NULL THEN {definition_json("c")} END AS current
 FROM desired d LEFT JOIN awa.cron_jobs c ON c.name = d.name
 WHERE c.name IS NULL OR c.owner IS DISTINCT FROM %(owner)s OR c.retired_at IS NOT NULL
-   OR ({_CURRENT}) IS DISTINCT FROM ({_DESIRED})
+   OR ({listed(DEFINITION, "c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")})
 ORDER BY d.name
 """
 
@@ -244,7 +233,7 @@ def classify(state: OwnerState, row: dict[str, Any]) -> None:
         current, desired = row["current"], row["definition"]
         changes = {
             col: {"from": current[col], "to": desired[col]}
-            for col in DEFINITION_COLUMNS if current[col] != desired[col]
+            for col in DEFINITION if current[col] != desired[col]
         }
         state.updates.append({"name": name, "changes": changes})
 

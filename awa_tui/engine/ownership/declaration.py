@@ -13,15 +13,16 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict
 from awa_tui.engine.schedule import Schedule
-from awa_tui.engine.sync import DEFINITION_COLUMNS, INPUT_CTE, rows_json
+from awa_tui.engine.sync import INPUT_CTE, rows_json
 
 INSERT_OWNED_SQL = f"""
 WITH {INPUT_CTE}
-INSERT INTO awa.cron_jobs (name, {", ".join(DEFINITION_COLUMNS)}, owner)
-SELECT name, {", ".join(DEFINITION_COLUMNS)}, %(owner)s FROM input ORDER BY name
+INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner)
+SELECT name, {listed(DEFINITION)}, %(owner)s FROM input ORDER BY name
 ON CONFLICT (name) DO NOTHING
 RETURNING name
 """

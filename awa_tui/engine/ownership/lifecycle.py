@@ -10,6 +10,7 @@ before/after, S20), and voids the certificates of exactly the owners it touched 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -55,24 +56,42 @@ def _update(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> 
     return row
 
 
+def _change(
+    conn: psycopg.Connection[Any], name: str, operator: str, now: datetime | None, action: str,
+    refusal: Callable[[dict[str, Any]], str | None], set_sql: str, to_owner: str | None = None,
+) -> dict[str, Any]:
+    """One lifecycle change of one schedule: refused (Conflict) when `refusal` of the current
+    row says why; else its owner rows (current and `to_owner`) and row are locked in S32
+    order, the row changed by `set_sql` (params: name, at, by, owner) and the touched
+    owners' certificates voided (S31)."""
+    with conn.transaction():
+        at = _begin(conn, now, operator, action)
+        current = _peek(conn, name)
+        problem = refusal(current)
+        if problem is not None:
+            raise Conflict(problem)
+        touched = _lock_owners(conn, [current["owner"], to_owner])
+        lock_schedule(conn, name)
+        after = _update(conn, f"UPDATE awa.cron_jobs SET {set_sql} WHERE name = %(name)s",
+                        {"name": name, "at": at, "by": operator, "owner": to_owner})
+        invalidate_certificates(conn, touched)
+    return after
+
+
 def adopt(
     conn: psycopg.Connection[Any], name: str, owner: str, operator: str, now: datetime | None = None
 ) -> dict[str, Any]:
     """S23: give an unowned schedule to `owner` (its manifest may then manage it)."""
     operator, owner = check_operator(operator), check_owner(owner)
-    with conn.transaction():
-        _begin(conn, now, operator, "adopt")
-        current = _peek(conn, name)
+
+    def refusal(current: dict[str, Any]) -> str | None:
         if current["owner"] == owner:
-            raise Conflict(f"schedule {name!r} is already owned by {owner!r}")
+            return f"schedule {name!r} is already owned by {owner!r}"
         if current["owner"] is not None:
-            raise Conflict(f"schedule {name!r} is owned by {current['owner']!r}; use transfer to move it to {owner!r}")
-        touched = _lock_owners(conn, [owner])
-        lock_schedule(conn, name)
-        after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
-                        {"owner": owner, "name": name})
-        invalidate_certificates(conn, touched)
-    return after
+            return f"schedule {name!r} is owned by {current['owner']!r}; use transfer to move it to {owner!r}"
+        return None
+
+    return _change(conn, name, operator, now, "adopt", refusal, "owner = %(owner)s", owner)
 
 
 def transfer(
@@ -80,36 +99,27 @@ def transfer(
 ) -> dict[str, Any]:
     """S23/S31: move an owned schedule to another owner; voids both owners' certificates."""
     operator, to_owner = check_operator(operator), check_owner(to_owner)
-    with conn.transaction():
-        _begin(conn, now, operator, "transfer")
-        current = _peek(conn, name)
-        from_owner = current["owner"]
-        if from_owner is None:
-            raise Conflict(f"schedule {name!r} is unowned; use adopt to give it to {to_owner!r}")
-        if from_owner == to_owner:
-            raise Conflict(f"schedule {name!r} is already owned by {to_owner!r}")
-        touched = _lock_owners(conn, [from_owner, to_owner])
-        lock_schedule(conn, name)
-        after = _update(conn, "UPDATE awa.cron_jobs SET owner = %(owner)s WHERE name = %(name)s",
-                        {"owner": to_owner, "name": name})
-        invalidate_certificates(conn, touched)
-    return after
+
+    def refusal(current: dict[str, Any]) -> str | None:
+        if current["owner"] is None:
+            return f"schedule {name!r} is unowned; use adopt to give it to {to_owner!r}"
+        if current["owner"] == to_owner:
+            return f"schedule {name!r} is already owned by {to_owner!r}"
+        return None
+
+    return _change(conn, name, operator, now, "transfer", refusal, "owner = %(owner)s", to_owner)
 
 
 def retire(conn: psycopg.Connection[Any], name: str, operator: str, now: datetime | None = None) -> dict[str, Any]:
     """S27: tombstone one schedule (owned or not). It keeps its row and never fires."""
     operator = check_operator(operator)
-    with conn.transaction():
-        at = _begin(conn, now, operator, "retire")
-        current = _peek(conn, name)
+
+    def refusal(current: dict[str, Any]) -> str | None:
         if current["retired_at"] is not None:
-            raise Conflict(f"schedule {name!r} is already retired (by {current['retired_by']})")
-        touched = _lock_owners(conn, [current["owner"]])
-        lock_schedule(conn, name)
-        after = _update(conn, "UPDATE awa.cron_jobs SET retired_at = %(at)s, retired_by = %(by)s WHERE name = %(name)s",
-                        {"at": at, "by": operator, "name": name})
-        invalidate_certificates(conn, touched)
-    return after
+            return f"schedule {name!r} is already retired (by {current['retired_by']})"
+        return None
+
+    return _change(conn, name, operator, now, "retire", refusal, "retired_at = %(at)s, retired_by = %(by)s")
 
 
 # S28: the boundary is the restore instant, so no fire of the retired period is replayed
@@ -123,16 +133,11 @@ RESTORE_SET = (
 def restore(conn: psycopg.Connection[Any], name: str, operator: str, now: datetime | None = None) -> dict[str, Any]:
     """S28: clear the tombstone; evaluation resumes from now (DB time), nothing replays."""
     operator = check_operator(operator)
-    with conn.transaction():
-        at = _begin(conn, now, operator, "restore")
-        current = _peek(conn, name)
-        if current["retired_at"] is None:
-            raise Conflict(f"schedule {name!r} is not retired")
-        touched = _lock_owners(conn, [current["owner"]])
-        lock_schedule(conn, name)
-        after = _update(conn, f"UPDATE awa.cron_jobs SET {RESTORE_SET} WHERE name = %(name)s", {"at": at, "name": name})
-        invalidate_certificates(conn, touched)
-    return after
+
+    def refusal(current: dict[str, Any]) -> str | None:
+        return f"schedule {name!r} is not retired" if current["retired_at"] is None else None
+
+    return _change(conn, name, operator, now, "restore", refusal, RESTORE_SET)
 
 
 def _owner_rows(conn: psycopg.Connection[Any], owner: str) -> list[dict[str, Any]]:
@@ -164,6 +169,21 @@ def _bulk(
     return {"owner": owner, "at": at, "names": done, "count": len(done)}
 
 
+def _change_owner(
+    conn: psycopg.Connection[Any], owner: str, operator: str, now: datetime | None, action: str,
+    retired: bool, refusal: str, set_sql: str,
+) -> dict[str, Any]:
+    """Change every schedule of `owner` whose retirement is `retired` by `set_sql`; a
+    Conflict (`refusal`, formatted with the owner) when there is none."""
+    operator, owner = check_operator(operator), check_owner(owner)
+    with conn.transaction():
+        at = _begin(conn, now, operator, action, {"owner": owner})
+        names = [r["name"] for r in _owner_rows(conn, owner) if (r["retired_at"] is not None) == retired]
+        if not names:
+            raise Conflict(refusal.format(owner=owner))
+        return _bulk(conn, owner, operator, action, names, set_sql, at)
+
+
 def retire_owner(
     conn: psycopg.Connection[Any], owner: str, operator: str, now: datetime | None = None
 ) -> dict[str, Any]:
@@ -171,14 +191,9 @@ def retire_owner(
 
     Returns {owner, at, names (retired now), count}.
     """
-    operator, owner = check_operator(operator), check_owner(owner)
-    with conn.transaction():
-        at = _begin(conn, now, operator, "retire_owner", {"owner": owner})
-        active = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is None]
-        if not active:
-            raise Conflict(f"every schedule of owner {owner!r} is already retired")
-        return _bulk(conn, owner, operator, "retire_owner", active,
-                     "retired_at = %(at)s, retired_by = %(by)s", at)
+    return _change_owner(conn, owner, operator, now, "retire_owner", False,
+                         "every schedule of owner {owner!r} is already retired",
+                         "retired_at = %(at)s, retired_by = %(by)s")
 
 
 def restore_owner(
@@ -188,10 +203,5 @@ def restore_owner(
 
     Returns {owner, at, names (restored now), count}.
     """
-    operator, owner = check_operator(operator), check_owner(owner)
-    with conn.transaction():
-        at = _begin(conn, now, operator, "restore_owner", {"owner": owner})
-        retired = [r["name"] for r in _owner_rows(conn, owner) if r["retired_at"] is not None]
-        if not retired:
-            raise Conflict(f"owner {owner!r} has no retired schedules")
-        return _bulk(conn, owner, operator, "restore_owner", retired, RESTORE_SET, at)
+    return _change_owner(conn, owner, operator, now, "restore_owner", True,
+                         "owner {owner!r} has no retired schedules", RESTORE_SET)

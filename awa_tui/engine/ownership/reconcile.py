@@ -19,12 +19,12 @@ import psycopg
 from psycopg import pq
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.ownership.manifest import check_owner, short_hash
-from awa_tui.engine.sync import DEFINITION_COLUMNS
 
 AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label
 
@@ -46,8 +46,8 @@ ORDER BY 1
 
 INSERT_SQL = f"""
 WITH {DESIRED_CTE}
-INSERT INTO awa.cron_jobs (name, {", ".join(DEFINITION_COLUMNS)}, owner)
-SELECT name, {", ".join(DEFINITION_COLUMNS)}, %(owner)s FROM desired
+INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner)
+SELECT name, {listed(DEFINITION)}, %(owner)s FROM desired
 WHERE name = ANY(%(names)s::text[])
 ORDER BY name
 ON CONFLICT (name) DO NOTHING
@@ -56,7 +56,7 @@ RETURNING name
 
 LOCK_ROWS_SQL = "SELECT name FROM awa.cron_jobs WHERE name = ANY(%(names)s::text[]) ORDER BY name FOR UPDATE"
 
-_SET = ", ".join(f"{c} = d.{c}" for c in DEFINITION_COLUMNS)
+_SET = ", ".join(f"{c} = d.{c}" for c in DEFINITION)
 SYNC_SQL = f"""
 WITH {DESIRED_CTE}
 UPDATE awa.cron_jobs c SET {_SET},

@@ -9,14 +9,10 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.runtime.host import RuntimeHost
 from awa_tui.engine.runtime.leader import LeaderElector, lease_valid
-
-if TYPE_CHECKING:
-    from awa_tui.engine.client import Client
-
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.runtime")
@@ -28,7 +24,7 @@ MAX_BACKOFF_S = 5.0
 
 
 class Runtime:
-    def __init__(self, client: Client, *, run_worker: bool = True, lead: bool = True) -> None:
+    def __init__(self, client: RuntimeHost, *, run_worker: bool = True, lead: bool = True) -> None:
         self.client = client
         self.run_worker = run_worker
         self.lead = lead

@@ -3,7 +3,7 @@
 What is read, and where (upstream schema v040 = awa-pg 0.6.x):
 - schedules: awa.cron_jobs (name, cron_expr, timezone, kind, queue, priority, max_attempts,
   missed_fire_policy, last_enqueued_at, paused_at/paused_by since v026, created_at, updated_at);
-  the next fire is computed by awa-tui's arithmetic (schedule.next_fire), not stored upstream.
+  the next fire is computed by awa-tui's arithmetic (cron.expression.next_fire), not stored upstream.
 - fires: the public awa.jobs view (live and terminal jobs of both of upstream's storage
   engines), matched on metadata.cron_name as upstream's leader and trigger stamp it.
 - runtimes: awa.runtime_instances; queues: awa.queue_meta plus the counts of awa.jobs.
@@ -30,10 +30,10 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import ConnectionSource, connect, translate
 from awa_tui.engine.errors import Conflict, NotFound, SchemaError, ValidationError
 from awa_tui.engine.ops import check_operator, require_writable
-from awa_tui.engine.schedule import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.upstream.detect import detect_schema
 from awa_tui.engine.upstream.models import (
     ActionOutcome,

@@ -1,0 +1,71 @@
+"""The columns of a schedule row (awa.cron_jobs), named once; the SQL fragments that list
+them are built from here, so adding a definition column is one edit in Python.
+
+- DEFINITION: what code declares (S1) and sync, manifests and reconciliation compare.
+- STATE: what firing and operators change.
+- BOOKKEEPING: the fire hint and the row's timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+KEY = "name"
+# Each definition column with its SQL type as input rows carry it (JSON written by Python):
+# tags travel as a JSON array and become text[] (see `typed_input`).
+DEFINITION_TYPES = {
+    "cron_expr": "text", "timezone": "text", "kind": "text", "queue": "text", "args": "jsonb",
+    "priority": "smallint", "max_attempts": "smallint", "tags": "jsonb", "metadata": "jsonb",
+    "missed_fire_policy": "text",
+}
+DEFINITION = tuple(DEFINITION_TYPES)
+STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by")
+BOOKKEEPING = ("next_fire_at", "created_at", "updated_at")
+# Definition columns holding documents (jsonb, text[]), which views load apart as text.
+DOCUMENTS = ("args", "tags", "metadata")
+# timestamptz columns: a hand-written row may hold an instant Python cannot load (S15).
+INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", *BOOKKEEPING})
+
+# The definition columns a fired job copies from its schedule.
+JOB_COPIES = tuple(c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy"))
+# What an operator action returns (before and after): the key, definition and state.
+ACTION_ROW = (KEY, *DEFINITION, *STATE)
+# What the console's views list for each schedule, in the order they show it.
+VIEW_ROW = (
+    KEY, *(c for c in DEFINITION if c not in DOCUMENTS), "last_enqueued_at", *BOOKKEEPING,
+    *(c for c in STATE if c != "last_enqueued_at"),
+)
+
+
+def listed(columns: Iterable[str], alias: str = "") -> str:
+    """`a, b` or, with an alias, `c.a, c.b`."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(f"{prefix}{c}" for c in columns)
+
+
+def safe_listed(columns: Iterable[str], alias: str = "c") -> str:
+    """Like `listed`, each instant read through awa.safe_ts (NULL when unloadable, S15)."""
+    return ", ".join(
+        f"awa.safe_ts({alias}.{c}) AS {c}" if c in INSTANTS else f"{alias}.{c}" for c in columns
+    )
+
+
+def record_type(*, with_key: bool = True) -> str:
+    """The column definition list of a JSON record of a definition (jsonb_to_record...)."""
+    pairs = ([(KEY, "text")] if with_key else []) + list(DEFINITION_TYPES.items())
+    return ", ".join(f"{c} {t}" for c, t in pairs)
+
+
+def typed_input(alias: str) -> str:
+    """The definition columns of such a record, typed like awa.cron_jobs."""
+    return ", ".join(
+        f"ARRAY(SELECT jsonb_array_elements_text({alias}.{c})) AS {c}" if c == "tags" else f"{alias}.{c}"
+        for c in DEFINITION
+    )
+
+
+def definition_json(alias: str) -> str:
+    """A stored definition as one jsonb object, keyed like `Schedule.definition()` (no name)."""
+    return "jsonb_build_object({})".format(", ".join(
+        f"'{c}', to_jsonb({alias}.{c})" if c == "tags" else f"'{c}', {alias}.{c}" for c in DEFINITION
+    ))

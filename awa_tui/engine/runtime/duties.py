@@ -1,0 +1,100 @@
+"""What the leader does each pass: evaluate, then the small services that are due, each
+with its own interval (monotonic seconds). Evaluation's failure ends the pass (the loop
+backs off); a service's failure is logged and never delays the next evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from awa_tui.engine.errors import AwaError
+from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.ownership import reconcile
+from awa_tui.printable import printable_logger
+
+log = printable_logger("awa_tui")
+
+# Owners are reconciled at this cadence, not every pass: the evidence windows it works
+# with are at least 30 s long.
+RECONCILE_INTERVAL_S = 5.0
+# House is kept at this cadence: jobs stranded by dead workers go back to their queue,
+# snapshot rows of runtimes long gone are pruned.
+HOUSEKEEPING_INTERVAL_S = 10.0
+# Retention's share of one housekeeping round, which runs on the evaluator's thread between
+# passes: at most this many batches (one short transaction each) and this long; the rest
+# waits for the next round.
+PRUNE_BATCHES_PER_ROUND = 20
+PRUNE_BUDGET_S = 0.2
+
+
+class LeaderHost(Protocol):
+    """What the duties need of the client they work for."""
+
+    def evaluate(self, now: datetime | None = None) -> PassResult: ...
+
+    def rescue_orphaned_jobs(self) -> list[dict[str, Any]]: ...
+
+    def prune_runtimes(self) -> int: ...
+
+    def prune_finished_jobs(self) -> Any: ...
+
+    def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class Duty:
+    """One service and its interval. `step` returns True to run again at the next pass
+    (it could not do its work now, e.g. a lock was busy)."""
+
+    name: str  # as logged: "<name> failed: ..."
+    interval_s: float
+    step: Callable[[], bool]
+    next_at: float = 0.0  # monotonic; 0 = at the next pass
+
+    def run_if_due(self, clock: Callable[[], float]) -> None:
+        if clock() < self.next_at:
+            return
+        self.next_at = clock() + self.interval_s
+        try:
+            again = self.step()
+        except AwaError as exc:
+            log.warning("%s failed: %s", self.name, exc)
+            return
+        if again:
+            self.next_at = 0.0
+
+
+class LeaderDuties:
+    """The leader's pass: evaluation every time, then housekeeping and reconciliation when due."""
+
+    def __init__(self, host: LeaderHost, clock: Callable[[], float] = time.monotonic) -> None:
+        self.host = host
+        self.clock = clock
+        self.services = [
+            Duty("housekeeping", HOUSEKEEPING_INTERVAL_S, self._keep_house),
+            Duty("reconciliation", RECONCILE_INTERVAL_S, self._reconcile),
+        ]
+
+    def run_pass(self) -> None:
+        self.host.evaluate()
+        for service in self.services:
+            service.run_if_due(self.clock)
+
+    def _keep_house(self) -> bool:
+        self.host.rescue_orphaned_jobs()
+        self.host.prune_runtimes()
+        self.host.prune_finished_jobs()
+        return False
+
+    def _reconcile(self) -> bool:
+        busy = False
+        for result in self.host.reconcile(wait=False):
+            if result["skipped"]:
+                busy = True  # the protocol lock was busy: try again next pass
+            elif result["inserted"] or result["updated"] or result["retired"]:
+                log.info("reconciled %s", reconcile.describe(result))
+        return busy

@@ -1,0 +1,46 @@
+"""What the runtime loops need of the client that owns them: a narrow interface, so the
+loops depend on it and not on engine/client.py (which starts them: no import circle)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from awa_tui.engine.db import ConnectionSource
+from awa_tui.engine.runtime.reporter import RuntimeIdentity
+from awa_tui.engine.runtime.worker import Handler, Job
+
+
+class RuntimeHost(Protocol):
+    # Read-only here (properties), so plain attributes of narrower types satisfy them.
+    @property
+    def dsn(self) -> str: ...
+
+    @property
+    def application_name(self) -> str: ...
+
+    @property
+    def identity(self) -> RuntimeIdentity: ...
+
+    @property
+    def leader_lease(self) -> timedelta: ...
+
+    @property
+    def snapshot_interval(self) -> timedelta: ...
+
+    @property
+    def db(self) -> ConnectionSource: ...
+
+    @property
+    def handlers(self) -> Mapping[str, Handler]: ...
+
+    def sync(self) -> dict[str, int]: ...
+
+    def snapshot(
+        self, *, is_leader: bool = False, stopped: bool = False, now: datetime | None = None
+    ) -> dict[str, Any] | None: ...
+
+    def leader_pass(self) -> None: ...
+
+    def work_once(self, limit: int | None = None) -> list[tuple[Job, str]]: ...
