@@ -33,6 +33,10 @@ class Recorder:
         self.calls.append("prune")
         return self.client.prune_runtimes()
 
+    def prune_finished_jobs(self) -> Any:
+        self.calls.append("prune jobs")
+        return self.client.prune_finished_jobs()
+
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]:
         self.calls.append(f"reconcile(wait={wait})")
         return self.client.reconcile(now, wait=wait)
@@ -49,7 +53,7 @@ def test_each_duty_runs_at_its_own_interval(client: Any) -> None:
         host.calls.clear()
         duties.run_pass()
         seen[t] = list(host.calls)
-    everything = ["evaluate", "rescue", "prune", "reconcile(wait=False)"]
+    everything = ["evaluate", "rescue", "prune", "prune jobs", "reconcile(wait=False)"]
     assert seen == {
         100.0: everything,
         104.9: ["evaluate"],
