@@ -55,6 +55,7 @@ FEATURES = {
     "restore_owner": "restore_owner",
 }
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+READ_ONLY_TOAST_S = 5.0
 APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
 
 
@@ -93,6 +94,7 @@ class ConsoleApp(App[None]):
         self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
         self.exit_reason: str | None = None
         self.engine_log = EngineLog(self) if config.engine is not None else None
+        self._read_only_said_at = -READ_ONLY_TOAST_S
 
     # --- composition -------------------------------------------------------------------------
 
@@ -266,6 +268,23 @@ class ConsoleApp(App[None]):
             feature = FEATURES.get(action)
             if feature and not self.supports(feature):
                 return False
+        return True
+
+    def explain_read_only(self, scope: str, key: str) -> bool:
+        """A mutation key pressed in a read-only console says why nothing happens (its
+        binding is gone): one toast, not repeated while it is still shown. True if said."""
+        if not self.read_only:
+            return False
+        mutations = [a for a in actions.acts(scope) if a.mutation]
+        if key not in {k for a in mutations for k in a.key.split(",")}:
+            return False
+        now = time.monotonic()
+        if now - self._read_only_said_at >= READ_ONLY_TOAST_S:
+            self._read_only_said_at = now
+            why = "--read-only" if self.client.read_only else (self.read_only_reason or "the database refuses writes")
+            labels = ", ".join(dict.fromkeys(a.label for a in mutations))
+            self.notify(f"read-only console ({why}): {labels} are disabled here", severity="warning",
+                        markup=False, timeout=READ_ONLY_TOAST_S)
         return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

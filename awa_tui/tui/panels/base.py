@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.containers import Vertical
 from textual.widgets import Static
 
@@ -84,6 +85,11 @@ class Panel(Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed(self.panel_id, action)
+
+    def on_key(self, event: events.Key) -> None:
+        # Read-only: a mutation key has no binding; say why instead of doing nothing.
+        if self.console.explain_read_only(self.panel_id, event.key):
+            event.stop()
 
     def selected_row(self) -> dict[str, Any] | None:
         key = self.table.selected_key

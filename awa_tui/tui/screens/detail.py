@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
@@ -150,6 +151,10 @@ class DetailScreen(ScheduleActions, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed("detail", action)
+
+    def on_key(self, event: events.Key) -> None:
+        if self.console.explain_read_only("detail", event.key):
+            event.stop()
 
     def action_reload(self) -> None:
         self.post_message(DetailDataRequested(self.schedule_name, self.show))

@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
+from awa_tui.tui import actions
 from awa_tui.tui.widgets.live import LiveCell
 
 # Beyond this many removals a rebuild is cheaper: DataTable.remove_row is O(rows).
@@ -58,18 +59,23 @@ class _Paint:
     css_foreground: bool
     css_background: bool
     cell_padding: int
+    fixed_style: Style
+    fixed_cursor_style: Style
 
-    def component_style(self, on_cursor: bool, on_hover: bool) -> Style:
-        # DataTable's order: the hover style, then the cursor style over it.
+    def component_style(self, on_cursor: bool, on_hover: bool, fixed: bool = False) -> Style:
+        # DataTable's order: the hover style, then the cursor style over it (and a frozen
+        # column's cursor style over that).
         style = Style()
         if on_hover:
             style += self.hover_style
         if on_cursor:
             style += self.cursor_style
+            if fixed:
+                style += self.fixed_cursor_style
         return style
 
-    def cell_styles(self, on_cursor: bool, on_hover: bool) -> tuple[Style, Style]:
-        component = self.component_style(on_cursor, on_hover)
+    def cell_styles(self, on_cursor: bool, on_hover: bool, fixed: bool = False) -> tuple[Style, Style]:
+        component = self.component_style(on_cursor, on_hover, fixed)
         post_foreground = Style.from_color(color=component.color) if self.css_foreground else Style.null()
         post_background = Style.from_color(bgcolor=component.bgcolor) if self.css_background else Style.null()
         return component, post_foreground + post_background
@@ -87,8 +93,11 @@ class KeyedTable(DataTable[Any]):
     with the public `sort()`): names of schedules, owners, queues.
     """
 
-    def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+    BINDINGS = actions.bindings("table")  # row motions (keymap.py); Home/End move rows, not the view
+
+    def __init__(self, columns: Sequence[Column], fixed_columns: int = 1, **kwargs: Any) -> None:
+        # The first column (the name) stays put while scrolling sideways.
+        super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
@@ -131,6 +140,7 @@ class KeyedTable(DataTable[Any]):
                     del self._cells[key]
                     for column_index in range(len(self.column_specs)):
                         self._rendered.pop((key, column_index), None)
+                        self._rendered.pop((key, -1 - column_index), None)
                 for key, cells in rows:
                     old = self._cells.get(key)
                     if old is None:
@@ -177,7 +187,7 @@ class KeyedTable(DataTable[Any]):
         header = self.header_height if self.show_header else 0
         row_index = y - header + self.scroll_offset.y
         if (y < header or not 0 <= row_index < len(self._order) or self.cursor_type != "row"
-                or self.fixed_rows or self.fixed_columns or self.row_count != len(self._order)):
+                or self.fixed_rows or self.row_count != len(self._order)):
             return super().render_line(y)
         key = self._order[row_index]
         cells = self._cells.get(key)
@@ -185,15 +195,25 @@ class KeyedTable(DataTable[Any]):
             return super().render_line(y)
         paint = self._paint or self._paint_context()
         width = self.size.width
-        x1 = self.scroll_offset.x
-        x2 = x1 + width
         on_cursor = paint.show_cursor and self.cursor_row == row_index
         on_hover = paint.show_cursor and self.hover_shown and self.hover_row == row_index
         state = (row_index, on_cursor, on_hover, paint)  # with the cell's width, all a cell's look depends on
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        # The frozen columns (NAME) first, as DataTable lays them out: then every column,
+        # cropped from the scroll offset past the frozen width.
+        fixed: list[Segment] = []
+        for column_index in range(min(self.fixed_columns, len(cells))):
+            rendered = self._cell_segments(key, column_index, cells[column_index], widths[column_index], state,
+                                           paint, fixed=True)
+            if rendered is None:
+                return super().render_line(y)
+            fixed += rendered
+        fixed_width = sum(widths[: self.fixed_columns])
+        x1 = self.scroll_offset.x + fixed_width
+        x2 = self.scroll_offset.x + width
         segments: list[Segment] = []
         start = x = 0
-        for column_index, (value, column) in enumerate(zip(cells, self.ordered_columns, strict=False)):
-            column_width = column.get_render_width(self)
+        for column_index, (value, column_width) in enumerate(zip(cells, widths, strict=False)):
             if x + column_width <= x1:
                 x += column_width
                 start = x
@@ -207,22 +227,25 @@ class KeyedTable(DataTable[Any]):
             x += column_width
         else:
             segments.append(Segment(" " * max(0, width - x), paint.extend_style(row_index, on_cursor, on_hover)))
-        line = Strip(segments).crop(x1 - start, x2 - start)
+        line = Strip(fixed + list(Strip(segments).crop(x1 - start, x2 - start)))
         return line.adjust_cell_length(width, paint.base_style).simplify()
 
     def _cell_segments(
-        self, key: str, column_index: int, value: Any, width: int, state: tuple[Any, ...], paint: _Paint
+        self, key: str, column_index: int, value: Any, width: int, state: tuple[Any, ...], paint: _Paint,
+        fixed: bool = False,
     ) -> list[Segment] | None:
         live = value.plain if isinstance(value, LiveCell) else None
-        cached = self._rendered.get((key, column_index))
+        cache_key = (key, -1 - column_index if fixed else column_index)
+        cached = self._rendered.get(cache_key)
         if cached is not None and cached[0] is value and cached[1] == live and cached[2] == (*state, width):
             return cached[3]
         text = value.text() if isinstance(value, LiveCell) else value
         if not isinstance(text, Text) or text.overflow == "ignore" or "\n" in text.plain or "\t" in text.plain:
             return None  # not a one-line Text: the stock path lays it out
         row_index, on_cursor, on_hover, _ = state
-        component_style, post_style = paint.cell_styles(on_cursor, on_hover)
-        pre_style = paint.base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        component_style, post_style = paint.cell_styles(on_cursor, on_hover, fixed)
+        base = paint.fixed_style if fixed else paint.base_style
+        pre_style = base + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         padding = paint.cell_padding
         inner = max(0, width - 2 * padding)
         body = text.copy()
@@ -234,7 +257,7 @@ class KeyedTable(DataTable[Any]):
         pad = Segment(" " * padding)
         fill = Segment(" " * (inner - body.cell_len))  # unstyled, as Rich pads a cell
         segments = list(Segment.apply_style([pad, *rendered, fill, pad], pre_style, post_style))
-        self._rendered[(key, column_index)] = (value, live, (*state, width), segments)
+        self._rendered[cache_key] = (value, live, (*state, width), segments)
         return segments
 
     def _paint_context(self) -> _Paint:
@@ -246,6 +269,8 @@ class KeyedTable(DataTable[Any]):
             css_foreground=self.cursor_foreground_priority == "css",
             css_background=self.cursor_background_priority == "css",
             cell_padding=self.cell_padding,
+            fixed_style=self.get_component_rich_style("datatable--fixed") + Style.from_meta({"fixed": True}),
+            fixed_cursor_style=self.get_component_rich_style("datatable--fixed-cursor"),
         )
         return self._paint
 
@@ -266,6 +291,18 @@ class KeyedTable(DataTable[Any]):
 
     def on_key(self, event: events.Key) -> None:
         self._set_hover_shown(False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # Shrunk: the selected row (the one the summary line describes) must stay in view.
+        self.call_after_refresh(self.move_cursor, row=self.cursor_row, animate=False)
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
 
     def _set_hover_shown(self, shown: bool) -> None:
         if shown != self.hover_shown:

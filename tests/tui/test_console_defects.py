@@ -1,0 +1,107 @@
+"""Console defects from the 3 a.m. issue, one pilot test each (each failed before its fix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from psycopg.types.json import Jsonb
+from tui_helpers import notes, ready, select, settled, table_keys, until
+
+from awa_tui.tui.screens.confirm import ConfirmScreen
+
+EXTRA = [f"zz.bulk-{i:02d}" for i in range(30)]  # sort after the seeded names
+
+
+def add_schedules(conn: Any, names: list[str]) -> None:
+    with conn.transaction():
+        for name in names:
+            conn.execute(
+                "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args) "
+                "VALUES (%s, '0 3 * * *', 'UTC', 'ops.extra', 'default', %s)", (name, Jsonb({})))
+
+
+def visible_rows(table: Any) -> range:
+    """Row indexes the table shows now (its height less the header line)."""
+    top = int(table.scroll_offset.y)
+    return range(top, top + table.size.height - (table.header_height if table.show_header else 0))
+
+
+async def test_panel_keys_come_back_after_terminal_too_small(console):
+    """Defect 1: after 'terminal too small' and back, `t` works again without pressing 1."""
+    app, pilot = console
+    await pilot.resize_terminal(40, 10)
+    await until(pilot, lambda: app.main.has_class("-too-small"), what="too-small screen")
+    await pilot.resize_terminal(120, 36)
+    await until(pilot, lambda: not app.main.has_class("-too-small"), what="panels back")
+    await until(pilot, lambda: app.focused is app.main.panel("schedules").table, what="table focused again")
+    select(app, "metrics.rollup")
+    await pilot.press("t")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="trigger dialog")
+    assert app.screen.heading == "Trigger schedule?"
+    await pilot.press("n")
+
+
+async def test_home_end_and_vi_keys_move_between_rows(console):
+    """Defect 3: Home/End (and g/G, j/k) move the cursor to rows; they never scroll sideways."""
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    keys = table_keys(app)
+    assert len(keys) == 8
+    await pilot.press("end")
+    assert table.cursor_row == 7 and table.scroll_offset.x == 0
+    await pilot.press("home")
+    assert table.cursor_row == 0 and table.scroll_offset.x == 0
+    await pilot.press("G")
+    assert table.cursor_row == 7
+    await pilot.press("g")
+    assert table.cursor_row == 0
+    await pilot.press("j", "j")
+    assert table.cursor_row == 2 and table.selected_key == keys[2]
+    await pilot.press("k")
+    assert table.cursor_row == 1 and table.selected_key == keys[1]
+
+
+async def test_name_column_stays_while_scrolling_sideways(console):
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    await pilot.resize_terminal(80, 24)
+    await settled(pilot, app)
+    for _ in range(6):
+        await pilot.press("right")
+    await pilot.pause()
+    assert table.scroll_offset.x > 0
+    header = "".join(segment.text for segment in table.render_line(0))
+    assert header.startswith(" NAME ")
+    assert "STATE" not in header  # scrolled past it, NAME frozen in place
+
+
+async def test_selected_row_stays_visible_after_shrinking(console_factory, conn):
+    """Defect 5: shrinking the terminal keeps the selected row (the summary's) on screen."""
+    add_schedules(conn, EXTRA)
+    app = console_factory()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        table = app.main.panel("schedules").table
+        select(app, "zz.bulk-20")
+        await pilot.pause()
+        assert table.cursor_row in visible_rows(table)
+        await pilot.resize_terminal(80, 16)
+        await until(pilot, lambda: table.size.height < 10, what="a short table")
+        await until(pilot, lambda: table.cursor_row in visible_rows(table), what="selected row scrolled into view")
+        assert table.selected_key == "zz.bulk-20"
+        summary = app.main.panel("schedules").query_one("#schedules-summary")
+        assert str(summary.render()).startswith("zz.bulk-20: ")
+
+
+@pytest.mark.console(read_only=True)
+async def test_read_only_mutation_keys_say_why_once(console):
+    """Defect 8: s, t, a, ctrl+d and u in read-only mode say why (one toast, not one per press)."""
+    app, pilot = console
+    select(app, "metrics.rollup")
+    for key in ("s", "t", "a", "ctrl+d", "u", "s"):
+        await pilot.press(key)
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert notes(app) == [
+        "read-only console (--read-only): pause/resume, trigger, adopt, retire, restore are disabled here"]
