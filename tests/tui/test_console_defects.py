@@ -105,3 +105,27 @@ async def test_read_only_mutation_keys_say_why_once(console):
         assert not isinstance(app.screen, ConfirmScreen)
     assert notes(app) == [
         "read-only console (--read-only): pause/resume, trigger, adopt, retire, restore are disabled here"]
+
+
+@pytest.mark.parametrize("panel, summary_id", [("1", "#schedules-summary"), ("2", "#owners-summary")])
+async def test_toasts_never_cover_the_summary_line(console_factory, panel, summary_id):
+    """Defect 6: a toast (5 s) sits above the summary line (and the owners' BLOCKED reason)."""
+    app = console_factory()
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:  # toasts are off by default in tests
+        await ready(pilot, app)
+        await pilot.press(panel)
+        await settled(pilot, app)
+        for size in ((120, 36), (80, 24)):
+            await pilot.resize_terminal(*size)
+            app.notify("a long toast that says something the operator must read before it goes " * 2, timeout=30)
+            toasts = await until(pilot, lambda: list(app.screen.query("Toast")), what="a toast")
+            await pilot.pause()
+            summary = app.screen.query_one(summary_id).region
+            footer = app.screen.query_one("Footer").region
+            assert summary.height == 2
+            for toast in toasts:
+                assert toast.region.height > 0
+                assert not toast.region.overlaps(summary), (size, toast.region, summary)
+                assert not toast.region.overlaps(footer)
+            app.clear_notifications()
+            await until(pilot, lambda: not list(app.screen.query("Toast")), what="toasts gone")
