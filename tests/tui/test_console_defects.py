@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 from psycopg.types.json import Jsonb
+from rich.console import Console as RichConsole
 from tui_helpers import notes, ready, select, settled, table_keys, until
 
 from awa_tui.tui.screens.confirm import ConfirmScreen
+from awa_tui.tui.screens.detail import DetailScreen
 
 EXTRA = [f"zz.bulk-{i:02d}" for i in range(30)]  # sort after the seeded names
 
@@ -19,6 +21,12 @@ def add_schedules(conn: Any, names: list[str]) -> None:
             conn.execute(
                 "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args) "
                 "VALUES (%s, '0 3 * * *', 'UTC', 'ops.extra', 'default', %s)", (name, Jsonb({})))
+
+
+def plain(renderable: Any, width: int = 200) -> str:
+    console = RichConsole(width=width, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
 
 
 def visible_rows(table: Any) -> range:
@@ -129,3 +137,19 @@ async def test_toasts_never_cover_the_summary_line(console_factory, panel, summa
                 assert not toast.region.overlaps(footer)
             app.clear_notifications()
             await until(pilot, lambda: not list(app.screen.query("Toast")), what="toasts gone")
+
+
+@pytest.mark.console(refresh=0.5)
+async def test_detail_screen_is_live_and_says_when_it_was_loaded(console, conn):
+    """Defect 2: the detail screen re-reads at the console's refresh rate (a pause made
+    elsewhere appears without pressing r) and says when its data was loaded."""
+    app, pilot = console
+    select(app, "metrics.rollup")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.data, what="detail loaded")
+    body = lambda: plain(app.screen.query_one("#detail-body").content)  # noqa: E731
+    assert "loaded 12:00:30Z · refreshes every 0.5s" in body()
+    assert "PAUSED" not in body()
+    conn.execute("UPDATE awa.cron_jobs SET paused_at = now(), paused_by = 'bob@elsewhere' "
+                 "WHERE name = 'metrics.rollup'")
+    await until(pilot, lambda: "PAUSED by bob@elsewhere" in body(), what="the pause shown without a key")

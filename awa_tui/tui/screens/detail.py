@@ -134,6 +134,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
         super().__init__()
         self.schedule_name = name
         self.data: dict[str, Any] | None = None
+        self.loading = False  # a read is on the reader thread: the timer does not queue another
 
     @property
     def console(self) -> ConsoleApp:
@@ -148,6 +149,12 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#detail", VerticalScroll).focus()  # arrows and page keys scroll it
         self.action_reload()
+        # Live like the panels: relative times and states move at the console's refresh rate.
+        self.set_interval(self.console.poller.interval, self._tick, name="detail-refresh")
+
+    def _tick(self) -> None:
+        if not self.loading and self.console.screen is self:
+            self.action_reload()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed("detail", action)
@@ -157,9 +164,11 @@ class DetailScreen(ScheduleActions, Screen[None]):
             event.stop()
 
     def action_reload(self) -> None:
+        self.loading = True
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
     def show(self, data: dict[str, Any] | None, error: str | None) -> None:
+        self.loading = False
         if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
         body = self.query_one("#detail-body", Static)
@@ -178,8 +187,11 @@ class DetailScreen(ScheduleActions, Screen[None]):
             top.add_row(definition_part, payload_part)
         else:
             top = Group(definition_part, payload_part)
+        loaded = Text(f"loaded {utc(now, date=False)} · refreshes every {self.console.poller.interval:g}s",
+                      style="dim")
         body.update(Group(
             state_line(shown, now),
+            loaded,
             top,
             section(f"Next {len(data['next'])} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
