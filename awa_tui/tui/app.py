@@ -207,7 +207,8 @@ class ConsoleApp(App[None]):
         self.freshness.attention = attention(leadership)
         self.remember_owners(r.get("owner") for r in runtimes)
         self.freshness.leader = self._leader_badge()
-        shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), RuntimesView(runtimes, leadership))]
+        view = RuntimesView(runtimes, leadership, self.own_instance)
+        shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), view)]
         if data.panel_id != "runtimes":
             shown.append((self.main.panel(data.panel_id), data.data))
         for panel, rows in shown:
@@ -233,6 +234,11 @@ class ConsoleApp(App[None]):
         if badge != self.freshness.leader:
             self.freshness.leader = badge
             self._status()
+
+    @property
+    def own_instance(self) -> str | None:
+        """The in-process runtime's instance id (--lead), else None."""
+        return None if self.engine is None else str(self.engine.identity.instance_id)
 
     def _leader_badge(self) -> str | None:
         if self.engine is None:

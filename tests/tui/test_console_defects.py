@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import uuid
 from typing import Any
 
 import pytest
 from psycopg.types.json import Jsonb
 from rich.console import Console as RichConsole
 from tui_helpers import notes, ready, select, settled, table_keys, until
+from tui_seed import NOW
 
+from awa_tui.engine.client import Client
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
 
@@ -153,3 +157,34 @@ async def test_detail_screen_is_live_and_says_when_it_was_loaded(console, conn):
     conn.execute("UPDATE awa.cron_jobs SET paused_at = now(), paused_by = 'bob@elsewhere' "
                  "WHERE name = 'metrics.rollup'")
     await until(pilot, lambda: "PAUSED by bob@elsewhere" in body(), what="the pause shown without a key")
+
+
+RT1, RT2, RT3 = ("6f1c2a9e-0000-4000-8000-000000000001", "0b7d4e21-0000-4000-8000-000000000002",
+                 "c3a0ffee-0000-4000-8000-000000000003")
+
+
+async def test_runtimes_keep_their_order_show_whole_ids_and_mark_this_console(console_factory, seeded, conn):
+    """Defect 9: rows do not reorder on heartbeats, ids are whole, and under --lead the
+    console's own runtime says so."""
+    engine = Client(seeded, operator="alice@ops")
+    engine.identity = dataclasses.replace(engine.identity, instance_id=uuid.UUID(RT2))  # as if it were app-2
+    try:
+        app = console_factory(engine=engine)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await ready(pilot, app)
+            await pilot.press("3")
+            await settled(pilot, app)
+            assert table_keys(app, "runtimes") == [RT1, RT2, RT3]
+            # app-2 heartbeats after app-1: the query's order changes, the panel's does not.
+            conn.execute("UPDATE awa.runtime_instances SET last_seen_at = %s WHERE instance_id = %s",
+                         (NOW, uuid.UUID(RT2)))
+            await settled(pilot, app)
+            assert table_keys(app, "runtimes") == [RT1, RT2, RT3]
+            table = app.main.panel("runtimes").table
+            lines = ["".join(seg.text for seg in table.render_line(y)) for y in range(4)]
+            assert lines[1].startswith(f" {RT1}  LEADER ")
+            assert lines[2].startswith(f" {RT2}  follower (this) ")
+            assert lines[3].startswith(f" {RT3}  follower ")
+            assert "(this)" not in lines[1] + lines[3]
+    finally:
+        engine.close()

@@ -24,8 +24,8 @@ from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
-    Column("instance", "INSTANCE", 8),
-    Column("role", "ROLE", 8),
+    Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
+    Column("role", "ROLE", 15),
     Column("fresh", "STATE", 7),
     Column("seen", "LAST SEEN", 9),
     Column("host", "HOST", 14),
@@ -44,6 +44,7 @@ class RuntimesView:
 
     rows: list[dict[str, Any]]
     leadership: Leadership
+    own_instance: str | None = None  # this console's in-process runtime (--lead), marked in ROLE
 
 
 def attention(leadership: Leadership) -> str | None:
@@ -117,5 +118,19 @@ class RuntimesPanel(Panel):
                 f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}",
             )
         )
+        # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
+        # live before stopped, then by host, pid and id.
+        ordered = sorted(rows, key=lambda r: (r["stopped_at"] is not None, str(r["hostname"]), r["pid"] or 0,
+                                              str(r["instance_id"])))
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r["instance_id"]), cells(printable_row(r), now)) for r in rows])
+        self.table.sync([(str(r["instance_id"]), self._marked(cells(printable_row(r), now), r, data.own_instance))
+                         for r in ordered])
+
+    @staticmethod
+    def _marked(made: tuple[Text, ...], row: Any, own: str | None) -> tuple[Text, ...]:
+        """The ROLE of this console's own runtime says so (only under --lead)."""
+        if own is None or str(row["instance_id"]) != own:
+            return made
+        role = made[1].copy()
+        role.append(" (this)", style="bold")  # this console's runtime
+        return (made[0], role, *made[2:])
