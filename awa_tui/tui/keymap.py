@@ -87,6 +87,9 @@ ACTS: tuple[Act, ...] = (
         mutation=True, palette="owner: retire all schedules"),
     Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
         mutation=True, palette="owner: restore all schedules"),
+    # Plan panel.
+    Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
+        palette="plan: entry details"),
     # Queues panel.
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
         mutation=True, palette="queue: pause / resume"),

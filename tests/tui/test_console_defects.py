@@ -15,6 +15,7 @@ from tui_seed import NOW
 from awa_tui.engine.client import Client
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
+from awa_tui.tui.screens.info import InfoScreen
 
 EXTRA = [f"zz.bulk-{i:02d}" for i in range(30)]  # sort after the seeded names
 
@@ -188,3 +189,36 @@ async def test_runtimes_keep_their_order_show_whole_ids_and_mark_this_console(co
             assert "(this)" not in lines[1] + lines[3]
     finally:
         engine.close()
+
+
+async def test_plan_enter_opens_the_full_reason_and_the_rows_it_would_touch(console):
+    """Defect 7: the DETAIL column cuts a long reason; enter shows it whole, with the rows."""
+    app, pilot = console
+    await pilot.press("4")
+    await settled(pilot, app)
+    select(app, "1", "plan")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, InfoScreen), what="plan entry page")
+    assert app.screen.heading == "Plan entry #1: BLOCKED -"
+    assert plain(app.screen.query_one("#info-body").content) == (
+        "owner: billing\n"
+        "change: BLOCKED\n"
+        "applies now: -\n"
+        "schedule: -\n"
+        "reason: conflict: schedule 'payments.settlement-reconciliation-eu-west' exists unowned; "
+        "an operator must adopt it for 'billing'\n"
+        "\n"
+        "rows it would touch (held back by this blocker):\n"
+        "  CONFLICT payments.settlement-reconciliation-eu-west\n"
+        "  INSERT   billing.dunning\n"
+        "  UPDATE   billing.nightly-invoice\n"
+        "\n"
+    )
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, InfoScreen), what="closed")
+    select(app, "4", "plan")
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, InfoScreen), what="plan entry page")
+    body = plain(app.screen.query_one("#info-body").content)
+    assert "reason: cron_expr: 30 2 * * * -> 45 2 * * *\n" in body
+    assert body.endswith("rows it would touch:\n  UPDATE   billing.nightly-invoice\n\n")
