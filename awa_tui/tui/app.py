@@ -85,6 +85,7 @@ class ConsoleApp(App[None]):
         self.operator: str = config.client.operator
         self.database = config.database
         self.known_owners: tuple[str, ...] = ()
+        self.declared_owners: frozenset[str] = frozenset()  # owners a fresh runtime declares (a manifest)
         self.active_panel = "schedules"
         self.freshness = Freshness(interval=config.refresh, read_only=self.read_only)
         self.reader = DbThread("reader", self)
@@ -206,6 +207,8 @@ class ConsoleApp(App[None]):
         leadership = data.leadership or Leadership(now=data.now)
         self.freshness.attention = attention(leadership)
         self.remember_owners(r.get("owner") for r in runtimes)
+        self.declared_owners = frozenset(
+            r.get("owner") for r in runtimes if r.get("owner") and r.get("fresh") and r.get("manifest_hash"))
         self.freshness.leader = self._leader_badge()
         view = RuntimesView(runtimes, leadership, self.own_instance)
         shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), view)]
@@ -400,7 +403,8 @@ class ConsoleApp(App[None]):
             if after is not None:
                 after()
 
-        self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator), answered)
+        self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners),
+                         answered)
 
     # --- screens that load on demand -------------------------------------------------------------
 

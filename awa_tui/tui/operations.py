@@ -39,6 +39,7 @@ class Operation:
     type_to_confirm: str | None = None  # the operator must type this exact text
     ask: str | None = None  # label of a value to ask for (e.g. an owner name)
     suggestions: tuple[str, ...] = ()
+    asks_owner: bool = False  # the value asked for is an owner: the dialog says if no runtime declares it
 
     def execute(self, client: Any, value: str) -> str:
         """Runs on the writer thread: re-check, then act."""
@@ -191,6 +192,7 @@ def adopt_or_transfer(row: dict[str, Any], owners: tuple[str, ...]) -> Operation
                 "definition, or retire it if the manifest does not name it."
             ),
             run=_call("adopt", name, done=lambda to: f"{name} adopted by {to}", with_value=True),
+            asks_owner=True,
         )
     return _schedule_op(
         row, title="Transfer schedule", verb="Transfer", ask="to owner",
@@ -200,6 +202,7 @@ def adopt_or_transfer(row: dict[str, Any], owners: tuple[str, ...]) -> Operation
             "invalidated until their manifests are synchronised again."
         ),
         run=_call("transfer", name, done=lambda to: f"{name} transferred from {owner} to {to}", with_value=True),
+        asks_owner=True,
     )
 
 

@@ -222,3 +222,22 @@ async def test_plan_enter_opens_the_full_reason_and_the_rows_it_would_touch(cons
     body = plain(app.screen.query_one("#info-body").content)
     assert "reason: cron_expr: 30 2 * * * -> 45 2 * * *\n" in body
     assert body.endswith("rows it would touch:\n  UPDATE   billing.nightly-invoice\n\n")
+
+
+async def test_adopt_says_when_no_runtime_declares_the_owner(console, conn):
+    """Defect 10: adopting for an owner no running runtime declares is said in the dialog."""
+    app, pilot = console
+    assert app.declared_owners == frozenset({"billing"})  # app-1 and app-2 declare billing's manifest
+    select(app, "cleanup.tmp-files")
+    await pilot.press("a")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="adopt dialog")
+    note = lambda: plain(app.screen.query_one("#dialog-owner-note").content).strip()  # noqa: E731
+    await pilot.press(*"nobody")
+    await until(pilot, lambda: note(), what="the owner note")
+    assert note() == ("No running runtime declares owner nobody: it is recorded, but nothing reconciles this "
+                      "schedule until a runtime of that owner runs (declared: billing).")
+    await pilot.press(*["backspace"] * 6, *"billing")
+    await until(pilot, lambda: note() == "", what="the note gone for a declared owner")
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="cancelled")
+    assert conn.execute("SELECT owner FROM awa.cron_jobs WHERE name = 'cleanup.tmp-files'").fetchone()["owner"] is None
