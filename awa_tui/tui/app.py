@@ -30,6 +30,8 @@ from awa_tui.tui.messages import (
     AuditDataRequested,
     DetailDataRequested,
     DetailRequested,
+    InfoRequested,
+    MutationKeyPressed,
     OperationRequested,
     OwnersSeen,
     PanelsResumed,
@@ -42,6 +44,7 @@ from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
 from awa_tui.tui.screens.help import HelpScreen
+from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
@@ -279,14 +282,14 @@ class ConsoleApp(App[None]):
                 return False
         return True
 
-    def explain_read_only(self, scope: str, key: str) -> bool:
+    def on_mutation_key_pressed(self, message: MutationKeyPressed) -> None:
         """A mutation key pressed in a read-only console says why nothing happens (its
-        binding is gone): one toast, not repeated while it is still shown. True if said."""
+        binding is gone): one toast, not repeated while it is still shown."""
         if not self.read_only:
-            return False
-        mutations = [a for a in actions.acts(scope) if a.mutation]
-        if key not in {k for a in mutations for k in a.key.split(",")}:
-            return False
+            return
+        mutations = [a for a in actions.acts(message.scope) if a.mutation]
+        if message.key not in {k for a in mutations for k in a.key.split(",")}:
+            return
         now = time.monotonic()
         if now - self._read_only_said_at >= READ_ONLY_TOAST_S:
             self._read_only_said_at = now
@@ -294,7 +297,6 @@ class ConsoleApp(App[None]):
             labels = ", ".join(dict.fromkeys(a.label for a in mutations))
             self.notify(f"read-only console ({why}): {labels} are disabled here", severity="warning",
                         markup=False, timeout=READ_ONLY_TOAST_S)
-        return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The console's app keys act on the panels: not while a dialog is up (its own keys
@@ -409,7 +411,10 @@ class ConsoleApp(App[None]):
     # --- screens that load on demand -------------------------------------------------------------
 
     def on_detail_requested(self, message: DetailRequested) -> None:
-        self.push_screen(DetailScreen(message.name))
+        self.push_screen(DetailScreen(message.name, self.poller.interval))
+
+    def on_info_requested(self, message: InfoRequested) -> None:
+        self.push_screen(InfoScreen(message.title, message.body))
 
     def on_detail_data_requested(self, message: DetailDataRequested) -> None:
         clock, client, name = self.config.clock, self.client, message.name

@@ -101,6 +101,59 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
     Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
     Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
-    Act("detail", "r", "reload", "reload", "reload", footer=False),
+    Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
+    # Audit log screen.
+    Act("audit", "escape", "close", "back", "back to the panels"),
+    Act("audit", "q", "close", "back", "back to the panels", footer=False),
+    Act("audit", "r", "reload", "reload", "reload the audit log"),
+    # Pages over the panels (a plan entry, a runtime).
+    Act("info", "escape,q,enter", "", "", "close the page", bound=False),
+    # Every confirmation dialog.
+    Act("dialog", "y", "", "", "yes: do it (the button names the action)", bound=False),
+    Act("dialog", "n,escape", "", "", "no: cancel, nothing is done", bound=False),
+    Act("dialog", "enter", "", "", "confirm what was typed (a name to retire, an owner to adopt)", bound=False),
+    Act("dialog", "right", "", "", "accept the suggested owner (at the end of the text)", bound=False),
+    # The help screen.
+    Act("help", "escape,question_mark,q", "", "", "close this help", bound=False),
+    # Textual's command palette.
+    Act("palette", "ctrl+p", "", "", "command palette: every action by name (noun: verb)", bound=False),
+    Act("palette", "escape", "", "", "close the palette", bound=False),
+    # The mouse (everything also has a key: the console works without one).
+    Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
+    Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
 )
+
+SCOPES = (
+    ("app", "Everywhere"),
+    ("table", "Every list"),
+    ("schedules", "Schedules panel"),
+    ("owners", "Owners panel"),
+    ("plan", "Plan panel"),
+    ("queues", "Queues panel"),
+    ("detail", "Schedule detail"),
+    ("audit", "Audit log"),
+    ("info", "Pages"),
+    ("help", "Help"),
+    ("dialog", "Dialogs"),
+    ("palette", "Command palette"),
+    ("mouse", "Mouse"),
+)
+
+
+def markdown() -> str:
+    """The key table of docs/keys.md (tests/tui/test_keymap.py checks the doc matches it)."""
+    titles = dict(SCOPES)
+    lines = ["| where | keys | does |", "|---|---|---|"]
+    for act in sorted(ACTS, key=lambda a: [s for s, _ in SCOPES].index(a.scope)):
+        keys = "1-5" if act.action.startswith("show_panel") else act.key_label
+        if act.action.startswith("show_panel") and act.key != "1":
+            continue
+        does = "panels: " + ", ".join(PANELS) if keys == "1-5" else act.help
+        flag = " (not in read-only mode)" if act.mutation else ""
+        lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
@@ -75,6 +76,25 @@ class OwnersSeen(Message):
     def __init__(self, owners: tuple[str, ...]) -> None:
         super().__init__()
         self.owners = owners
+
+
+class InfoRequested(Message):
+    """Show this page (InfoScreen) over the panels: a row's full text."""
+
+    def __init__(self, title: str, body: RenderableType) -> None:
+        super().__init__()
+        self.title = title
+        self.body = body
+
+
+class MutationKeyPressed(Message):
+    """A key pressed in `scope` that no binding took: if it is an action that read-only
+    mode removed, the app says why."""
+
+    def __init__(self, scope: str, key: str) -> None:
+        super().__init__()
+        self.scope = scope
+        self.key = key
 
 
 class PanelsResumed(Message):

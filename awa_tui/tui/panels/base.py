@@ -17,6 +17,7 @@ from textual import events
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from awa_tui.tui.messages import MutationKeyPressed
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
@@ -87,9 +88,8 @@ class Panel(Vertical):
         return self.console.action_allowed(self.panel_id, action)
 
     def on_key(self, event: events.Key) -> None:
-        # Read-only: a mutation key has no binding; say why instead of doing nothing.
-        if self.console.explain_read_only(self.panel_id, event.key):
-            event.stop()
+        # Read-only: a mutation key has no binding; the app says why instead of nothing.
+        self.post_message(MutationKeyPressed(self.panel_id, event.key))
 
     def selected_row(self) -> dict[str, Any] | None:
         key = self.table.selected_key

@@ -17,8 +17,8 @@ from textual.widgets import DataTable, Static
 
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions
+from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
-from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -132,4 +132,4 @@ class PlanPanel(Panel):
         line = self.lines.get(key) if key else None
         if line is not None:
             title = f"Plan entry #{key}: {line[1]} {line[3]}"
-            self.app.push_screen(InfoScreen(title, entry_text(line, self.all_lines)))
+            self.post_message(InfoRequested(title, entry_text(line, self.all_lines)))

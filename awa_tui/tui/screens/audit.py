@@ -6,11 +6,11 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
+from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, utc
 from awa_tui.tui.messages import AuditDataRequested, usable_reply
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
@@ -34,11 +34,7 @@ def _change(entry: dict[str, Any]) -> str:
 
 
 class AuditScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape", "close", "back"),
-        Binding("q", "close", "back", show=False),
-        Binding("r", "reload", "reload"),
-    ]
+    BINDINGS = actions.bindings("audit")
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)

@@ -19,7 +19,7 @@ from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
-from awa_tui.tui.messages import DetailDataRequested, ScheduleActions, usable_reply
+from awa_tui.tui.messages import DetailDataRequested, MutationKeyPressed, ScheduleActions, usable_reply
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -130,9 +130,10 @@ def fire_time(job: dict[str, Any]) -> str:
 class DetailScreen(ScheduleActions, Screen[None]):
     BINDINGS = actions.bindings("detail")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, interval: float = 2.0) -> None:
         super().__init__()
         self.schedule_name = name
+        self.interval = interval  # the console's refresh interval when opened
         self.data: dict[str, Any] | None = None
         self.loading = False  # a read is on the reader thread: the timer does not queue another
 
@@ -150,18 +151,17 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.query_one("#detail", VerticalScroll).focus()  # arrows and page keys scroll it
         self.action_reload()
         # Live like the panels: relative times and states move at the console's refresh rate.
-        self.set_interval(self.console.poller.interval, self._tick, name="detail-refresh")
+        self.set_interval(self.interval, self._tick, name="detail-refresh")
 
     def _tick(self) -> None:
-        if not self.loading and self.console.screen is self:
+        if not self.loading and self.is_current:
             self.action_reload()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed("detail", action)
 
     def on_key(self, event: events.Key) -> None:
-        if self.console.explain_read_only("detail", event.key):
-            event.stop()
+        self.post_message(MutationKeyPressed("detail", event.key))
 
     def action_reload(self) -> None:
         self.loading = True
@@ -187,7 +187,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
             top.add_row(definition_part, payload_part)
         else:
             top = Group(definition_part, payload_part)
-        loaded = Text(f"loaded {utc(now, date=False)} · refreshes every {self.console.poller.interval:g}s",
+        loaded = Text(f"loaded {utc(now, date=False)} · refreshes every {self.interval:g}s",
                       style="dim")
         body.update(Group(
             state_line(shown, now),
