@@ -67,7 +67,8 @@ ACTS: tuple[Act, ...] = (
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
         palette="schedule: details"),
-    Act("schedules", "slash", "filter", "filter", "filter by name, kind, queue or owner (esc clears)",
+    Act("schedules", "slash", "filter", "filter",
+        "filter: owner:X state:paused late, free text (the grammar above; esc clears)",
         palette="schedule: filter"),
     Act("schedules", "o", "cycle_sort", "sort", "sort by the next column (name, next, last, state, queue, owner)",
         footer=False),

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
 from awa_tui.engine.cron.describe import describe
+from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
@@ -143,6 +144,8 @@ class SchedulesPanel(ScheduleActions, Panel):
         self.page_size = page_size
         self.limit = page_size
         self.filter_text = ""
+        self.where: Filter | None = None  # the parsed filter (the grammar of docs/keys.md)
+        self.filter_error: str | None = None  # one line; the rows of the last good filter stay
         self.sort = "name"
         self.descending = False
         self.counts: dict[str, int] = {}
@@ -151,7 +154,8 @@ class SchedulesPanel(ScheduleActions, Panel):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield Input(placeholder="filter: name, kind, queue or owner (enter keeps, esc clears)", id="filter")
+        yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
+                    id="filter")
         yield KeyedTable(COLUMNS, id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 
@@ -162,10 +166,10 @@ class SchedulesPanel(ScheduleActions, Panel):
     # --- data -----------------------------------------------------------------------------
 
     def work(self) -> Work:
-        filter_text, sort, descending, limit = self.filter_text or None, self.sort, self.descending, self.limit
+        where, sort, descending, limit = self.where, self.sort, self.descending, self.limit
 
         def fetch(client: Any, now: datetime | None) -> Any:
-            return client.schedule_page(filter_text, sort=sort, descending=descending, limit=limit, now=now)
+            return client.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where)
 
         return fetch
 
@@ -203,9 +207,12 @@ class SchedulesPanel(ScheduleActions, Panel):
             text.append(f"{len(self.rows):,} of {c['total']:,}")
         text.append(f" · {c['paused']:,} PAUSED · {c['retired']:,} RETIRED · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
-        if self.filter_text:
+        if self.filter_error:
+            text.append(" · ")
+            text.append(printable(self.filter_error), style="bold reverse")
+        elif self.where:
             text.append(" · filter: ")
-            text.append(self.filter_text, style="bold")
+            text.append(printable(str(self.where)), style="bold")
         if len(self.rows) < c["matched"]:
             text.append(" · end of list loads more")
         self.title_line(text)
@@ -241,12 +248,23 @@ class SchedulesPanel(ScheduleActions, Panel):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         # Debounced: a refresh starts once typing pauses, server-side filtering does the rest.
-        self.filter_text = event.value.strip()
+        # A filter the grammar refuses says why in one line and keeps the rows shown.
+        text = event.value.strip()
+        try:
+            where = parse(text or None, "schedules")
+        except FilterError as exc:
+            self.filter_error = str(exc)
+            if self.counts:
+                self._title()
+            return
+        self.filter_text, self.where, self.filter_error = text, where or None, None
         self.limit = self.page_size
         self.post_message(RefreshRequested(soon=True))
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
+        if self.filter_error:
+            return  # stay in the box: the title says what is wrong
         box = self.query_one("#filter", Input)
         box.display = bool(self.filter_text)
         self.table.focus()
@@ -257,7 +275,7 @@ class SchedulesPanel(ScheduleActions, Panel):
             box = self.query_one("#filter", Input)
             box.value = ""
             box.display = False
-            self.filter_text = ""
+            self.filter_text, self.where, self.filter_error = "", None, None
             self.table.focus()
             self.post_message(RefreshRequested())
 
