@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
@@ -56,6 +57,7 @@ FEATURES = {
     "restore": "restore",
     "retire_owner": "retire_owner",
     "restore_owner": "restore_owner",
+    "adopt_declared": "adopt_declared",
 }
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 READ_ONLY_TOAST_S = 5.0
@@ -405,8 +407,19 @@ class ConsoleApp(App[None]):
             if after is not None:
                 after()
 
-        self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners),
-                         answered)
+        def ask(note: Text | None = None) -> None:
+            self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners,
+                                                         note), answered)
+
+        if op.preview is None:
+            ask()
+            return
+        preview = op.preview
+        client, clock = self.client, self.config.clock
+        # What it would do (a resume's fires, the schedules an adoption takes), read first.
+        self.reader.submit(lambda: preview(client, clock() if clock else None),
+                           lambda value, error: ask(Text(printable(value if error is None else
+                                                                   f"preview failed: {error}"))))
 
     # --- screens that load on demand -------------------------------------------------------------
 

@@ -40,6 +40,8 @@ class Operation:
     ask: str | None = None  # label of a value to ask for (e.g. an owner name)
     suggestions: tuple[str, ...] = ()
     asks_owner: bool = False  # the value asked for is an owner: the dialog says if no runtime declares it
+    # (client, now) -> what it would do, read before the dialog opens (now: the console's clock, None = DB time)
+    preview: Callable[[Any, Any], str] | None = None
 
     def execute(self, client: Any, value: str) -> str:
         """Runs on the writer thread: re-check, then act."""
@@ -114,6 +116,7 @@ def toggle_pause(row: dict[str, Any]) -> Operation:
                 "what fires for the paused period: coalesce fires once, catch_up each missed fire in order."
             ),
             run=_call("resume", name, done=f"resumed {name}"),
+            preview=lambda client, now: client.resume_preview(name, now=now).explanation,
         )
     queue_note = f" Its queue {row['queue']} is PAUSED too." if row.get("queue_paused") else ""
     return _schedule_op(

@@ -19,6 +19,7 @@ from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
 from awa_tui.tui.messages import OwnersSeen, request_operation
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.selection import declared_adoption
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -131,6 +132,9 @@ class OwnersPanel(Panel):
         if row.get("certified_at"):
             text.append(f" · certified {relative(row['certified_at'], self.now)}")
         widget.update(text)
+
+    def action_adopt_declared(self) -> None:
+        request_operation(self, lambda: declared_adoption(self.chosen_row("owner")["owner"], self.now))
 
     def action_retire_owner(self) -> None:
         request_operation(self, lambda: operations.retire_owner(self.chosen_row("owner")))

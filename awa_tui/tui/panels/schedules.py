@@ -20,8 +20,9 @@ from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
-from awa_tui.tui.messages import DetailRequested, RefreshRequested, ScheduleActions
+from awa_tui.tui.messages import DetailRequested, RefreshRequested, ScheduleActions, request_operation
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
@@ -151,6 +152,8 @@ class SchedulesPanel(ScheduleActions, Panel):
         self.counts: dict[str, int] = {}
         self.clock = Clock()
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
+        # Shown name -> real row when selected: bulk actions act on these (names, re-checked by the engine).
+        self.selected: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -181,12 +184,21 @@ class SchedulesPanel(ScheduleActions, Panel):
         self.rows = {printable(row["name"]): row for row in data["rows"]}
         self.counts = {k: data[k] for k in ("total", "matched", "paused", "retired")}
         table = self.table
-        table.sync([(name, self._row_cells(name, row)) for name, row in self.rows.items()])
+        table.sync(self._table_rows())
         if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
             table.tick()  # relative times of the visible rows
         self._cells = {name: self._cells[name] for name in self.rows}
         self._title()
         self._summary()
+
+    def _table_rows(self) -> list[tuple[str, tuple[Any, ...]]]:
+        return [(name, self._marked(name, self._row_cells(name, row))) for name, row in self.rows.items()]
+
+    def _marked(self, name: str, made: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A selected row's name cell says so (a word-like mark, not a colour alone)."""
+        if name not in self.selected:
+            return made
+        return (cell(f"+ {name}", "bold reverse"), *made[1:])
 
     def _row_cells(self, key: str, row: dict[str, Any]) -> tuple[Any, ...]:
         signature = tuple(row.get(field) for field in SIGNATURE)
@@ -213,6 +225,9 @@ class SchedulesPanel(ScheduleActions, Panel):
         elif self.where:
             text.append(" · filter: ")
             text.append(printable(str(self.where)), style="bold")
+        if self.selected:
+            text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
+            text.append(" (esc clears)")
         if len(self.rows) < c["matched"]:
             text.append(" · end of list loads more")
         self.title_line(text)
@@ -270,7 +285,11 @@ class SchedulesPanel(ScheduleActions, Panel):
         self.table.focus()
 
     def key_escape(self) -> None:
-        """Esc clears the filter (k9s habit)."""
+        """Esc clears the selection, then the filter (k9s habit)."""
+        if self.selected and not self.query_one("#filter", Input).has_focus:
+            self.selected = {}
+            self._reshow()
+            return
         if self.filter_text or self.query_one("#filter", Input).display:
             box = self.query_one("#filter", Input)
             box.value = ""
@@ -287,6 +306,64 @@ class SchedulesPanel(ScheduleActions, Panel):
     def action_reverse_sort(self) -> None:
         self.descending = not self.descending
         self.post_message(RefreshRequested())
+
+    # --- selection --------------------------------------------------------------------------
+
+    def _reshow(self) -> None:
+        if self.counts:
+            self.table.sync(self._table_rows())
+            self._title()
+
+    def action_toggle_select(self) -> None:
+        key = self.table.selected_key
+        if key is None or key not in self.rows:
+            return
+        if self.selected.pop(key, None) is None:
+            self.selected[key] = self.rows[key]
+        self._reshow()
+        self.table.action_cursor_down()  # space, space, space selects a run of rows
+
+    def action_select_all(self) -> None:
+        self.selected = dict(self.rows)
+        self._reshow()
+        if self.counts and len(self.rows) < self.counts.get("matched", 0):
+            self.notify(f"selected the {len(self.rows):,} loaded of {self.counts['matched']:,} matching; "
+                        "go to the end of the list to load more", markup=False, timeout=6)
+
+    def _bulk(self, action: str) -> bool:
+        """Act on the selection if there is one (True), else leave it to the single action."""
+        if not self.selected:
+            return False
+        names = [row["name"] for row in self.selected.values()]
+
+        def done() -> None:
+            self.selected = {}
+            self._reshow()
+
+        request_operation(self, lambda: bulk_operation(action, names, self.console.known_owners), done)
+        return True
+
+    def action_toggle_pause(self) -> None:
+        # A selection all paused is resumed; otherwise paused (the paused ones are skipped, said).
+        if not self._bulk("resume" if self.selected and all(r["state"] == "paused" for r in self.selected.values())
+                          else "pause"):
+            super().action_toggle_pause()
+
+    def action_trigger(self) -> None:
+        if not self._bulk("trigger"):
+            super().action_trigger()
+
+    def action_adopt(self) -> None:
+        if not self._bulk("adopt"):
+            super().action_adopt()
+
+    def action_retire(self) -> None:
+        if not self._bulk("retire"):
+            super().action_retire()
+
+    def action_restore(self) -> None:
+        if not self._bulk("restore"):
+            super().action_restore()
 
     # --- actions ------------------------------------------------------------------------------
 

@@ -89,8 +89,9 @@ class _Paint:
 class KeyedTable(DataTable[Any]):
     """`sync(rows)` makes the table show exactly `rows`, in order, keyed by row key.
 
-    The first column must show the row key itself (it is how the table re-orders rows
-    with the public `sort()`): names of schedules, owners, queues.
+    The first column must show the row key (it is how the table re-orders rows with the
+    public `sort()`), possibly marked, but its text unique per row: names of schedules,
+    owners, queues.
     """
 
     BINDINGS = actions.bindings("table")  # row motions (keymap.py); Home/End move rows, not the view
@@ -156,7 +157,8 @@ class KeyedTable(DataTable[Any]):
                 current = [key for key in self._order if key in wanted]
                 current += [key for key in order if key not in old_keys]
                 if current != order:
-                    position = {key: index for index, key in enumerate(order)}
+                    # By the first cell's text: it is the key, or the key marked (a selected row).
+                    position = {_plain(wanted[key][0]): index for index, key in enumerate(order)}
                     self.sort(self.column_specs[0].key, key=lambda cell: position[_plain(cell)])
             self._order = order
             self._restore_cursor(selected, old_cursor)
