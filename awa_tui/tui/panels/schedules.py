@@ -217,8 +217,7 @@ class SchedulesPanel(ScheduleActions, Panel):
             text.append(f"{len(self.rows):,} of {c['matched']:,} matching ({c['total']:,} total)")
         else:
             text.append(f"{len(self.rows):,} of {c['total']:,}")
-        text.append(f" · {c['paused']:,} PAUSED · {c['retired']:,} RETIRED · sort {self.sort}")
-        text.append(" ↓" if self.descending else " ↑")
+        # What the operator set (error, filter, selection) first: the line is cut at 80 columns.
         if self.filter_error:
             text.append(" · ")
             text.append(printable(self.filter_error), style="bold reverse")
@@ -228,6 +227,8 @@ class SchedulesPanel(ScheduleActions, Panel):
         if self.selected:
             text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
             text.append(" (esc clears)")
+        text.append(f" · {c['paused']:,} PAUSED · {c['retired']:,} RETIRED · sort {self.sort}")
+        text.append(" ↓" if self.descending else " ↑")
         if len(self.rows) < c["matched"]:
             text.append(" · end of list loads more")
         self.title_line(text)
