@@ -37,9 +37,11 @@ from awa_tui.tui.messages import (
     OwnersSeen,
     PanelsResumed,
     RefreshRequested,
+    SchedulesFilterRequested,
 )
 from awa_tui.tui.operations import Operation
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
+from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -425,6 +427,12 @@ class ConsoleApp(App[None]):
 
     def on_detail_requested(self, message: DetailRequested) -> None:
         self.push_screen(DetailScreen(message.name, self.poller.interval))
+
+    def on_schedules_filter_requested(self, message: SchedulesFilterRequested) -> None:
+        self.action_show_panel("schedules")
+        panel = self.main.panel("schedules")
+        assert isinstance(panel, SchedulesPanel)
+        panel.apply_filter(message.text)
 
     def on_info_requested(self, message: InfoRequested) -> None:
         self.push_screen(InfoScreen(message.title, message.body))

@@ -89,6 +89,8 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
         mutation=True, footer=False, palette="schedule: restore"),
     # Owners panel.
+    Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
+        footer=False, palette="owner: show its schedules"),
     Act("owners", "a", "adopt_declared", "adopt declared",
         "adopt every unowned schedule the owner's running manifest declares", mutation=True,
         palette="owner: adopt declared schedules"),
@@ -96,10 +98,15 @@ ACTS: tuple[Act, ...] = (
         mutation=True, palette="owner: retire all schedules"),
     Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
         mutation=True, palette="owner: restore all schedules"),
+    # Runtimes panel.
+    Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
+        "health", footer=False, palette="runtime: details"),
     # Plan panel.
     Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
         palette="plan: entry details"),
     # Queues panel.
+    Act("queues", "enter", "details", "schedules", "the queue's schedules (the schedules panel, filter queue:NAME)",
+        footer=False, palette="queue: show its schedules"),
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
         mutation=True, palette="queue: pause / resume"),
     # Schedule detail screen.
@@ -137,6 +144,7 @@ SCOPES = (
     ("table", "Every list"),
     ("schedules", "Schedules panel"),
     ("owners", "Owners panel"),
+    ("runtimes", "Runtimes panel"),
     ("plan", "Plan panel"),
     ("queues", "Queues panel"),
     ("detail", "Schedule detail"),

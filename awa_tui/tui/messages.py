@@ -87,6 +87,14 @@ class InfoRequested(Message):
         self.body = body
 
 
+class SchedulesFilterRequested(Message):
+    """Show the schedules panel filtered by this filter text (enter on an owner, a queue)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
 class MutationKeyPressed(Message):
     """A key pressed in `scope` that no binding took: if it is an action that read-only
     mode removed, the app says why."""

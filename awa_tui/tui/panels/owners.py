@@ -11,13 +11,15 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
+from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
-from awa_tui.tui.messages import OwnersSeen, request_operation
+from awa_tui.tui.messages import OwnersSeen, SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import declared_adoption
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
@@ -132,6 +134,16 @@ class OwnersPanel(Panel):
         if row.get("certified_at"):
             text.append(f" · certified {relative(row['certified_at'], self.now)}")
         widget.update(text)
+
+    @on(DataTable.RowSelected, "#owners-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the owner's schedules (the schedules panel filtered by owner:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(SchedulesFilterRequested(str(Term("field", "owner", row["owner"]))))
 
     def action_adopt_declared(self) -> None:
         request_operation(self, lambda: declared_adoption(self.chosen_row("owner")["owner"], self.now))

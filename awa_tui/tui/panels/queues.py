@@ -6,13 +6,15 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
+from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
-from awa_tui.tui.messages import request_operation
+from awa_tui.tui.messages import SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -84,6 +86,16 @@ class QueuesPanel(Panel):
         else:
             text.append("active; workers claim from it")
         widget.update(text)
+
+    @on(DataTable.RowSelected, "#queues-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the queue's schedules (the schedules panel filtered by queue:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(SchedulesFilterRequested(str(Term("field", "queue", row["queue"]))))
 
     def action_toggle_pause(self) -> None:
         request_operation(self, lambda: operations.toggle_queue(self.chosen_row("queue")))

@@ -13,14 +13,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
+from awa_tui.tui import actions
 from awa_tui.tui.formatting import relative, span, utc
+from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -95,9 +100,31 @@ def cells(row: dict[str, Any], now: datetime) -> tuple[Text, ...]:
     )
 
 
+def runtime_text(row: dict[str, Any], now: datetime) -> Table:
+    """A runtime's snapshot in full (escaped row): what the narrow columns cut."""
+    interval = row.get("snapshot_interval")
+    return facts([
+        ("instance", str(row["instance_id"])),
+        ("role", f"{ROLES.get(row.get('role', 'follower'), row.get('role'))} (lease until "
+                 f"{utc(row.get('lease_expires_at'))})" if row.get("lease_expires_at") else
+         ROLES.get(row.get("role", "follower"), str(row.get("role")))),
+        ("state", f"{state_text(row)}; last seen {utc(row['last_seen_at'])} ({relative(row['last_seen_at'], now)})"),
+        ("host", f"{row['hostname']} pid {row['pid']}"),
+        ("version", f"{row['version']} (protocol {row['protocol_version']})"),
+        ("owner", f"{row.get('owner') or '- (none)'}{' authoritative' if row.get('authoritative') else ''}"),
+        ("manifest", row.get("manifest_hash") or "-"),
+        ("started", utc(row["started_at"])),
+        ("stopped", utc(row["stopped_at"]) if row["stopped_at"] else "-"),
+        ("snapshots", f"every {interval}" if interval else "-"),
+        # The snapshot carries a health word, not per-pass history: that is all there is to show.
+        ("health", str(row.get("health") or "-")),
+    ])
+
+
 class RuntimesPanel(Panel):
     panel_id = "runtimes"
     title = "Runtimes"
+    BINDINGS = actions.bindings("runtimes")
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -122,9 +149,22 @@ class RuntimesPanel(Panel):
         # live before stopped, then by host, pid and id.
         ordered = sorted(rows, key=lambda r: (r["stopped_at"] is not None, str(r["hostname"]), r["pid"] or 0,
                                               str(r["instance_id"])))
+        self.now = now
+        self.rows = {str(r["instance_id"]): r for r in ordered}
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
         self.table.sync([(str(r["instance_id"]), self._marked(cells(printable_row(r), now), r, data.own_instance))
                          for r in ordered])
+
+    @on(DataTable.RowSelected, "#runtimes-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the runtime in full (identity, manifest, lease, its last reported health)."""
+        row = self.selected_row()
+        if row is not None and self.now is not None:
+            self.post_message(InfoRequested(f"Runtime {row['instance_id']}", runtime_text(printable_row(row),
+                                                                                          self.now)))
 
     @staticmethod
     def _marked(made: tuple[Text, ...], row: Any, own: str | None) -> tuple[Text, ...]:

@@ -261,6 +261,14 @@ class SchedulesPanel(ScheduleActions, Panel):
         box.value = self.filter_text
         box.focus()
 
+    def apply_filter(self, text: str) -> None:
+        """Filter by `text` (enter on an owner or a queue brings its schedules here)."""
+        self.selected = {}
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = text  # Input.Changed parses it and refreshes
+        self.table.focus()
+
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         # Debounced: a refresh starts once typing pauses, server-side filtering does the rest.
