@@ -29,6 +29,7 @@ from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import utc
 from awa_tui.tui.messages import (
     AuditDataRequested,
+    CopyRequested,
     DetailDataRequested,
     DetailRequested,
     InfoRequested,
@@ -433,6 +434,10 @@ class ConsoleApp(App[None]):
         panel = self.main.panel("schedules")
         assert isinstance(panel, SchedulesPanel)
         panel.apply_filter(message.text)
+
+    def on_copy_requested(self, message: CopyRequested) -> None:
+        self.copy_to_clipboard(message.value)
+        self.notify(f"copied {message.what}: {message.value}", markup=False, timeout=3)
 
     def on_info_requested(self, message: InfoRequested) -> None:
         self.push_screen(InfoScreen(message.title, message.body))

@@ -64,6 +64,9 @@ ACTS: tuple[Act, ...] = (
     Act("table", "pagedown", "page_down", "page down", "one screen down", footer=False),
     Act("table", "left,right", "", "", "scroll the columns sideways (the first column stays)", footer=False,
         bound=False),
+    # Every panel.
+    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
+        footer=False),
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
         palette="schedule: details"),
@@ -117,6 +120,8 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
     Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
     Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
+    Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
+    Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
     # Audit log screen.
     Act("audit", "escape", "close", "back", "back to the panels"),
@@ -142,6 +147,7 @@ ACTS: tuple[Act, ...] = (
 SCOPES = (
     ("app", "Everywhere"),
     ("table", "Every list"),
+    ("panel", "Every panel"),
     ("schedules", "Schedules panel"),
     ("owners", "Owners panel"),
     ("runtimes", "Runtimes panel"),

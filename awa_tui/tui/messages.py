@@ -95,6 +95,15 @@ class SchedulesFilterRequested(Message):
         self.text = text
 
 
+class CopyRequested(Message):
+    """Copy this value to the terminal's clipboard (OSC 52) and say what was copied."""
+
+    def __init__(self, what: str, value: str) -> None:
+        super().__init__()
+        self.what = what
+        self.value = value
+
+
 class MutationKeyPressed(Message):
     """A key pressed in `scope` that no binding took: if it is an action that read-only
     mode removed, the app says why."""

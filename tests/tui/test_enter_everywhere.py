@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console as RichConsole
 from textual.widgets import ContentSwitcher
-from tui_helpers import select, settled, table_keys, until
+from tui_helpers import notes, select, settled, table_keys, until
 
 from awa_tui.tui.screens.info import InfoScreen
 
@@ -59,3 +59,25 @@ async def test_enter_on_a_runtime_opens_its_snapshot(console):
         assert line in text, (line, text)
     await pilot.press("escape")
     await until(pilot, lambda: not isinstance(app.screen, InfoScreen), what="closed")
+
+
+async def test_c_copies_the_selected_value_to_the_clipboard(console):
+    app, pilot = console
+    select(app, "metrics.rollup")
+    await pilot.press("c")
+    await until(pilot, lambda: app.clipboard == "metrics.rollup", what="copied name")
+    assert notes(app)[-1] == "copied schedule: metrics.rollup"
+    await pilot.press("3")
+    await settled(pilot, app)
+    select(app, "c3a0ffee-0000-4000-8000-000000000003", "runtimes")
+    await pilot.press("c")
+    await until(pilot, lambda: app.clipboard == "c3a0ffee-0000-4000-8000-000000000003", what="copied id")
+    await pilot.press("1")
+    await settled(pilot, app)
+    select(app, "crm.contact-sync")
+    await pilot.press("enter")
+    await until(pilot, lambda: getattr(app.screen, "data", None), what="detail loaded")
+    await pilot.press("J")
+    latest = str(app.screen.data["recent"][0]["id"])
+    await until(pilot, lambda: app.clipboard == latest, what="copied job id")
+    assert notes(app)[-1] == f"copied job id: {latest}"

@@ -17,7 +17,8 @@ from textual import events
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from awa_tui.tui.messages import MutationKeyPressed
+from awa_tui.tui import actions
+from awa_tui.tui.messages import CopyRequested, MutationKeyPressed
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
@@ -30,6 +31,7 @@ Work = Callable[[Any, datetime | None], Any]
 class Panel(Vertical):
     panel_id: ClassVar[str]
     title: ClassVar[str]
+    BINDINGS = actions.bindings("panel")  # every panel's keys; a panel's own BINDINGS add to these
 
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
@@ -90,6 +92,16 @@ class Panel(Vertical):
     def on_key(self, event: events.Key) -> None:
         # Read-only: a mutation key has no binding; the app says why instead of nothing.
         self.post_message(MutationKeyPressed(self.panel_id, event.key))
+
+    def copy_value(self, key: str) -> tuple[str, str]:
+        """(what, value) `c` copies for the row `key`: the shown text of its first column
+        (escaped: control bytes never reach the clipboard either)."""
+        return self.title.lower().rstrip("s"), key
+
+    def action_copy(self) -> None:
+        key = self.table.selected_key
+        if key is not None:
+            self.post_message(CopyRequested(*self.copy_value(key)))
 
     def selected_row(self) -> dict[str, Any] | None:
         key = self.table.selected_key

@@ -123,6 +123,10 @@ class PlanPanel(Panel):
                                       cell(detail))))
         self.table.sync(rows)
 
+    def copy_value(self, key: str) -> tuple[str, str]:
+        owner, _, _, name, _ = self.lines[key]
+        return ("schedule", name) if name != "-" else ("owner", owner)
+
     @on(DataTable.RowSelected, "#plan-table")
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_details()

@@ -155,6 +155,9 @@ class RuntimesPanel(Panel):
         self.table.sync([(str(r["instance_id"]), self._marked(cells(printable_row(r), now), r, data.own_instance))
                          for r in ordered])
 
+    def copy_value(self, key: str) -> tuple[str, str]:
+        return "instance id", key
+
     @on(DataTable.RowSelected, "#runtimes-table")
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_details()

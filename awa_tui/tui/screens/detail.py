@@ -19,7 +19,7 @@ from awa_tui.engine.cron.describe import describe
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
-from awa_tui.tui.messages import DetailDataRequested, MutationKeyPressed, ScheduleActions, usable_reply
+from awa_tui.tui.messages import CopyRequested, DetailDataRequested, MutationKeyPressed, ScheduleActions, usable_reply
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -162,6 +162,14 @@ class DetailScreen(ScheduleActions, Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         self.post_message(MutationKeyPressed("detail", event.key))
+
+    def action_copy(self) -> None:
+        self.post_message(CopyRequested("schedule", printable(self.schedule_name)))
+
+    def action_copy_job(self) -> None:
+        jobs = (self.data or {}).get("recent") or []
+        if jobs:
+            self.post_message(CopyRequested("job id", str(jobs[0]["id"])))
 
     def action_reload(self) -> None:
         self.loading = True
