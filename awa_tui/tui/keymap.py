@@ -65,6 +65,8 @@ ACTS: tuple[Act, ...] = (
     Act("table", "left,right", "", "", "scroll the columns sideways (the first column stays)", footer=False,
         bound=False),
     # Every panel.
+    Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
+        "esc clears)", footer=False),
     Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
         footer=False),
     # Schedules panel.

@@ -17,9 +17,10 @@ from textual import events
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from awa_tui.tui import actions
+from awa_tui.tui import actions, filtering
 from awa_tui.tui.messages import CopyRequested, MutationKeyPressed
 from awa_tui.tui.operations import NotPossible
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
@@ -97,6 +98,33 @@ class Panel(Vertical):
         """(what, value) `c` copies for the row `key`: the shown text of its first column
         (escaped: control bytes never reach the clipboard either)."""
         return self.title.lower().rstrip("s"), key
+
+    @property
+    def filter_bar(self) -> FilterBar | None:
+        bars = self.query(FilterBar)
+        return bars.first() if bars else None
+
+    def filtered(self, rows: list[Any]) -> list[Any]:
+        """The rows the panel's `/` filter lets through (all without one)."""
+        bar = self.filter_bar
+        return rows if bar is None else filtering.apply(bar.where, rows)
+
+    def filter_note(self) -> Text:
+        bar = self.filter_bar
+        return Text() if bar is None else bar.note()
+
+    def action_filter(self) -> None:
+        bar = self.filter_bar
+        if bar is None:
+            self.notify(f"the {self.title.lower()} panel has no filter", markup=False, timeout=3)
+        else:
+            bar.open()
+
+    def key_escape(self) -> None:
+        bar = self.filter_bar
+        if bar is not None and (bar.where or bar.error or bar.display):
+            bar.clear_filter()
+            self.focus_main()
 
     def action_copy(self) -> None:
         key = self.table.selected_key

@@ -22,6 +22,7 @@ from awa_tui.tui.formatting import relative, span_precise
 from awa_tui.tui.messages import OwnersSeen, SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import declared_adoption
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -88,6 +89,7 @@ class OwnersPanel(Panel):
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
         yield Static(id="owners-unavailable", classes="unavailable")
+        yield FilterBar("owners", "filter: billing* state:blocked (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="owners-table")
         yield Static(id="owners-summary", classes="row-summary")
 
@@ -102,6 +104,8 @@ class OwnersPanel(Panel):
         if self.said_unavailable(data):
             return
         self.now = now
+        everyone = data
+        data = self.filtered(data)
         # Keyed by the shown owner (the table's first column is its key); values stay real rows.
         self.rows = {printable(row["owner"]): row for row in data}
         blocked = sum(1 for r in data if r.get("blockers"))
@@ -109,9 +113,9 @@ class OwnersPanel(Panel):
         self.title_line(Text.assemble(
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
             "PENDING: +insert ~update -retire",
-        ))
+        ).append_text(self.filter_note()))
         self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
-        self.post_message(OwnersSeen(tuple(self.rows)))
+        self.post_message(OwnersSeen(tuple(printable(r["owner"]) for r in everyone)))
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:

@@ -16,6 +16,7 @@ from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
 from awa_tui.tui.messages import SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -49,6 +50,7 @@ class QueuesPanel(Panel):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
+        yield FilterBar("queues", "filter: paused, name:report* (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="queues-table")
         yield Static(id="queues-summary", classes="row-summary")
 
@@ -60,11 +62,13 @@ class QueuesPanel(Panel):
 
     def show(self, data: list[dict[str, Any]], now: datetime) -> None:
         self.now = now
+        data = self.filtered(data)
         # Keyed by the shown queue (the table's first column is its key); values stay real rows.
         self.rows = {printable(row["queue"]): row for row in data}
         paused = sum(1 for r in data if r["paused"])
         self.title_line(
             Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
+            .append_text(self.filter_note())
         )
         self.table.sync([(q, cells(printable_row(r), now)) for q, r in self.rows.items()])
         self._summary()

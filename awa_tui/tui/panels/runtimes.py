@@ -26,6 +26,7 @@ from awa_tui.tui.formatting import relative, span, utc
 from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -128,6 +129,7 @@ class RuntimesPanel(Panel):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
+        yield FilterBar("runtimes", "filter: host:app* role:leader stale (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="runtimes-table")
 
     def on_mount(self) -> None:
@@ -143,12 +145,12 @@ class RuntimesPanel(Panel):
             Text.assemble(
                 ("Runtimes ", "bold"),
                 f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}",
-            )
+            ).append_text(self.filter_note())
         )
         # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
         # live before stopped, then by host, pid and id.
-        ordered = sorted(rows, key=lambda r: (r["stopped_at"] is not None, str(r["hostname"]), r["pid"] or 0,
-                                              str(r["instance_id"])))
+        ordered = sorted(self.filtered(rows), key=lambda r: (r["stopped_at"] is not None, str(r["hostname"]),
+                                                             r["pid"] or 0, str(r["instance_id"])))
         self.now = now
         self.rows = {str(r["instance_id"]): r for r in ordered}
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
