@@ -126,7 +126,8 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
     # Audit log screen.
-    Act("audit", "escape", "close", "back", "back to the panels"),
+    Act("audit", "slash", "filter", "filter", "filter: operator:X action:pause target:NAME (esc clears)"),
+    Act("audit", "escape", "back", "back", "back to the panels (first clears the filter)"),
     Act("audit", "q", "close", "back", "back to the panels", footer=False),
     Act("audit", "r", "reload", "reload", "reload the audit log"),
     # Pages over the panels (a plan entry, a runtime).

@@ -68,3 +68,22 @@ def test_the_console_matcher_follows_the_grammar():
     assert names("state:active rep") == ["Report-EU"]  # free text is a substring
     audit = [{"operator": "a", "action": "pause", "target": None}, {"operator": "b", "action": "pause", "target": "x1"}]
     assert [r["operator"] for r in filtering.apply(parse("-target:x*", "audit"), audit)] == ["a"]  # no value: negation
+
+
+async def test_audit_log_filter(console):
+    app, pilot = console
+    from awa_tui.tui.screens.audit import AuditScreen
+    await pilot.press("l")
+    await until(pilot, lambda: isinstance(app.screen, AuditScreen), what="audit log")
+    table = app.screen.query_one("#audit-table")
+    await until(pilot, lambda: table.row_count > 1, what="audit rows")
+    everything = table.row_count
+    await pilot.press("slash", *"action:retire", "enter")
+    await until(pilot, lambda: table.row_count == 1, what="the one retire")
+    assert "filter: action:retire" in str(app.screen.query_one("#audit-title").content)
+    assert table.get_row_at(0)[3].plain == "retire"
+    await pilot.press("escape")
+    await until(pilot, lambda: table.row_count == everything, what="cleared")
+    assert isinstance(app.screen, AuditScreen)
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, AuditScreen), what="back")

@@ -10,9 +10,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.printable import printable, printable_row
-from awa_tui.tui import actions
+from awa_tui.tui import actions, filtering
 from awa_tui.tui.formatting import compact_json, utc
-from awa_tui.tui.messages import AuditDataRequested, usable_reply
+from awa_tui.tui.messages import AuditDataRequested, RefreshRequested, usable_reply
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -39,6 +40,7 @@ class AuditScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(Text("Audit log: loading…"), classes="panel-title", id="audit-title")
+        yield FilterBar("audit", "filter: operator:alice@ops action:pause target:billing (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="audit-table")
         yield Footer(compact=True)
 
@@ -49,12 +51,31 @@ class AuditScreen(Screen[None]):
     def action_reload(self) -> None:
         self.post_message(AuditDataRequested(self.show))
 
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open()
+
+    def on_refresh_requested(self, message: RefreshRequested) -> None:
+        # The filter bar asks for a refresh: the audit log is this screen's, reload it here.
+        message.stop()
+        self.action_reload()
+
+    def action_back(self) -> None:
+        bar = self.query_one(FilterBar)
+        if bar.where or bar.error or bar.display:
+            bar.clear_filter()
+            self.query_one(KeyedTable).focus()
+        else:
+            self.action_close()
+
     def show(self, data: list[dict[str, Any]] | None, error: str | None) -> None:
         if not usable_reply(self, "#audit-title", error, "Audit log"):
             return
         assert data is not None
+        bar = self.query_one(FilterBar)
+        data = filtering.apply(bar.where, data)
         self.query_one("#audit-title", Static).update(
             Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first")
+            .append_text(bar.note())
         )
         self.query_one(KeyedTable).sync([
             # Database strings escaped (printable_row keeps a None target None: shown as "-").
