@@ -53,7 +53,7 @@ async def test_help_over_the_audit_screen_lists_audit_palette_and_mouse_keys(con
     await pilot.press("question_mark")
     await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help over the audit log")
     text = rendered(help_table(app.screen.allowed))
-    for line in ("Audit log        esc", "r              reload the audit log",
+    for line in ("Audit log        /", "r              reload the audit log",
                  "Command palette  ctrl+p", "Mouse            click", "Every list       j, down",
                  "Plan panel       enter", "Dialogs          y"):
         assert line in text, line

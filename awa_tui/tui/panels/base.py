@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from awa_tui.tui import actions, filtering
-from awa_tui.tui.messages import CopyRequested, MutationKeyPressed
+from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import KeyedTable
@@ -112,6 +112,9 @@ class Panel(Vertical):
     def filter_note(self) -> Text:
         bar = self.filter_bar
         return Text() if bar is None else bar.note()
+
+    def on_filter_bar_filter_changed(self, message: FilterBar.FilterChanged) -> None:
+        self.post_message(RefreshRequested(soon=message.soon))
 
     def action_filter(self) -> None:
         bar = self.filter_bar

@@ -12,7 +12,7 @@ from textual.widgets import Footer, Header, Static
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, filtering
 from awa_tui.tui.formatting import compact_json, utc
-from awa_tui.tui.messages import AuditDataRequested, RefreshRequested, usable_reply
+from awa_tui.tui.messages import AuditDataRequested, usable_reply
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -54,9 +54,7 @@ class AuditScreen(Screen[None]):
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
 
-    def on_refresh_requested(self, message: RefreshRequested) -> None:
-        # The filter bar asks for a refresh: the audit log is this screen's, reload it here.
-        message.stop()
+    def on_filter_bar_filter_changed(self, message: FilterBar.FilterChanged) -> None:
         self.action_reload()
 
     def action_back(self) -> None:

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import events
+from textual.message import Message
 from textual.widgets import Input
 
 from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable
-from awa_tui.tui.messages import RefreshRequested
 
 
 class FilterBar(Input):
+    class FilterChanged(Message):
+        """The filter in force changed: the owner re-reads its rows (`soon`: typing)."""
+
+        def __init__(self, soon: bool) -> None:
+            super().__init__()
+            self.soon = soon
+
     def __init__(self, panel: str, placeholder: str, **kwargs: object) -> None:
         super().__init__(placeholder=placeholder, classes="filter-bar", **kwargs)  # type: ignore[arg-type]
         self.panel = panel
@@ -35,9 +42,11 @@ class FilterBar(Input):
             self.error = str(exc)
         else:
             self.where, self.error = where or None, None
-        self.post_message(RefreshRequested(soon=True))
+        event.stop()  # the Input's own Changed stops here; its owner hears FilterBar.FilterChanged
+        self.post_message(self.FilterChanged(soon=True))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
         if self.error:
             return  # stay: the title says what is wrong
         self.display = bool(self.where)
@@ -47,7 +56,7 @@ class FilterBar(Input):
         self.value = ""
         self.where, self.error = None, None
         self.display = False
-        self.post_message(RefreshRequested())
+        self.post_message(self.FilterChanged(soon=False))
 
     def on_key(self, event: events.Key) -> None:
         if event.key == "escape":
