@@ -77,16 +77,19 @@ async def test_home_end_and_vi_keys_move_between_rows(console):
 
 async def test_name_column_stays_while_scrolling_sideways(console):
     app, pilot = console
-    table = app.main.panel("schedules").table
     await pilot.resize_terminal(80, 24)
+    await pilot.press("2")  # the owners' columns never drop: wider than 80, they scroll
     await settled(pilot, app)
+    table = app.main.panel("owners").table
     for _ in range(6):
         await pilot.press("right")
     await pilot.pause()
     assert table.scroll_offset.x > 0
     header = "".join(segment.text for segment in table.render_line(0))
-    assert header.startswith(" NAME ")
-    assert "STATE" not in header  # scrolled past it, NAME frozen in place
+    assert header.startswith(" OWNER ")
+    assert "MANIFEST" not in header  # scrolled past it, OWNER frozen in place
+    row = "".join(segment.text for segment in table.render_line(1))
+    assert row.startswith(" billing ")
 
 
 async def test_selected_row_stays_visible_after_shrinking(console_factory, conn):
@@ -241,3 +244,21 @@ async def test_adopt_says_when_no_runtime_declares_the_owner(console, conn):
     await pilot.press("escape")
     await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="cancelled")
     assert conn.execute("SELECT owner FROM awa.cron_jobs WHERE name = 'cleanup.tmp-files'").fetchone()["owner"] is None
+
+
+async def test_narrow_terminals_drop_columns_by_priority_keeping_name_state_next(console):
+    """Defect 4: at 80x24 the schedules keep NAME, STATE and NEXT FIRE (lower priority
+    columns drop first); wide, every column that fits comes back."""
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    wide = [c.label.plain for c in table.ordered_columns]
+    assert wide[:3] == ["NAME", "STATE", "NEXT FIRE"] and len(wide) > 6
+    await pilot.resize_terminal(80, 24)
+    await until(pilot, lambda: len(table.ordered_columns) < len(wide), what="columns dropped")
+    narrow = [c.label.plain for c in table.ordered_columns]
+    assert narrow[:3] == ["NAME", "STATE", "NEXT FIRE"]
+    assert sum(c.get_render_width(table) for c in table.ordered_columns) <= table.size.width
+    assert "LAST FIRE" in narrow or narrow == ["NAME", "STATE", "NEXT FIRE"]
+    assert table.selected_key == "billing.nightly-invoice"
+    await pilot.resize_terminal(120, 36)
+    await until(pilot, lambda: [c.label.plain for c in table.ordered_columns] == wide, what="columns back")

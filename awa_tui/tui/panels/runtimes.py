@@ -29,18 +29,18 @@ from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
-COLUMNS = (
+COLUMNS = (  # priority: which drop first when narrow (0 never; enter shows the runtime in full)
     Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
     Column("role", "ROLE", 15),
     Column("fresh", "STATE", 7),
-    Column("seen", "LAST SEEN", 9),
-    Column("host", "HOST", 14),
-    Column("pid", "PID", 7),
-    Column("version", "VERSION", 8),
-    Column("proto", "PROTO", 5),
-    Column("owner", "OWNER", 12),
-    Column("manifest", "MANIFEST", 10),
-    Column("started", "STARTED (UTC)", 20),
+    Column("seen", "LAST SEEN", 9, priority=1),
+    Column("host", "HOST", 14, priority=2),
+    Column("pid", "PID", 7, priority=4),
+    Column("version", "VERSION", 8, priority=5),
+    Column("proto", "PROTO", 5, priority=7),
+    Column("owner", "OWNER", 12, priority=3),
+    Column("manifest", "MANIFEST", 10, priority=6),
+    Column("started", "STARTED (UTC)", 20, priority=8),
 )
 
 

@@ -27,20 +27,20 @@ from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
 SORTS = ("name", "next", "last", "state", "queue", "owner")
-COLUMNS = (
+COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 19),
-    Column("next_at", "NEXT (UTC)", 14),
-    Column("last", "LAST FIRE", 10),
-    Column("late", "LATE", 6),
-    Column("cron", "CRON", 16),
-    Column("describe", "MEANING", 24),
-    Column("zone", "ZONE", 18),
-    Column("policy", "POLICY", 8),
-    Column("owner", "OWNER", 12),
-    Column("queue", "QUEUE", 14),
-    Column("by", "PAUSED/RETIRED BY", 26),
+    Column("next_at", "NEXT (UTC)", 14, priority=4),
+    Column("last", "LAST FIRE", 10, priority=2),
+    Column("late", "LATE", 6, priority=3),
+    Column("cron", "CRON", 16, priority=5),
+    Column("describe", "MEANING", 24, priority=9),
+    Column("zone", "ZONE", 18, priority=8),
+    Column("policy", "POLICY", 8, priority=10),
+    Column("owner", "OWNER", 12, priority=6),
+    Column("queue", "QUEUE", 14, priority=7),
+    Column("by", "PAUSED/RETIRED BY", 26, priority=11),
 )
 
 

@@ -32,6 +32,10 @@ class Column:
     key: str
     label: str
     width: int
+    # Which columns go first when the terminal is too narrow for all: the highest priority
+    # number drops first; 0 never drops (the name, the state, the next fire). A dropped
+    # column's facts are in the panel's summary line.
+    priority: int = 0
 
 
 Row = tuple[str, tuple[Any, ...]]
@@ -100,6 +104,7 @@ class KeyedTable(DataTable[Any]):
         # The first column (the name) stays put while scrolling sideways.
         super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
+        self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
@@ -110,8 +115,44 @@ class KeyedTable(DataTable[Any]):
         self._paint: _Paint | None = None
 
     def on_mount(self) -> None:
-        for column in self.column_specs:
+        for index in self.shown:
+            column = self.column_specs[index]
             self.add_column(column.label, key=column.key, width=column.width)
+
+    def _fitting(self, width: int) -> list[int]:
+        """The columns that fit `width`, dropping the highest priority numbers first."""
+        shown = list(range(len(self.column_specs)))
+        padding = 2 * self.cell_padding
+
+        def needed() -> int:
+            return sum(self.column_specs[i].width + padding for i in shown)
+
+        while needed() > width:
+            droppable = [i for i in shown if self.column_specs[i].priority > 0]
+            if not droppable:
+                break
+            shown.remove(max(droppable, key=lambda i: (self.column_specs[i].priority, i)))
+        return shown
+
+    def _project(self, cells: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(self.shown) >= len(cells):  # nothing dropped
+            return cells
+        return tuple(cells[i] for i in self.shown)
+
+    def _refit(self) -> None:
+        shown = self._fitting(self.size.width)
+        if shown == self.shown or not self.size.width:
+            return
+        self.shown = shown
+        selected, cursor = self.selected_key, self.cursor_row
+        rows = [(key, self._cells[key]) for key in self._order]
+        with self.app.batch_update():
+            self.clear(columns=True)
+            for index in self.shown:
+                column = self.column_specs[index]
+                self.add_column(column.label, key=column.key, width=column.width)
+            self._rebuild(rows)
+            self._restore_cursor(selected, cursor)
 
     @property
     def selected_key(self) -> str | None:
@@ -139,17 +180,18 @@ class KeyedTable(DataTable[Any]):
                 for key in removed:
                     self.remove_row(key)
                     del self._cells[key]
-                    for column_index in range(len(self.column_specs)):
+                    for column_index in range(len(self.shown)):
                         self._rendered.pop((key, column_index), None)
                         self._rendered.pop((key, -1 - column_index), None)
                 for key, cells in rows:
                     old = self._cells.get(key)
                     if old is None:
-                        self.add_row(*cells, key=key)
+                        self.add_row(*self._project(cells), key=key)
                         added += 1
                     elif old is not cells and old != cells:
-                        for column, before, after in zip(self.column_specs, old, cells, strict=True):
-                            if before != after:
+                        for index, (column, before, after) in enumerate(zip(self.column_specs, old, cells,
+                                                                            strict=True)):
+                            if before != after and index in self.shown:
                                 self.update_cell(key, column.key, after)
                                 updated += 1
                     self._cells[key] = cells
@@ -193,6 +235,8 @@ class KeyedTable(DataTable[Any]):
             return super().render_line(y)
         key = self._order[row_index]
         cells = self._cells.get(key)
+        if cells is not None:
+            cells = self._project(cells)
         if cells is None or len(cells) != len(self.columns):
             return super().render_line(y)
         paint = self._paint or self._paint_context()
@@ -295,6 +339,7 @@ class KeyedTable(DataTable[Any]):
         self._set_hover_shown(False)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._refit()
         # Shrunk: the selected row (the one the summary line describes) must stay in view.
         self.call_after_refresh(self.move_cursor, row=self.cursor_row, animate=False)
 
@@ -316,7 +361,7 @@ class KeyedTable(DataTable[Any]):
         self._cells = {}
         self._rendered.clear()
         for key, cells in rows:
-            self.add_row(*cells, key=key)
+            self.add_row(*self._project(cells), key=key)
             self._cells[key] = cells
 
     def _restore_cursor(self, selected: str | None, old_cursor: int) -> None:
