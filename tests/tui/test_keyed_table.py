@@ -5,6 +5,7 @@ is a plain DataTable next to it in the same app, holding the same cell objects."
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,11 +16,15 @@ from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.widgets import DataTable
 
-from awa_tui.tui.panels.schedules import COLUMNS, cells
+from awa_tui.tui.panels.schedules import COLUMNS as PANEL_COLUMNS
+from awa_tui.tui.panels.schedules import cells
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 from awa_tui.tui.widgets.live import Clock
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+
+# Every column kept (priority 0): the stock twin cannot drop columns when narrow.
+COLUMNS = tuple(dataclasses.replace(column, priority=0) for column in PANEL_COLUMNS)
 
 
 def schedule(i: int) -> dict[str, Any]:
