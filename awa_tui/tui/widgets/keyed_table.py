@@ -341,7 +341,19 @@ class KeyedTable(DataTable[Any]):
     def on_resize(self, event: events.Resize) -> None:
         self._refit()
         # Shrunk: the selected row (the one the summary line describes) must stay in view.
-        self.call_after_refresh(self.move_cursor, row=self.cursor_row, animate=False)
+        self.call_after_refresh(self._cursor_into_view)
+
+    def _cursor_into_view(self) -> None:
+        # Vertically only (rows are one line): DataTable's own scroll-into-view also nudges
+        # the view sideways past the frozen column.
+        rows = self.scrollable_content_region.height - (self.header_height if self.show_header else 0)
+        top, row = int(self.scroll_y), self.cursor_row
+        if rows <= 0 or row < 0:
+            return
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + rows:
+            self.scroll_to(y=row - rows + 1, animate=False, immediate=True)
 
     def action_first_row(self) -> None:
         if self.row_count:
