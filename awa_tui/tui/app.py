@@ -39,6 +39,7 @@ from awa_tui.tui.messages import (
     PanelsResumed,
     RefreshRequested,
     SchedulesFilterRequested,
+    SortMenuRequested,
 )
 from awa_tui.tui.operations import Operation
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
@@ -51,6 +52,7 @@ from awa_tui.tui.screens.help import HelpScreen
 from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
+from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
 # Client methods an action needs beyond the core engine (owner-scoped reconciliation).
@@ -434,6 +436,9 @@ class ConsoleApp(App[None]):
         panel = self.main.panel("schedules")
         assert isinstance(panel, SchedulesPanel)
         panel.apply_filter(message.text)
+
+    def on_sort_menu_requested(self, message: SortMenuRequested) -> None:
+        self.push_screen(SortScreen(message.options, message.current), message.chosen)
 
     def on_copy_requested(self, message: CopyRequested) -> None:
         self.copy_to_clipboard(message.value)

@@ -75,8 +75,8 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "slash", "filter", "filter",
         "filter: owner:X state:paused late, free text (grammar: docs/keys.md; esc clears)",
         palette="schedule: filter"),
-    Act("schedules", "o", "cycle_sort", "sort", "sort by the next column (name, next, last, state, queue, owner)",
-        footer=False),
+    Act("schedules", "o", "sort_menu", "sort", "sort menu: name, next, last, state, queue or owner (or click a "
+        "header; the header marks the sort)", footer=False, palette="schedule: sort by"),
     Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("schedules", "space", "toggle_select", "select", "select or unselect the row: s, t, a, ctrl+d and u then "
         "act on every selected schedule, with one confirmation", footer=False),
@@ -144,6 +144,7 @@ ACTS: tuple[Act, ...] = (
     Act("palette", "escape", "", "", "close the palette", bound=False),
     # The mouse (everything also has a key: the console works without one).
     Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
+    Act("mouse", "header", "", "", "click a schedules column header: sort by it (again: reverse)", bound=False),
     Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
 )
 

@@ -95,6 +95,17 @@ class SchedulesFilterRequested(Message):
         self.text = text
 
 
+class SortMenuRequested(Message):
+    """Offer these (column key, label) sorts; `chosen` gets the picked key (None: kept)."""
+
+    def __init__(self, options: list[tuple[str, str]], current: str | None,
+                 chosen: Callable[[str | None], None]) -> None:
+        super().__init__()
+        self.options = options
+        self.current = current
+        self.chosen = chosen
+
+
 class CopyRequested(Message):
     """Copy this value to the terminal's clipboard (OSC 52) and say what was copied."""
 

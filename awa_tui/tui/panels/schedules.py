@@ -20,7 +20,13 @@ from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
-from awa_tui.tui.messages import DetailRequested, RefreshRequested, ScheduleActions, request_operation
+from awa_tui.tui.messages import (
+    DetailRequested,
+    RefreshRequested,
+    ScheduleActions,
+    SortMenuRequested,
+    request_operation,
+)
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
@@ -164,6 +170,7 @@ class SchedulesPanel(ScheduleActions, Panel):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        self.call_after_refresh(self.table.mark_sort, self.sort, self.descending)
         self.title_line("Schedules: loading…")
 
     # --- data -----------------------------------------------------------------------------
@@ -307,6 +314,25 @@ class SchedulesPanel(ScheduleActions, Panel):
             self.table.focus()
             self.post_message(RefreshRequested())
 
+    def _sort_by(self, key: str | None) -> None:
+        if key is None or key not in SORTS:
+            return
+        if key == self.sort:
+            self.descending = not self.descending
+        else:
+            self.sort, self.descending = key, False
+        self.limit = self.page_size
+        self.table.mark_sort(self.sort, self.descending)
+        self.post_message(RefreshRequested())
+
+    def action_sort_menu(self) -> None:
+        labels = {c.key: c.label for c in COLUMNS}
+        self.post_message(SortMenuRequested([(key, labels[key]) for key in SORTS], self.sort, self._sort_by))
+
+    @on(DataTable.HeaderSelected, "#schedules-table")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        self._sort_by(event.column_key.value)
+
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
         self.limit = self.page_size
@@ -314,6 +340,7 @@ class SchedulesPanel(ScheduleActions, Panel):
 
     def action_reverse_sort(self) -> None:
         self.descending = not self.descending
+        self.table.mark_sort(self.sort, self.descending)
         self.post_message(RefreshRequested())
 
     # --- selection --------------------------------------------------------------------------

@@ -105,6 +105,7 @@ class KeyedTable(DataTable[Any]):
         super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
         self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
+        self.sorted_by: tuple[str | None, bool] | None = None  # (column key, descending) marked in the header
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
@@ -153,6 +154,8 @@ class KeyedTable(DataTable[Any]):
                 self.add_column(column.label, key=column.key, width=column.width)
             self._rebuild(rows)
             self._restore_cursor(selected, cursor)
+        if self.sorted_by is not None:
+            self.mark_sort(*self.sorted_by)
 
     @property
     def selected_key(self) -> str | None:
@@ -337,6 +340,17 @@ class KeyedTable(DataTable[Any]):
 
     def on_key(self, event: events.Key) -> None:
         self._set_hover_shown(False)
+
+    def mark_sort(self, key: str | None, descending: bool) -> None:
+        """The header says which column sorts the list, and which way (↑ ascending)."""
+        self.sorted_by = (key, descending)
+        for column in self.columns.values():
+            spec = next((c for c in self.column_specs if c.key == column.key.value), None)
+            if spec is not None:
+                arrow = (" ↓" if descending else " ↑") if spec.key == key else ""
+                column.label = Text(spec.label + arrow)
+        self.notify_style_update()  # the header's cached cells
+        self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
         self._refit()
