@@ -144,6 +144,7 @@ ACTS: tuple[Act, ...] = (
     Act("palette", "escape", "", "", "close the palette", bound=False),
     # The mouse (everything also has a key: the console works without one).
     Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
+    Act("mouse", "tab", "", "", "click a panel tab (1 Schedules, 2 Owners...): show that panel", bound=False),
     Act("mouse", "header", "", "", "click a schedules column header: sort by it (again: reverse)", bound=False),
     Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
 )

@@ -26,3 +26,15 @@ async def test_header_marks_the_sort_and_a_click_sorts(console):
     assert header(app)[1] == "STATE ↑"
     await settled(pilot, app)
     assert len(table_keys(app)) == 8
+
+
+async def test_clicking_a_panel_tab_switches_to_it(console):
+    from textual.widgets import ContentSwitcher
+
+    app, pilot = console
+    # "[1 Schedules]  2 Owners   3 Runtimes ...": x=17 is inside " 2 Owners ".
+    await pilot.click("#panel-bar", offset=(17, 0))
+    await until(pilot, lambda: app.main.query_one(ContentSwitcher).current == "panel-owners", what="owners")
+    assert app.active_panel == "owners"
+    await pilot.click("#panel-bar", offset=(30, 0))  # " 3 Runtimes "
+    await until(pilot, lambda: app.active_panel == "runtimes", what="runtimes")
