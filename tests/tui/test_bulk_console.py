@@ -5,7 +5,7 @@ per schedule. Adopt-declared from the owners panel; the resume preview in the di
 from __future__ import annotations
 
 from rich.console import Console as RichConsole
-from tui_helpers import audit_actions, row_of, select, settled, table_keys, until
+from tui_helpers import audit_actions, notes, row_of, select, settled, table_keys, until
 from tui_seed import DB_LABEL, OPERATOR
 
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -103,3 +103,20 @@ async def test_resume_dialog_shows_the_resume_preview(console):
         "coalesce: resuming fires once now, for the latest due instant 2025-03-08T12:00:00Z "
         "(earlier missed instants are not replayed)\n")
     await pilot.press("n")
+
+
+async def test_a_bulk_action_names_what_it_skipped_and_why(console, conn):
+    app, pilot = console
+    select(app, "cleanup.tmp-files")  # already paused by alice@ops
+    await pilot.press("space")
+    select(app, "metrics.rollup")
+    await pilot.press("space", "s")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="one confirmation")
+    assert app.screen.heading == "Pause schedules?"  # not all paused: pause, the paused one is skipped
+    await pilot.press("y")
+    await until(pilot, lambda: row_of(conn, "metrics.rollup")["paused_at"] is not None, what="paused")
+    await until(pilot, lambda: any(n.startswith("pause: 1 done") for n in notes(app)), what="the result")
+    assert [n for n in notes(app) if n.startswith("pause: ")] == [
+        f"pause: 1 done, 1 skipped (cleanup.tmp-files: already paused (by alice@ops)) (as {OPERATOR}; "
+        "see audit log: l)"]
+    assert row_of(conn, "cleanup.tmp-files")["paused_by"] == "alice@ops"
