@@ -67,6 +67,9 @@ ACTS: tuple[Act, ...] = (
     # Every panel.
     Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
         "esc clears)", footer=False),
+    Act("panel", "o", "sort_menu", "sort", "sort menu: any column (or click its header; again: reversed)",
+        footer=False),
+    Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
         footer=False),
     # Schedules panel.
@@ -145,7 +148,7 @@ ACTS: tuple[Act, ...] = (
     # The mouse (everything also has a key: the console works without one).
     Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
     Act("mouse", "tab", "", "", "click a panel tab (1 Schedules, 2 Owners...): show that panel", bound=False),
-    Act("mouse", "header", "", "", "click a schedules column header: sort by it (again: reverse)", bound=False),
+    Act("mouse", "header", "", "", "click a column header: sort by it (again: reverse)", bound=False),
     Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
 )
 

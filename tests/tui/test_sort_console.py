@@ -38,3 +38,28 @@ async def test_clicking_a_panel_tab_switches_to_it(console):
     assert app.active_panel == "owners"
     await pilot.click("#panel-bar", offset=(30, 0))  # " 3 Runtimes "
     await until(pilot, lambda: app.active_panel == "runtimes", what="runtimes")
+
+
+RT1, RT2, RT3 = ("6f1c2a9e-0000-4000-8000-000000000001", "0b7d4e21-0000-4000-8000-000000000002",
+                 "c3a0ffee-0000-4000-8000-000000000003")
+
+
+async def test_o_sorts_any_panel_by_any_column_and_keeps_it_across_refreshes(console):
+    from awa_tui.tui.screens.sort import SortScreen
+
+    app, pilot = console
+    await pilot.press("3")
+    await settled(pilot, app)
+    assert table_keys(app, "runtimes") == [RT1, RT2, RT3]
+    await pilot.press("o")
+    await until(pilot, lambda: isinstance(app.screen, SortScreen), what="the sort menu")
+    labels = [o.prompt for o in app.screen.query_one("#sort-options").options]
+    assert labels[:3] == ["INSTANCE", "ROLE", "STATE"] and "PID" in labels
+    await pilot.press(*["down"] * labels.index("PID"), "enter")
+    await until(pilot, lambda: table_keys(app, "runtimes") == [RT3, RT1, RT2], what="by pid: 777, 4242, 5151")
+    table = app.main.panel("runtimes").table
+    assert [c.label.plain for c in table.ordered_columns if c.key.value == "pid"] == ["PID ↑"]
+    await settled(pilot, app)
+    assert table_keys(app, "runtimes") == [RT3, RT1, RT2]  # a refresh keeps the operator's order
+    await pilot.press("O")
+    await until(pilot, lambda: table_keys(app, "runtimes") == [RT2, RT1, RT3], what="reversed")

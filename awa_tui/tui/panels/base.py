@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from rich.text import Text
 from textual import events
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.tui import actions, filtering
-from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested
+from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested, SortMenuRequested
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import KeyedTable
@@ -128,6 +128,25 @@ class Panel(Vertical):
         if bar is not None and (bar.where or bar.error or bar.display):
             bar.clear_filter()
             self.focus_main()
+
+    def sort_by_column(self, key: str) -> None:
+        """`o`'s choice or a header click: sort the list by that column (again: reversed)."""
+        self.table.sort_locally(key)
+
+    def action_sort_menu(self) -> None:
+        table = self.table
+        current = table.local_sort[0] if table.local_sort else None
+        self.post_message(SortMenuRequested([(c.key, c.label) for c in table.column_specs], current,
+                                            lambda key: self.sort_by_column(key) if key else None))
+
+    def action_reverse_sort(self) -> None:
+        table = self.table
+        if table.local_sort is not None:
+            table.sort_locally(table.local_sort[0], not table.local_sort[1])
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by_column(event.column_key.value)
 
     def action_copy(self) -> None:
         key = self.table.selected_key

@@ -314,6 +314,9 @@ class SchedulesPanel(ScheduleActions, Panel):
             self.table.focus()
             self.post_message(RefreshRequested())
 
+    def sort_by_column(self, key: str) -> None:
+        self._sort_by(key)  # server-side: the page is sorted by the engine
+
     def _sort_by(self, key: str | None) -> None:
         if key is None or key not in SORTS:
             return
@@ -328,10 +331,6 @@ class SchedulesPanel(ScheduleActions, Panel):
     def action_sort_menu(self) -> None:
         labels = {c.key: c.label for c in COLUMNS}
         self.post_message(SortMenuRequested([(key, labels[key]) for key in SORTS], self.sort, self._sort_by))
-
-    @on(DataTable.HeaderSelected, "#schedules-table")
-    def _header(self, event: DataTable.HeaderSelected) -> None:
-        self._sort_by(event.column_key.value)
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]

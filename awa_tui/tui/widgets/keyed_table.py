@@ -106,6 +106,7 @@ class KeyedTable(DataTable[Any]):
         self.column_specs = list(columns)
         self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
         self.sorted_by: tuple[str | None, bool] | None = None  # (column key, descending) marked in the header
+        self.local_sort: tuple[str, bool] | None = None  # sorted here, by a column's text (small lists)
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
@@ -167,7 +168,35 @@ class KeyedTable(DataTable[Any]):
             return None
         return row_key.value
 
+    def sort_locally(self, key: str, descending: bool | None = None) -> None:
+        """Sort by column `key` (again: the other way) and keep it so across refreshes."""
+        if descending is None:
+            descending = self.local_sort is not None and self.local_sort[0] == key and not self.local_sort[1]
+        self.local_sort = (key, descending)
+        self.mark_sort(key, descending)
+        if self._order:
+            self.sync([(k, self._cells[k]) for k in self._order])
+
+    def _locally_sorted(self, rows: Sequence[Row]) -> Sequence[Row]:
+        if self.local_sort is None:
+            return rows
+        key, descending = self.local_sort
+        index = next((i for i, c in enumerate(self.column_specs) if c.key == key), None)
+        if index is None:
+            return rows
+
+        def order(row: Row) -> tuple[int, float, str]:
+            value = row[1][index]
+            text = value.plain if hasattr(value, "plain") else str(value)
+            try:  # numbers as numbers ("1,204" too), the rest as text
+                return (0, float(text.replace(",", "")), "")
+            except ValueError:
+                return (1, 0.0, text.lower())
+
+        return sorted(rows, key=order, reverse=descending)
+
     def sync(self, rows: Sequence[Row]) -> None:
+        rows = self._locally_sorted(rows)
         selected = self.selected_key
         old_cursor = self.cursor_row
         wanted = dict(rows)
