@@ -1,88 +1,14 @@
-"""Every key of the console, declared once (Harlequin's pattern): bindings, the footer,
-the help screen and the command palette are all derived from this table, so a mutation
-removed in read-only mode disappears from all of them together."""
+"""Bindings derived from the key map (awa_tui/tui/keymap.py, Harlequin's pattern): the
+footer, the help screen and the command palette all come from that one table, so a
+mutation removed in read-only mode disappears from all of them together."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.binding import Binding
 
-PANELS = ("schedules", "owners", "runtimes", "plan", "queues")
+from awa_tui.tui.keymap import ACTS, PANELS, Act
 
-
-@dataclass(frozen=True)
-class Act:
-    scope: str  # "app", a panel id, or "detail"
-    key: str
-    action: str  # the widget's action_<name>
-    label: str  # footer text
-    help: str  # help screen text
-    mutation: bool = False
-    footer: bool = True
-    palette: str | None = None  # "noun: verb" (Posting's naming)
-
-    @property
-    def id(self) -> str:
-        """Binding id, so keys can be remapped with App.set_keymap."""
-        return f"{self.scope}.{self.action}"
-
-    @property
-    def key_label(self) -> str:
-        return {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
-                "plus": "+", "minus": "-"}.get(self.key, self.key)
-
-
-ACTS: tuple[Act, ...] = (
-    # Everywhere.
-    Act("app", "question_mark", "help", "help", "this help", palette="console: help"),
-    Act("app", "colon", "jump", "jump", "jump to a panel by name", palette="console: jump to panel"),
-    *(
-        Act("app", str(i), f"show_panel('{name}')", name, f"{name} panel", footer=False,
-            palette=f"panel: {name}")
-        for i, name in enumerate(PANELS, start=1)
-    ),
-    Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
-    Act("app", "r", "refresh_now", "refresh", "refresh now", footer=False, palette="console: refresh now"),
-    Act("app", "plus", "faster", "faster", "refresh more often", footer=False),
-    Act("app", "minus", "slower", "slower", "refresh less often", footer=False),
-    Act("app", "q", "quit", "quit", "quit (asks first while this process leads)", palette="console: quit"),
-    # Schedules panel.
-    Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
-        palette="schedule: details"),
-    Act("schedules", "slash", "filter", "filter", "filter by name, kind, queue or owner (esc clears)",
-        palette="schedule: filter"),
-    Act("schedules", "o", "cycle_sort", "sort", "sort by the next column (name, next, last, state, queue, owner)",
-        footer=False),
-    Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
-    Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
-        mutation=True, palette="schedule: pause / resume"),
-    Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
-        mutation=True, palette="schedule: trigger now"),
-    Act("schedules", "a", "adopt", "adopt", "adopt an unowned schedule, or transfer it to another owner",
-        mutation=True, footer=False, palette="schedule: adopt / transfer"),
-    Act("schedules", "ctrl+d", "retire", "retire", "retire the selected schedule (type its name to confirm)",
-        mutation=True, footer=False, palette="schedule: retire"),
-    Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
-        mutation=True, footer=False, palette="schedule: restore"),
-    # Owners panel.
-    Act("owners", "ctrl+d", "retire_owner", "retire owner", "retire every schedule of the selected owner",
-        mutation=True, palette="owner: retire all schedules"),
-    Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
-        mutation=True, palette="owner: restore all schedules"),
-    # Queues panel.
-    Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
-        mutation=True, palette="queue: pause / resume"),
-    # Schedule detail screen.
-    Act("detail", "escape", "close", "back", "back to the panels"),
-    Act("detail", "q", "close", "back", "back to the panels", footer=False),
-    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True),
-    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True),
-    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
-    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
-    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
-    Act("detail", "r", "reload", "reload", "reload", footer=False),
-)
+__all__ = ["ACTS", "PANELS", "Act", "acts", "bindings", "is_mutation"]
 
 MUTATIONS = frozenset((a.scope, a.action) for a in ACTS if a.mutation)
 
@@ -94,7 +20,7 @@ def acts(scope: str) -> list[Act]:
 def bindings(scope: str) -> list[Binding]:
     return [
         Binding(a.key, a.action, a.label, show=a.footer, id=a.id, key_display=a.key_label)
-        for a in acts(scope)
+        for a in acts(scope) if a.bound
     ]
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
@@ -29,25 +30,34 @@ from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import utc
 from awa_tui.tui.messages import (
     AuditDataRequested,
+    CopyRequested,
     DetailDataRequested,
     DetailRequested,
+    InfoRequested,
+    MutationKeyPressed,
     OperationRequested,
     OwnersSeen,
     PanelsResumed,
     RefreshRequested,
+    SchedulesFilterRequested,
+    SortMenuRequested,
 )
 from awa_tui.tui.operations import Operation
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
+from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
 from awa_tui.tui.screens.help import HelpScreen
+from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
+from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+READ_ONLY_TOAST_S = 5.0
 APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
 
 
@@ -77,6 +87,7 @@ class ConsoleApp(App[None]):
         self.operator: str = config.client.operator
         self.database = config.database
         self.known_owners: tuple[str, ...] = ()
+        self.declared_owners: frozenset[str] = frozenset()  # owners a fresh runtime declares (a manifest)
         self.active_panel = "schedules"
         self.freshness = Freshness(interval=config.refresh, read_only=self.read_only)
         self.reader = DbThread("reader", self)
@@ -86,6 +97,7 @@ class ConsoleApp(App[None]):
         self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
         self.exit_reason: str | None = None
         self.engine_log = EngineLog(self) if config.engine is not None else None
+        self._read_only_said_at = -READ_ONLY_TOAST_S
 
     # --- composition -------------------------------------------------------------------------
 
@@ -199,8 +211,11 @@ class ConsoleApp(App[None]):
         leadership = data.leadership or Leadership(now=data.now)
         self.freshness.attention = attention(leadership)
         self.remember_owners(r.owner for r in runtimes)
+        self.declared_owners = frozenset(
+            r.owner for r in runtimes if r.owner and r.fresh and r.manifest_hash)
         self.freshness.leader = self._leader_badge()
-        shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), RuntimesView(runtimes, leadership))]
+        view = RuntimesView(runtimes, leadership, self.own_instance)
+        shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), view)]
         if data.panel_id != "runtimes":
             shown.append((self.main.panel(data.panel_id), data.data))
         for panel, rows in shown:
@@ -226,6 +241,11 @@ class ConsoleApp(App[None]):
         if badge != self.freshness.leader:
             self.freshness.leader = badge
             self._status()
+
+    @property
+    def own_instance(self) -> str | None:
+        """The in-process runtime's instance id (--lead), else None."""
+        return None if self.engine is None else str(self.engine.identity.instance_id)
 
     def _leader_badge(self) -> str | None:
         if self.engine is None:
@@ -253,6 +273,22 @@ class ConsoleApp(App[None]):
     def action_allowed(self, scope: str, action: str) -> bool:
         """False removes the binding from footer, help and palette (not greyed)."""
         return not (self.read_only and actions.is_mutation(scope, action))
+
+    def on_mutation_key_pressed(self, message: MutationKeyPressed) -> None:
+        """A mutation key pressed in a read-only console says why nothing happens (its
+        binding is gone): one toast, not repeated while it is still shown."""
+        if not self.read_only:
+            return
+        mutations = [a for a in actions.acts(message.scope) if a.mutation]
+        if message.key not in {k for a in mutations for k in a.key.split(",")}:
+            return
+        now = time.monotonic()
+        if now - self._read_only_said_at >= READ_ONLY_TOAST_S:
+            self._read_only_said_at = now
+            why = "--read-only" if self.client.read_only else (self.read_only_reason or "the database refuses writes")
+            labels = ", ".join(dict.fromkeys(a.label for a in mutations))
+            self.notify(f"read-only console ({why}): {labels} are disabled here", severity="warning",
+                        markup=False, timeout=READ_ONLY_TOAST_S)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The console's app keys act on the panels: not while a dialog is up (its own keys
@@ -361,12 +397,40 @@ class ConsoleApp(App[None]):
             if after is not None:
                 after()
 
-        self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator), answered)
+        def ask(note: Text | None = None) -> None:
+            self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners,
+                                                         note), answered)
+
+        if op.preview is None:
+            ask()
+            return
+        preview = op.preview
+        client, clock = self.client, self.config.clock
+        # What it would do (a resume's fires, the schedules an adoption takes), read first.
+        self.reader.submit(lambda: preview(client, clock() if clock else None),
+                           lambda value, error: ask(Text(printable(value if error is None else
+                                                                   f"preview failed: {error}"))))
 
     # --- screens that load on demand -------------------------------------------------------------
 
     def on_detail_requested(self, message: DetailRequested) -> None:
-        self.push_screen(DetailScreen(message.name))
+        self.push_screen(DetailScreen(message.name, self.poller.interval))
+
+    def on_schedules_filter_requested(self, message: SchedulesFilterRequested) -> None:
+        self.action_show_panel("schedules")
+        panel = self.main.panel("schedules")
+        assert isinstance(panel, SchedulesPanel)
+        panel.apply_filter(message.text)
+
+    def on_sort_menu_requested(self, message: SortMenuRequested) -> None:
+        self.push_screen(SortScreen(message.options, message.current), message.chosen)
+
+    def on_copy_requested(self, message: CopyRequested) -> None:
+        self.copy_to_clipboard(message.value)
+        self.notify(f"copied {message.what}: {message.value}", markup=False, timeout=3)
+
+    def on_info_requested(self, message: InfoRequested) -> None:
+        self.push_screen(InfoScreen(message.title, message.body))
 
     def on_detail_data_requested(self, message: DetailDataRequested) -> None:
         clock, client, name = self.config.clock, self.client, message.name

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
@@ -76,6 +77,53 @@ class OwnersSeen(Message):
     def __init__(self, owners: tuple[str, ...]) -> None:
         super().__init__()
         self.owners = owners
+
+
+class InfoRequested(Message):
+    """Show this page (InfoScreen) over the panels: a row's full text."""
+
+    def __init__(self, title: str, body: RenderableType) -> None:
+        super().__init__()
+        self.title = title
+        self.body = body
+
+
+class SchedulesFilterRequested(Message):
+    """Show the schedules panel filtered by this filter text (enter on an owner, a queue)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class SortMenuRequested(Message):
+    """Offer these (column key, label) sorts; `chosen` gets the picked key (None: kept)."""
+
+    def __init__(self, options: list[tuple[str, str]], current: str | None,
+                 chosen: Callable[[str | None], None]) -> None:
+        super().__init__()
+        self.options = options
+        self.current = current
+        self.chosen = chosen
+
+
+class CopyRequested(Message):
+    """Copy this value to the terminal's clipboard (OSC 52) and say what was copied."""
+
+    def __init__(self, what: str, value: str) -> None:
+        super().__init__()
+        self.what = what
+        self.value = value
+
+
+class MutationKeyPressed(Message):
+    """A key pressed in `scope` that no binding took: if it is an action that read-only
+    mode removed, the app says why."""
+
+    def __init__(self, scope: str, key: str) -> None:
+        super().__init__()
+        self.scope = scope
+        self.key = key
 
 
 class PanelsResumed(Message):

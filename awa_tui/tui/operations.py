@@ -44,6 +44,9 @@ class Operation:
     type_to_confirm: str | None = None  # the operator must type this exact text
     ask: str | None = None  # label of a value to ask for (e.g. an owner name)
     suggestions: tuple[str, ...] = ()
+    asks_owner: bool = False  # the value asked for is an owner: the dialog says if no runtime declares it
+    # (client, now) -> what it would do, read before the dialog opens (now: the console's clock, None = DB time)
+    preview: Callable[[Any, Any], str] | None = None
 
     def execute(self, client: ConsoleBackend, value: str) -> str:
         """Runs on the writer thread: re-check, then act."""
@@ -116,6 +119,7 @@ def toggle_pause(row: AnySchedule) -> Operation:
                 "what fires for the paused period: coalesce fires once, catch_up each missed fire in order."
             ),
             run=_then(lambda client: client.resume(name), f"resumed {name}"),
+            preview=lambda client, now: client.resume_preview(name, now=now).explanation,
         )
     queue_note = f" Its queue {row.queue} is PAUSED too." if row.queue_paused else ""
     return _schedule_op(
@@ -203,6 +207,7 @@ def adopt_or_transfer(row: AnySchedule, owners: tuple[str, ...]) -> Operation:
                 "definition, or retire it if the manifest does not name it."
             ),
             run=adopt,
+            asks_owner=True,
         )
     return _schedule_op(
         row, title="Transfer schedule", verb="Transfer", ask="to owner",
@@ -212,6 +217,7 @@ def adopt_or_transfer(row: AnySchedule, owners: tuple[str, ...]) -> Operation:
             "invalidated until their manifests are synchronised again."
         ),
         run=transfer,
+        asks_owner=True,
     )
 
 

@@ -5,6 +5,7 @@ is a plain DataTable next to it in the same app, holding the same cell objects."
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,11 +18,15 @@ from textual.geometry import Region
 from textual.widgets import DataTable
 
 from awa_tui.engine.models import SchedulePageRow
-from awa_tui.tui.panels.schedules import COLUMNS, cells
+from awa_tui.tui.panels.schedules import COLUMNS as PANEL_COLUMNS
+from awa_tui.tui.panels.schedules import cells
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 from awa_tui.tui.widgets.live import Clock
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
+
+# Every column kept (priority 0): the stock twin cannot drop columns when narrow.
+COLUMNS = tuple(dataclasses.replace(column, priority=0) for column in PANEL_COLUMNS)
 
 
 def schedule(i: int) -> SchedulePageRow:
@@ -50,7 +55,7 @@ class Twins(App[None]):
     def compose(self) -> ComposeResult:
         with Horizontal():
             yield KeyedTable(COLUMNS, id="keyed")
-            yield DataTable(id="stock", cursor_type="row", zebra_stripes=False)
+            yield DataTable(id="stock", cursor_type="row", zebra_stripes=False, fixed_columns=1)
 
     def on_mount(self) -> None:
         stock = self.query_one("#stock", DataTable)
@@ -115,13 +120,14 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
         await assert_same_lines(pilot, app, "no focus")
         keyed.focus()
 
-        # Scrolled both ways: the cursor far down, the view to the right.
+        # Scrolled both ways: the cursor far down, the view to the right, NAME frozen.
         for table in (keyed, stock):
             table.move_cursor(row=30, animate=False)
             table.scroll_to(x=37, animate=False, immediate=True)
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "scrolled")
-        assert shown[0] == " " * 6 + "NEXT FIRE" + " " * 11 + " NEXT (UTC)      LAST FIRE   LATE    C"
+        # NAME (24 cells) is frozen; the rest is cropped from x=37 past it (2 cells of NEXT FIRE).
+        assert shown[0] == " NAME" + " " * 19 + "  " + " NEXT (UTC)      LAST FIRE   LATE    C"
 
         # A tick: the clock moved, nothing else did; the relative times re-render.
         for table in (keyed, stock):

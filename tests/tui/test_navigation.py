@@ -84,12 +84,16 @@ async def test_filter_is_server_side_and_escape_clears_it(console_factory):
         await until(pilot, lambda: len(table_keys(app)) == 8, what="filter cleared")
 
 
-async def test_o_cycles_the_sort_and_shift_o_reverses_it(console_factory):
+async def test_o_picks_the_sort_and_shift_o_reverses_it(console_factory):
+    from awa_tui.tui.screens.sort import SortScreen
+
     app = console_factory()
     async with app.run_test(size=(120, 36)) as pilot:
         await ready(pilot, app)
         panel = app.main.panel("schedules")
         await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, SortScreen), what="the sort menu")
+        await pilot.press("down", "enter")  # name (current), then next
         await until(pilot, lambda: panel.sort == "next" and table_keys(app)[0] == "cleanup.tmp-files",
                     what="sorted by next fire")
         select(app, "reports.hourly")

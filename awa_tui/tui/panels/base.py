@@ -13,11 +13,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
+from textual import events
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.console_api import ConsoleBackend
+from awa_tui.tui import actions, filtering
+from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested, SortMenuRequested
 from awa_tui.tui.operations import NotPossible
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 if TYPE_CHECKING:
@@ -30,6 +34,7 @@ Row = TypeVar("Row")  # the read model one table row shows (awa_tui/engine/model
 class Panel(Vertical, Generic[Row]):
     panel_id: ClassVar[str]
     title: ClassVar[str]
+    BINDINGS = actions.bindings("panel")  # every panel's keys; a panel's own BINDINGS add to these
 
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
@@ -65,6 +70,69 @@ class Panel(Vertical, Generic[Row]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed(self.panel_id, action)
+
+    def on_key(self, event: events.Key) -> None:
+        # Read-only: a mutation key has no binding; the app says why instead of nothing.
+        self.post_message(MutationKeyPressed(self.panel_id, event.key))
+
+    def copy_value(self, key: str) -> tuple[str, str]:
+        """(what, value) `c` copies for the row `key`: the shown text of its first column
+        (escaped: control bytes never reach the clipboard either)."""
+        return self.title.lower().rstrip("s"), key
+
+    @property
+    def filter_bar(self) -> FilterBar | None:
+        bars = self.query(FilterBar)
+        return bars.first() if bars else None
+
+    def filtered(self, rows: list[Any]) -> list[Any]:
+        """The rows the panel's `/` filter lets through (all without one)."""
+        bar = self.filter_bar
+        return rows if bar is None else filtering.apply(bar.where, rows)
+
+    def filter_note(self) -> Text:
+        bar = self.filter_bar
+        return Text() if bar is None else bar.note()
+
+    def on_filter_bar_filter_changed(self, message: FilterBar.FilterChanged) -> None:
+        self.post_message(RefreshRequested(soon=message.soon))
+
+    def action_filter(self) -> None:
+        bar = self.filter_bar
+        if bar is None:
+            self.notify(f"the {self.title.lower()} panel has no filter", markup=False, timeout=3)
+        else:
+            bar.open()
+
+    def key_escape(self) -> None:
+        bar = self.filter_bar
+        if bar is not None and (bar.where or bar.error or bar.display):
+            bar.clear_filter()
+            self.focus_main()
+
+    def sort_by_column(self, key: str) -> None:
+        """`o`'s choice or a header click: sort the list by that column (again: reversed)."""
+        self.table.sort_locally(key)
+
+    def action_sort_menu(self) -> None:
+        table = self.table
+        current = table.local_sort[0] if table.local_sort else None
+        self.post_message(SortMenuRequested([(c.key, c.label) for c in table.column_specs], current,
+                                            lambda key: self.sort_by_column(key) if key else None))
+
+    def action_reverse_sort(self) -> None:
+        table = self.table
+        if table.local_sort is not None:
+            table.sort_locally(table.local_sort[0], not table.local_sort[1])
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by_column(event.column_key.value)
+
+    def action_copy(self) -> None:
+        key = self.table.selected_key
+        if key is not None:
+            self.post_message(CopyRequested(*self.copy_value(key)))
 
     def selected_row(self) -> Row | None:
         key = self.table.selected_key

@@ -10,15 +10,19 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.models import OwnerSummary
+from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, span_precise
-from awa_tui.tui.messages import OwnersSeen, request_operation
+from awa_tui.tui.messages import OwnersSeen, SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.selection import declared_adoption
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -84,6 +88,7 @@ class OwnersPanel(Panel[OwnerSummary]):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
+        yield FilterBar("owners", "filter: billing* state:blocked (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="owners-table")
         yield Static(id="owners-summary", classes="row-summary")
 
@@ -94,6 +99,8 @@ class OwnersPanel(Panel[OwnerSummary]):
 
     def show(self, data: list[OwnerSummary], now: datetime) -> None:
         self.now = now
+        everyone = data
+        data = self.filtered(data)
         # Keyed by the shown owner (the table's first column is its key); values stay real rows.
         self.rows = {printable(row.owner): row for row in data}
         blocked = sum(1 for r in data if r.blockers)
@@ -101,9 +108,9 @@ class OwnersPanel(Panel[OwnerSummary]):
         self.title_line(Text.assemble(
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
             "PENDING: +insert ~update -retire",
-        ))
+        ).append_text(self.filter_note()))
         self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
-        self.post_message(OwnersSeen(tuple(self.rows)))
+        self.post_message(OwnersSeen(tuple(printable(r.owner) for r in everyone)))
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:
@@ -126,6 +133,19 @@ class OwnersPanel(Panel[OwnerSummary]):
         if row.certified_at:
             text.append(f" · certified {relative(row.certified_at, self.now)}")
         widget.update(text)
+
+    @on(DataTable.RowSelected, "#owners-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the owner's schedules (the schedules panel filtered by owner:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(SchedulesFilterRequested(str(Term("field", "owner", row.owner))))
+
+    def action_adopt_declared(self) -> None:
+        request_operation(self, lambda: declared_adoption(self.chosen_row("owner").owner, self.now))
 
     def action_retire_owner(self) -> None:
         request_operation(self, lambda: operations.retire_owner(self.chosen_row("owner")))

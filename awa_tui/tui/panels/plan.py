@@ -11,11 +11,14 @@ from datetime import datetime
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.models import OwnerPlan
 from awa_tui.printable import printable_row
+from awa_tui.tui import actions
+from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -56,9 +59,37 @@ def owner_lines(entry: OwnerPlan) -> list[Line]:
     return lines
 
 
+def entry_text(line: Line, lines: list[Line]) -> Text:
+    """One plan entry in full (the DETAIL column cuts it) and the schedules it would touch:
+    its own, or for a blocker every schedule of the owner's plan that it holds back."""
+    owner, change, applies, name, detail = line
+    text = Text()
+    for label, value in (("owner", owner), ("change", change), ("applies now", applies), ("schedule", name)):
+        text.append(f"{label}: ", style="bold")
+        text.append(f"{value}\n")
+    text.append("reason: ", style="bold")
+    text.append(f"{detail}\n\n")
+    touched = [(c, n) for o, c, _, n, _ in lines if o == owner and n != "-"]
+    if change not in ("BLOCKED", "none"):
+        touched = [(change, name)]
+    text.append("rows it would touch" + (" (held back by this blocker)" if change == "BLOCKED" else "") + ":\n",
+                style="bold")
+    for what, schedule in touched:
+        text.append(f"  {what:<8} {schedule}\n")
+    if not touched:
+        text.append("  none\n")
+    return text
+
+
 class PlanPanel(Panel[OwnerPlan]):
     panel_id = "plan"
     title = "Plan"
+    BINDINGS = actions.bindings("plan")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[str, Line] = {}  # row key -> its (escaped) line
+        self.all_lines: list[Line] = []
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -80,8 +111,25 @@ class PlanPanel(Panel[OwnerPlan]):
             f"preview, changes nothing: {len(data)} owner(s), {changes} change(s), {blocked} blocker(s)",
         ))
         rows = []
+        self.lines = {str(index): line for index, line in enumerate(lines, start=1)}
+        self.all_lines = lines
         for index, (owner, change, applies, name, detail) in enumerate(lines, start=1):
             style = "bold" if change in ("BLOCKED", "RETIRE", "CONFLICT") else ""
             rows.append((str(index), (cell(index), cell(owner), cell(change, style), cell(applies), cell(name),
                                       cell(detail))))
         self.table.sync(rows)
+
+    def copy_value(self, key: str) -> tuple[str, str]:
+        owner, _, _, name, _ = self.lines[key]
+        return ("schedule", name) if name != "-" else ("owner", owner)
+
+    @on(DataTable.RowSelected, "#plan-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        key = self.table.selected_key
+        line = self.lines.get(key) if key else None
+        if line is not None:
+            title = f"Plan entry #{key}: {line[1]} {line[3]}"
+            self.post_message(InfoRequested(title, entry_text(line, self.all_lines)))

@@ -5,15 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.models import QueueRow
+from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc
-from awa_tui.tui.messages import request_operation
+from awa_tui.tui.messages import SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 COLUMNS = (
@@ -47,6 +50,7 @@ class QueuesPanel(Panel[QueueRow]):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
+        yield FilterBar("queues", "filter: paused, name:report* (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="queues-table")
         yield Static(id="queues-summary", classes="row-summary")
 
@@ -58,11 +62,13 @@ class QueuesPanel(Panel[QueueRow]):
 
     def show(self, data: list[QueueRow], now: datetime) -> None:
         self.now = now
+        data = self.filtered(data)
         # Keyed by the shown queue (the table's first column is its key); values stay real rows.
         self.rows = {printable(row.queue): row for row in data}
         paused = sum(1 for r in data if r.paused)
         self.title_line(
             Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
+            .append_text(self.filter_note())
         )
         self.table.sync([(q, cells(printable_row(r), now)) for q, r in self.rows.items()])
         self._summary()
@@ -84,6 +90,16 @@ class QueuesPanel(Panel[QueueRow]):
         else:
             text.append("active; workers claim from it")
         widget.update(text)
+
+    @on(DataTable.RowSelected, "#queues-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the queue's schedules (the schedules panel filtered by queue:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(SchedulesFilterRequested(str(Term("field", "queue", row.queue))))
 
     def action_toggle_pause(self) -> None:
         request_operation(self, lambda: operations.toggle_queue(self.chosen_row("queue")))

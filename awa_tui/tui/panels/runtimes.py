@@ -12,29 +12,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from awa_tui.engine.models import RuntimeRow
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
+from awa_tui.tui import actions
 from awa_tui.tui.formatting import relative, span, utc
+from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.screens.confirm import facts
+from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
-COLUMNS = (
-    Column("instance", "INSTANCE", 8),
-    Column("role", "ROLE", 8),
+COLUMNS = (  # priority: which drop first when narrow (0 never; enter shows the runtime in full)
+    Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
+    Column("role", "ROLE", 15),
     Column("fresh", "STATE", 7),
-    Column("seen", "LAST SEEN", 9),
-    Column("host", "HOST", 14),
-    Column("pid", "PID", 7),
-    Column("version", "VERSION", 8),
-    Column("proto", "PROTO", 5),
-    Column("owner", "OWNER", 12),
-    Column("manifest", "MANIFEST", 10),
-    Column("started", "STARTED (UTC)", 20),
+    Column("seen", "LAST SEEN", 9, priority=1),
+    Column("host", "HOST", 14, priority=2),
+    Column("pid", "PID", 7, priority=4),
+    Column("version", "VERSION", 8, priority=5),
+    Column("proto", "PROTO", 5, priority=7),
+    Column("owner", "OWNER", 12, priority=3),
+    Column("manifest", "MANIFEST", 10, priority=6),
+    Column("started", "STARTED (UTC)", 20, priority=8),
 )
 
 
@@ -44,6 +50,7 @@ class RuntimesView:
 
     rows: list[RuntimeRow]
     leadership: Leadership
+    own_instance: str | None = None  # this console's in-process runtime (--lead), marked in ROLE
 
 
 def attention(leadership: Leadership) -> str | None:
@@ -94,12 +101,35 @@ def cells(row: RuntimeRow, now: datetime) -> tuple[Text, ...]:
     )
 
 
+def runtime_text(row: RuntimeRow, now: datetime) -> Table:
+    """A runtime's snapshot in full (escaped row): what the narrow columns cut."""
+    interval = row.snapshot_interval
+    return facts([
+        ("instance", str(row.instance_id)),
+        ("role", f"{ROLES.get(row.role, row.role)} (lease until "
+                 f"{utc(row.lease_expires_at)})" if row.lease_expires_at else
+         ROLES.get(row.role, str(row.role))),
+        ("state", f"{state_text(row)}; last seen {utc(row.last_seen_at)} ({relative(row.last_seen_at, now)})"),
+        ("host", f"{row.hostname} pid {row.pid}"),
+        ("version", f"{row.version} (protocol {row.protocol_version})"),
+        ("owner", f"{row.owner or '- (none)'}{' authoritative' if row.authoritative else ''}"),
+        ("manifest", row.manifest_hash or "-"),
+        ("started", utc(row.started_at)),
+        ("stopped", utc(row.stopped_at) if row.stopped_at else "-"),
+        ("snapshots", f"every {interval}" if interval else "-"),
+        # The snapshot carries a health word, not per-pass history: that is all there is to show.
+        ("health", str(row.health or "-")),
+    ])
+
+
 class RuntimesPanel(Panel):
     panel_id = "runtimes"
     title = "Runtimes"
+    BINDINGS = actions.bindings("runtimes")
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
+        yield FilterBar("runtimes", "filter: host:app* role:leader stale (enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="runtimes-table")
 
     def on_mount(self) -> None:
@@ -115,7 +145,37 @@ class RuntimesPanel(Panel):
             Text.assemble(
                 ("Runtimes ", "bold"),
                 f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}",
-            )
+            ).append_text(self.filter_note())
         )
+        # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
+        # live before stopped, then by host, pid and id.
+        ordered = sorted(self.filtered(rows), key=lambda r: (r.stopped_at is not None, str(r.hostname),
+                                                             r.pid or 0, str(r.instance_id)))
+        self.now = now
+        self.rows = {str(r.instance_id): r for r in ordered}
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r.instance_id), cells(printable_row(r), now)) for r in rows])
+        self.table.sync([(str(r.instance_id), self._marked(cells(printable_row(r), now), r, data.own_instance))
+                         for r in ordered])
+
+    def copy_value(self, key: str) -> tuple[str, str]:
+        return "instance id", key
+
+    @on(DataTable.RowSelected, "#runtimes-table")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_details()
+
+    def action_details(self) -> None:
+        """Enter: the runtime in full (identity, manifest, lease, its last reported health)."""
+        row = self.selected_row()
+        if row is not None and self.now is not None:
+            self.post_message(InfoRequested(f"Runtime {row.instance_id}", runtime_text(printable_row(row),
+                                                                                          self.now)))
+
+    @staticmethod
+    def _marked(made: tuple[Text, ...], row: RuntimeRow, own: str | None) -> tuple[Text, ...]:
+        """The ROLE of this console's own runtime says so (only under --lead)."""
+        if own is None or str(row.instance_id) != own:
+            return made
+        role = made[1].copy()
+        role.append(" (this)", style="bold")  # this console's runtime
+        return (made[0], role, *made[2:])

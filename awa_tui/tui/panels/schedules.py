@@ -19,29 +19,37 @@ from textual.widgets import DataTable, Input, Static
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.models import SchedulePage, SchedulePageRow
+from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
-from awa_tui.tui.messages import DetailRequested, RefreshRequested, ScheduleActions
+from awa_tui.tui.messages import (
+    DetailRequested,
+    RefreshRequested,
+    ScheduleActions,
+    SortMenuRequested,
+    request_operation,
+)
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
 SORTS = ("name", "next", "last", "state", "queue", "owner")
-COLUMNS = (
+COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 19),
-    Column("next_at", "NEXT (UTC)", 14),
-    Column("last", "LAST FIRE", 10),
-    Column("late", "LATE", 6),
-    Column("cron", "CRON", 16),
-    Column("describe", "MEANING", 24),
-    Column("zone", "ZONE", 18),
-    Column("policy", "POLICY", 8),
-    Column("owner", "OWNER", 12),
-    Column("queue", "QUEUE", 14),
-    Column("by", "PAUSED/RETIRED BY", 26),
+    Column("next_at", "NEXT (UTC)", 14, priority=4),
+    Column("last", "LAST FIRE", 10, priority=2),
+    Column("late", "LATE", 6, priority=3),
+    Column("cron", "CRON", 16, priority=5),
+    Column("describe", "MEANING", 24, priority=9),
+    Column("zone", "ZONE", 18, priority=8),
+    Column("policy", "POLICY", 8, priority=10),
+    Column("owner", "OWNER", 12, priority=6),
+    Column("queue", "QUEUE", 14, priority=7),
+    Column("by", "PAUSED/RETIRED BY", 26, priority=11),
 )
 
 
@@ -146,29 +154,35 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.page_size = page_size
         self.limit = page_size
         self.filter_text = ""
+        self.where: Filter | None = None  # the parsed filter (the grammar of docs/keys.md)
+        self.filter_error: str | None = None  # one line; the rows of the last good filter stay
         self.sort = "name"
         self.descending = False
         self.counts: SchedulePage | None = None  # the last page: its counts head the title
         self.clock = Clock()
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
+        # Shown name -> real row when selected: bulk actions act on these (names, re-checked by the engine).
+        self.selected: dict[str, dict[str, Any]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield Input(placeholder="filter: name, kind, queue or owner (enter keeps, esc clears)", id="filter")
+        yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
+                    id="filter")
         yield KeyedTable(COLUMNS, id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        self.call_after_refresh(self.table.mark_sort, self.sort, self.descending)
         self.title_line("Schedules: loading…")
 
     # --- data -----------------------------------------------------------------------------
 
     def work(self) -> Work:
-        filter_text, sort, descending, limit = self.filter_text or None, self.sort, self.descending, self.limit
+        where, sort, descending, limit = self.where, self.sort, self.descending, self.limit
 
         def fetch(client: ConsoleBackend, now: datetime | None) -> SchedulePage:
-            return client.schedule_page(filter_text, sort=sort, descending=descending, limit=limit, now=now)
+            return client.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where)
 
         return fetch
 
@@ -180,12 +194,21 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.rows = {printable(row.name): row for row in data.rows}
         self.counts = data
         table = self.table
-        table.sync([(name, self._row_cells(name, row)) for name, row in self.rows.items()])
+        table.sync(self._table_rows())
         if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
             table.tick()  # relative times of the visible rows
         self._cells = {name: self._cells[name] for name in self.rows}
         self._title()
         self._summary()
+
+    def _table_rows(self) -> list[tuple[str, tuple[Any, ...]]]:
+        return [(name, self._marked(name, self._row_cells(name, row))) for name, row in self.rows.items()]
+
+    def _marked(self, name: str, made: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A selected row's name cell says so (a word-like mark, not a colour alone)."""
+        if name not in self.selected:
+            return made
+        return (cell(f"+ {name}", "bold reverse"), *made[1:])
 
     def _row_cells(self, key: str, row: SchedulePageRow) -> tuple[Any, ...]:
         signature = SIGNATURE(row)
@@ -205,11 +228,18 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             text.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
         else:
             text.append(f"{len(self.rows):,} of {c.total:,}")
+        # What the operator set (error, filter, selection) first: the line is cut at 80 columns.
+        if self.filter_error:
+            text.append(" · ")
+            text.append(printable(self.filter_error), style="bold reverse")
+        elif self.where:
+            text.append(" · filter: ")
+            text.append(printable(str(self.where)), style="bold")
+        if self.selected:
+            text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
+            text.append(" (esc clears)")
         text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
-        if self.filter_text:
-            text.append(" · filter: ")
-            text.append(self.filter_text, style="bold")
         if len(self.rows) < c.matched:
             text.append(" · end of list loads more")
         self.title_line(text)
@@ -242,28 +272,69 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         box.value = self.filter_text
         box.focus()
 
+    def apply_filter(self, text: str) -> None:
+        """Filter by `text` (enter on an owner or a queue brings its schedules here)."""
+        self.selected = {}
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = text  # Input.Changed parses it and refreshes
+        self.table.focus()
+
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         # Debounced: a refresh starts once typing pauses, server-side filtering does the rest.
-        self.filter_text = event.value.strip()
+        # A filter the grammar refuses says why in one line and keeps the rows shown.
+        text = event.value.strip()
+        try:
+            where = parse(text or None, "schedules")
+        except FilterError as exc:
+            self.filter_error = str(exc)
+            if self.counts:
+                self._title()
+            return
+        self.filter_text, self.where, self.filter_error = text, where or None, None
         self.limit = self.page_size
         self.post_message(RefreshRequested(soon=True))
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
+        if self.filter_error:
+            return  # stay in the box: the title says what is wrong
         box = self.query_one("#filter", Input)
         box.display = bool(self.filter_text)
         self.table.focus()
 
     def key_escape(self) -> None:
-        """Esc clears the filter (k9s habit)."""
+        """Esc clears the selection, then the filter (k9s habit)."""
+        if self.selected and not self.query_one("#filter", Input).has_focus:
+            self.selected = {}
+            self._reshow()
+            return
         if self.filter_text or self.query_one("#filter", Input).display:
             box = self.query_one("#filter", Input)
             box.value = ""
             box.display = False
-            self.filter_text = ""
+            self.filter_text, self.where, self.filter_error = "", None, None
             self.table.focus()
             self.post_message(RefreshRequested())
+
+    def sort_by_column(self, key: str) -> None:
+        self._sort_by(key)  # server-side: the page is sorted by the engine
+
+    def _sort_by(self, key: str | None) -> None:
+        if key is None or key not in SORTS:
+            return
+        if key == self.sort:
+            self.descending = not self.descending
+        else:
+            self.sort, self.descending = key, False
+        self.limit = self.page_size
+        self.table.mark_sort(self.sort, self.descending)
+        self.post_message(RefreshRequested())
+
+    def action_sort_menu(self) -> None:
+        labels = {c.key: c.label for c in COLUMNS}
+        self.post_message(SortMenuRequested([(key, labels[key]) for key in SORTS], self.sort, self._sort_by))
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
@@ -272,7 +343,66 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def action_reverse_sort(self) -> None:
         self.descending = not self.descending
+        self.table.mark_sort(self.sort, self.descending)
         self.post_message(RefreshRequested())
+
+    # --- selection --------------------------------------------------------------------------
+
+    def _reshow(self) -> None:
+        if self.counts:
+            self.table.sync(self._table_rows())
+            self._title()
+
+    def action_toggle_select(self) -> None:
+        key = self.table.selected_key
+        if key is None or key not in self.rows:
+            return
+        if self.selected.pop(key, None) is None:
+            self.selected[key] = self.rows[key]
+        self._reshow()
+        self.table.action_cursor_down()  # space, space, space selects a run of rows
+
+    def action_select_all(self) -> None:
+        self.selected = dict(self.rows)
+        self._reshow()
+        if self.counts and len(self.rows) < self.counts.matched:
+            self.notify(f"selected the {len(self.rows):,} loaded of {self.counts['matched']:,} matching; "
+                        "go to the end of the list to load more", markup=False, timeout=6)
+
+    def _bulk(self, action: str) -> bool:
+        """Act on the selection if there is one (True), else leave it to the single action."""
+        if not self.selected:
+            return False
+        names = [row.name for row in self.selected.values()]
+
+        def done() -> None:
+            self.selected = {}
+            self._reshow()
+
+        request_operation(self, lambda: bulk_operation(action, names, self.console.known_owners), done)
+        return True
+
+    def action_toggle_pause(self) -> None:
+        # A selection all paused is resumed; otherwise paused (the paused ones are skipped, said).
+        if not self._bulk("resume" if self.selected and all(r.state == "paused" for r in self.selected.values())
+                          else "pause"):
+            super().action_toggle_pause()
+
+    def action_trigger(self) -> None:
+        if not self._bulk("trigger"):
+            super().action_trigger()
+
+    def action_adopt(self) -> None:
+        if not self._bulk("adopt"):
+            super().action_adopt()
+
+    def action_retire(self) -> None:
+        if not self._bulk("retire"):
+            super().action_retire()
+
+    def action_restore(self) -> None:
+        if not self._bulk("restore"):
+            super().action_restore()
 
     # --- actions ------------------------------------------------------------------------------
 

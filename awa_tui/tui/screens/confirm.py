@@ -38,8 +38,12 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def __init__(self, title: str, verb: str, details: list[tuple[str, str]], *,
                  type_to_confirm: str | None = None, ask: str | None = None,
-                 suggestions: tuple[str, ...] = ()) -> None:
+                 suggestions: tuple[str, ...] = (), declared_owners: frozenset[str] | None = None,
+                 note: Text | None = None) -> None:
         super().__init__()
+        # Owners some running runtime declares (a manifest): a typed owner outside it is said.
+        self.declared_owners = declared_owners
+        self.note = note  # a fact computed before asking (what a resume would fire)
         # Shown forms (awa_tui/printable.py): a name holding a control byte is shown, and
         # typed to confirm, with its escapes, e.g. "a\x1bb"; the action still gets the real name.
         self.heading = printable(title)
@@ -50,11 +54,13 @@ class ConfirmScreen(ModalScreen[str | None]):
         self.suggestions = tuple(printable(s) for s in suggestions)
 
     @classmethod
-    def for_operation(cls, op: Operation, database: str, operator: str) -> ConfirmScreen:
+    def for_operation(cls, op: Operation, database: str, operator: str,
+                      declared_owners: frozenset[str] | None = None, note: Text | None = None) -> ConfirmScreen:
         return cls(
             f"{op.title}?", op.verb,
             [("Target", op.target), ("Database", database), ("Operator", operator), ("Consequence", op.consequence)],
             type_to_confirm=op.type_to_confirm, ask=op.ask, suggestions=op.suggestions,
+            declared_owners=declared_owners if op.asks_owner else None, note=note,
         )
 
     @property
@@ -65,6 +71,8 @@ class ConfirmScreen(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Static(Text(self.heading, style="bold"), id="dialog-title")
             yield Static(facts(self.details), id="dialog-facts")
+            if self.note is not None:
+                yield Static(self.note, id="dialog-note")
             if self.type_to_confirm:
                 yield Static(Text(f"Type {self.type_to_confirm} to confirm:"), classes="prompt")
                 yield Input(id="answer", placeholder=self.type_to_confirm)
@@ -73,6 +81,7 @@ class ConfirmScreen(ModalScreen[str | None]):
                 suggester = SuggestFromList(self.suggestions, case_sensitive=True) if self.suggestions else None
                 yield Input(id="answer", suggester=suggester,
                             placeholder=", ".join(self.suggestions) or "owner name")
+            yield Static(id="dialog-owner-note")
             yield Static(id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 keys = "enter" if self.needs_input else "y"
@@ -108,6 +117,20 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    @on(Input.Changed, "#answer")
+    def _typed(self, event: Input.Changed) -> None:
+        if self.declared_owners is None:
+            return
+        owner = event.value.strip()
+        warning = Text()
+        if owner and owner not in self.declared_owners:
+            warning.append("No running runtime declares owner ", style="bold")
+            warning.append(printable(owner), style="bold")
+            warning.append(": it is recorded, but nothing reconciles this schedule until a runtime of that "
+                           "owner runs (declared: " + (", ".join(sorted(map(printable, self.declared_owners)))
+                                                       or "none") + ").")
+        self.query_one("#dialog-owner-note", Static).update(warning)
 
     @on(Input.Submitted, "#answer")
     def _submitted(self) -> None:

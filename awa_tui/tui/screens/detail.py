@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
@@ -19,7 +20,7 @@ from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
-from awa_tui.tui.messages import DetailDataRequested, ScheduleActions, usable_reply
+from awa_tui.tui.messages import CopyRequested, DetailDataRequested, MutationKeyPressed, ScheduleActions, usable_reply
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -130,10 +131,12 @@ def fire_time(job: Fire) -> str:
 class DetailScreen(ScheduleActions, Screen[None]):
     BINDINGS = actions.bindings("detail")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, interval: float = 2.0) -> None:
         super().__init__()
         self.schedule_name = name
+        self.interval = interval  # the console's refresh interval when opened
         self.data: ScheduleDetail | None = None
+        self.loading = False  # a read is on the reader thread: the timer does not queue another
 
     @property
     def console(self) -> ConsoleApp:
@@ -148,14 +151,33 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#detail", VerticalScroll).focus()  # arrows and page keys scroll it
         self.action_reload()
+        # Live like the panels: relative times and states move at the console's refresh rate.
+        self.set_interval(self.interval, self._tick, name="detail-refresh")
+
+    def _tick(self) -> None:
+        if not self.loading and self.is_current:
+            self.action_reload()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return self.console.action_allowed("detail", action)
 
+    def on_key(self, event: events.Key) -> None:
+        self.post_message(MutationKeyPressed("detail", event.key))
+
+    def action_copy(self) -> None:
+        self.post_message(CopyRequested("schedule", printable(self.schedule_name)))
+
+    def action_copy_job(self) -> None:
+        jobs = self.data.recent if self.data is not None else []
+        if jobs:
+            self.post_message(CopyRequested("job id", str(jobs[0].id)))
+
     def action_reload(self) -> None:
+        self.loading = True
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
 
     def show(self, data: ScheduleDetail | None, error: str | None) -> None:
+        self.loading = False
         if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
         body = self.query_one("#detail-body", Static)
@@ -174,8 +196,11 @@ class DetailScreen(ScheduleActions, Screen[None]):
             top.add_row(definition_part, payload_part)
         else:
             top = Group(definition_part, payload_part)
+        loaded = Text(f"loaded {utc(now, date=False)} · refreshes every {self.interval:g}s",
+                      style="dim")
         body.update(Group(
             state_line(shown, now),
+            loaded,
             top,
             section(f"Next {len(data.next)} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),

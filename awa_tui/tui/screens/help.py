@@ -1,5 +1,6 @@
-"""`?`: every key that can be used now, from the action registry (so read-only mode and
-features missing from this build are left out here exactly as in the footer)."""
+"""`?`: every key that can be used now, from the key map (awa_tui/tui/keymap.py), so
+read-only mode and features missing from this build are left out here exactly as in the
+footer; the audit log, dialogs, palette and mouse are listed too."""
 
 from __future__ import annotations
 
@@ -13,15 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from awa_tui.tui.actions import ACTS, Act
-
-SCOPES = (
-    ("app", "Everywhere"),
-    ("schedules", "Schedules panel"),
-    ("owners", "Owners panel"),
-    ("queues", "Queues panel"),
-    ("detail", "Schedule detail"),
-)
+from awa_tui.tui.keymap import ACTS, SCOPES, Act
 
 LEGEND = (
     "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "

@@ -52,7 +52,12 @@ class MainScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         small = event.size.width < MIN_WIDTH or event.size.height < MIN_HEIGHT
+        was_small = self.has_class("-too-small")
         self.set_class(small, "-too-small")
+        if was_small and not small:
+            # Hiding the panels dropped the focus, and with it every panel key: give it back.
+            current = self.query_one(ContentSwitcher).current or "panel-schedules"
+            self.call_after_refresh(self.panel(current.removeprefix("panel-")).focus_main)
         if small:
             self.query_one("#too-small", Static).update(Text(
                 f"Terminal too small: {event.size.width}x{event.size.height}.\n"

@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
+from awa_tui.tui import actions
 from awa_tui.tui.widgets.live import LiveCell
 
 # Beyond this many removals a rebuild is cheaper: DataTable.remove_row is O(rows).
@@ -31,6 +32,10 @@ class Column:
     key: str
     label: str
     width: int
+    # Which columns go first when the terminal is too narrow for all: the highest priority
+    # number drops first; 0 never drops (the name, the state, the next fire). A dropped
+    # column's facts are in the panel's summary line.
+    priority: int = 0
 
 
 Row = tuple[str, tuple[Any, ...]]
@@ -58,18 +63,23 @@ class _Paint:
     css_foreground: bool
     css_background: bool
     cell_padding: int
+    fixed_style: Style
+    fixed_cursor_style: Style
 
-    def component_style(self, on_cursor: bool, on_hover: bool) -> Style:
-        # DataTable's order: the hover style, then the cursor style over it.
+    def component_style(self, on_cursor: bool, on_hover: bool, fixed: bool = False) -> Style:
+        # DataTable's order: the hover style, then the cursor style over it (and a frozen
+        # column's cursor style over that).
         style = Style()
         if on_hover:
             style += self.hover_style
         if on_cursor:
             style += self.cursor_style
+            if fixed:
+                style += self.fixed_cursor_style
         return style
 
-    def cell_styles(self, on_cursor: bool, on_hover: bool) -> tuple[Style, Style]:
-        component = self.component_style(on_cursor, on_hover)
+    def cell_styles(self, on_cursor: bool, on_hover: bool, fixed: bool = False) -> tuple[Style, Style]:
+        component = self.component_style(on_cursor, on_hover, fixed)
         post_foreground = Style.from_color(color=component.color) if self.css_foreground else Style.null()
         post_background = Style.from_color(bgcolor=component.bgcolor) if self.css_background else Style.null()
         return component, post_foreground + post_background
@@ -83,13 +93,20 @@ class _Paint:
 class KeyedTable(DataTable[Any]):
     """`sync(rows)` makes the table show exactly `rows`, in order, keyed by row key.
 
-    The first column must show the row key itself (it is how the table re-orders rows
-    with the public `sort()`): names of schedules, owners, queues.
+    The first column must show the row key (it is how the table re-orders rows with the
+    public `sort()`), possibly marked, but its text unique per row: names of schedules,
+    owners, queues.
     """
 
-    def __init__(self, columns: Sequence[Column], **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+    BINDINGS = actions.bindings("table")  # row motions (keymap.py); Home/End move rows, not the view
+
+    def __init__(self, columns: Sequence[Column], fixed_columns: int = 1, **kwargs: Any) -> None:
+        # The first column (the name) stays put while scrolling sideways.
+        super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
+        self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
+        self.sorted_by: tuple[str | None, bool] | None = None  # (column key, descending) marked in the header
+        self.local_sort: tuple[str, bool] | None = None  # sorted here, by a column's text (small lists)
         self._cells: dict[str, tuple[Any, ...]] = {}
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
@@ -100,8 +117,46 @@ class KeyedTable(DataTable[Any]):
         self._paint: _Paint | None = None
 
     def on_mount(self) -> None:
-        for column in self.column_specs:
+        for index in self.shown:
+            column = self.column_specs[index]
             self.add_column(column.label, key=column.key, width=column.width)
+
+    def _fitting(self, width: int) -> list[int]:
+        """The columns that fit `width`, dropping the highest priority numbers first."""
+        shown = list(range(len(self.column_specs)))
+        padding = 2 * self.cell_padding
+
+        def needed() -> int:
+            return sum(self.column_specs[i].width + padding for i in shown)
+
+        while needed() > width:
+            droppable = [i for i in shown if self.column_specs[i].priority > 0]
+            if not droppable:
+                break
+            shown.remove(max(droppable, key=lambda i: (self.column_specs[i].priority, i)))
+        return shown
+
+    def _project(self, cells: tuple[Any, ...]) -> tuple[Any, ...]:
+        if len(self.shown) >= len(cells):  # nothing dropped
+            return cells
+        return tuple(cells[i] for i in self.shown)
+
+    def _refit(self) -> None:
+        shown = self._fitting(self.size.width)
+        if shown == self.shown or not self.size.width:
+            return
+        self.shown = shown
+        selected, cursor = self.selected_key, self.cursor_row
+        rows = [(key, self._cells[key]) for key in self._order]
+        with self.app.batch_update():
+            self.clear(columns=True)
+            for index in self.shown:
+                column = self.column_specs[index]
+                self.add_column(column.label, key=column.key, width=column.width)
+            self._rebuild(rows)
+            self._restore_cursor(selected, cursor)
+        if self.sorted_by is not None:
+            self.mark_sort(*self.sorted_by)
 
     @property
     def selected_key(self) -> str | None:
@@ -113,7 +168,35 @@ class KeyedTable(DataTable[Any]):
             return None
         return row_key.value
 
+    def sort_locally(self, key: str, descending: bool | None = None) -> None:
+        """Sort by column `key` (again: the other way) and keep it so across refreshes."""
+        if descending is None:
+            descending = self.local_sort is not None and self.local_sort[0] == key and not self.local_sort[1]
+        self.local_sort = (key, descending)
+        self.mark_sort(key, descending)
+        if self._order:
+            self.sync([(k, self._cells[k]) for k in self._order])
+
+    def _locally_sorted(self, rows: Sequence[Row]) -> Sequence[Row]:
+        if self.local_sort is None:
+            return rows
+        key, descending = self.local_sort
+        index = next((i for i, c in enumerate(self.column_specs) if c.key == key), None)
+        if index is None:
+            return rows
+
+        def order(row: Row) -> tuple[int, float, str]:
+            value = row[1][index]
+            text = value.plain if hasattr(value, "plain") else str(value)
+            try:  # numbers as numbers ("1,204" too), the rest as text
+                return (0, float(text.replace(",", "")), "")
+            except ValueError:
+                return (1, 0.0, text.lower())
+
+        return sorted(rows, key=order, reverse=descending)
+
     def sync(self, rows: Sequence[Row]) -> None:
+        rows = self._locally_sorted(rows)
         selected = self.selected_key
         old_cursor = self.cursor_row
         wanted = dict(rows)
@@ -129,16 +212,18 @@ class KeyedTable(DataTable[Any]):
                 for key in removed:
                     self.remove_row(key)
                     del self._cells[key]
-                    for column_index in range(len(self.column_specs)):
+                    for column_index in range(len(self.shown)):
                         self._rendered.pop((key, column_index), None)
+                        self._rendered.pop((key, -1 - column_index), None)
                 for key, cells in rows:
                     old = self._cells.get(key)
                     if old is None:
-                        self.add_row(*cells, key=key)
+                        self.add_row(*self._project(cells), key=key)
                         added += 1
                     elif old is not cells and old != cells:
-                        for column, before, after in zip(self.column_specs, old, cells, strict=True):
-                            if before != after:
+                        for index, (column, before, after) in enumerate(zip(self.column_specs, old, cells,
+                                                                            strict=True)):
+                            if before != after and index in self.shown:
                                 self.update_cell(key, column.key, after)
                                 updated += 1
                     self._cells[key] = cells
@@ -146,7 +231,8 @@ class KeyedTable(DataTable[Any]):
                 current = [key for key in self._order if key in wanted]
                 current += [key for key in order if key not in old_keys]
                 if current != order:
-                    position = {key: index for index, key in enumerate(order)}
+                    # By the first cell's text: it is the key, or the key marked (a selected row).
+                    position = {_plain(wanted[key][0]): index for index, key in enumerate(order)}
                     self.sort(self.column_specs[0].key, key=lambda cell: position[_plain(cell)])
             self._order = order
             self._restore_cursor(selected, old_cursor)
@@ -177,23 +263,35 @@ class KeyedTable(DataTable[Any]):
         header = self.header_height if self.show_header else 0
         row_index = y - header + self.scroll_offset.y
         if (y < header or not 0 <= row_index < len(self._order) or self.cursor_type != "row"
-                or self.fixed_rows or self.fixed_columns or self.row_count != len(self._order)):
+                or self.fixed_rows or self.row_count != len(self._order)):
             return super().render_line(y)
         key = self._order[row_index]
         cells = self._cells.get(key)
+        if cells is not None:
+            cells = self._project(cells)
         if cells is None or len(cells) != len(self.columns):
             return super().render_line(y)
         paint = self._paint or self._paint_context()
         width = self.size.width
-        x1 = self.scroll_offset.x
-        x2 = x1 + width
         on_cursor = paint.show_cursor and self.cursor_row == row_index
         on_hover = paint.show_cursor and self.hover_shown and self.hover_row == row_index
         state = (row_index, on_cursor, on_hover, paint)  # with the cell's width, all a cell's look depends on
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        # The frozen columns (NAME) first, as DataTable lays them out: then every column,
+        # cropped from the scroll offset past the frozen width.
+        fixed: list[Segment] = []
+        for column_index in range(min(self.fixed_columns, len(cells))):
+            rendered = self._cell_segments(key, column_index, cells[column_index], widths[column_index], state,
+                                           paint, fixed=True)
+            if rendered is None:
+                return super().render_line(y)
+            fixed += rendered
+        fixed_width = sum(widths[: self.fixed_columns])
+        x1 = self.scroll_offset.x + fixed_width
+        x2 = self.scroll_offset.x + width
         segments: list[Segment] = []
         start = x = 0
-        for column_index, (value, column) in enumerate(zip(cells, self.ordered_columns, strict=False)):
-            column_width = column.get_render_width(self)
+        for column_index, (value, column_width) in enumerate(zip(cells, widths, strict=False)):
             if x + column_width <= x1:
                 x += column_width
                 start = x
@@ -207,22 +305,25 @@ class KeyedTable(DataTable[Any]):
             x += column_width
         else:
             segments.append(Segment(" " * max(0, width - x), paint.extend_style(row_index, on_cursor, on_hover)))
-        line = Strip(segments).crop(x1 - start, x2 - start)
+        line = Strip(fixed + list(Strip(segments).crop(x1 - start, x2 - start)))
         return line.adjust_cell_length(width, paint.base_style).simplify()
 
     def _cell_segments(
-        self, key: str, column_index: int, value: Any, width: int, state: tuple[Any, ...], paint: _Paint
+        self, key: str, column_index: int, value: Any, width: int, state: tuple[Any, ...], paint: _Paint,
+        fixed: bool = False,
     ) -> list[Segment] | None:
         live = value.plain if isinstance(value, LiveCell) else None
-        cached = self._rendered.get((key, column_index))
+        cache_key = (key, -1 - column_index if fixed else column_index)
+        cached = self._rendered.get(cache_key)
         if cached is not None and cached[0] is value and cached[1] == live and cached[2] == (*state, width):
             return cached[3]
         text = value.text() if isinstance(value, LiveCell) else value
         if not isinstance(text, Text) or text.overflow == "ignore" or "\n" in text.plain or "\t" in text.plain:
             return None  # not a one-line Text: the stock path lays it out
         row_index, on_cursor, on_hover, _ = state
-        component_style, post_style = paint.cell_styles(on_cursor, on_hover)
-        pre_style = paint.base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        component_style, post_style = paint.cell_styles(on_cursor, on_hover, fixed)
+        base = paint.fixed_style if fixed else paint.base_style
+        pre_style = base + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         padding = paint.cell_padding
         inner = max(0, width - 2 * padding)
         body = text.copy()
@@ -234,7 +335,7 @@ class KeyedTable(DataTable[Any]):
         pad = Segment(" " * padding)
         fill = Segment(" " * (inner - body.cell_len))  # unstyled, as Rich pads a cell
         segments = list(Segment.apply_style([pad, *rendered, fill, pad], pre_style, post_style))
-        self._rendered[(key, column_index)] = (value, live, (*state, width), segments)
+        self._rendered[cache_key] = (value, live, (*state, width), segments)
         return segments
 
     def _paint_context(self) -> _Paint:
@@ -246,6 +347,8 @@ class KeyedTable(DataTable[Any]):
             css_foreground=self.cursor_foreground_priority == "css",
             css_background=self.cursor_background_priority == "css",
             cell_padding=self.cell_padding,
+            fixed_style=self.get_component_rich_style("datatable--fixed") + Style.from_meta({"fixed": True}),
+            fixed_cursor_style=self.get_component_rich_style("datatable--fixed-cursor"),
         )
         return self._paint
 
@@ -267,6 +370,42 @@ class KeyedTable(DataTable[Any]):
     def on_key(self, event: events.Key) -> None:
         self._set_hover_shown(False)
 
+    def mark_sort(self, key: str | None, descending: bool) -> None:
+        """The header says which column sorts the list, and which way (↑ ascending)."""
+        self.sorted_by = (key, descending)
+        for column in self.columns.values():
+            spec = next((c for c in self.column_specs if c.key == column.key.value), None)
+            if spec is not None:
+                arrow = (" ↓" if descending else " ↑") if spec.key == key else ""
+                column.label = Text(spec.label + arrow)
+        self.notify_style_update()  # the header's cached cells
+        self.refresh()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._refit()
+        # Shrunk: the selected row (the one the summary line describes) must stay in view.
+        self.call_after_refresh(self._cursor_into_view)
+
+    def _cursor_into_view(self) -> None:
+        # Vertically only (rows are one line): DataTable's own scroll-into-view also nudges
+        # the view sideways past the frozen column.
+        rows = self.scrollable_content_region.height - (self.header_height if self.show_header else 0)
+        top, row = int(self.scroll_y), self.cursor_row
+        if rows <= 0 or row < 0:
+            return
+        if row < top:
+            self.scroll_to(y=row, animate=False, immediate=True)
+        elif row >= top + rows:
+            self.scroll_to(y=row - rows + 1, animate=False, immediate=True)
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
+
     def _set_hover_shown(self, shown: bool) -> None:
         if shown != self.hover_shown:
             self.hover_shown = shown
@@ -277,7 +416,7 @@ class KeyedTable(DataTable[Any]):
         self._cells = {}
         self._rendered.clear()
         for key, cells in rows:
-            self.add_row(*cells, key=key)
+            self.add_row(*self._project(cells), key=key)
             self._cells[key] = cells
 
     def _restore_cursor(self, selected: str | None, old_cursor: int) -> None:

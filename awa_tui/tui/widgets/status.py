@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
@@ -56,9 +57,10 @@ class PanelBar(Static):
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         for index, name in enumerate(PANELS, start=1):
             label = f"{index} {name.capitalize()}"
+            click = Style.from_meta({"@click": f"app.show_panel('{name}')"})  # a tab is clickable too
             if name == active:
-                text.append(f"[{label}]", style="bold reverse")
+                text.append(f"[{label}]", style=Style.parse("bold reverse") + click)
             else:
-                text.append(f" {label} ")
+                text.append(f" {label} ", style=click)
             text.append(" ")
         self.update(text)

@@ -1,0 +1,190 @@
+"""The console's key map: every key (and mouse gesture) of every screen, as ONE table of
+data. Bindings, the footer, the help screen, the command palette and the table in
+docs/keys.md are all derived from it (tests/tui/test_keymap.py checks the doc), so a new
+key is one new row here.
+
+`scope` is where a key works: "app" (everywhere on the panels), a panel id, "table" (any
+list: every panel and the audit log), "detail", "audit", "plan-detail", "dialog",
+"palette", "mouse". Rows with `bound=False` document keys another widget owns (Textual's
+arrows, palette and mouse); they are listed, never bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PANELS = ("schedules", "owners", "runtimes", "plan", "queues")
+
+
+@dataclass(frozen=True)
+class Act:
+    scope: str
+    key: str
+    action: str  # the widget's action_<name>
+    label: str  # footer text
+    help: str  # help screen and docs/keys.md text
+    mutation: bool = False
+    footer: bool = True
+    palette: str | None = None  # "noun: verb" (Posting's naming)
+    bound: bool = True  # False: documented only (the key belongs to Textual or the mouse)
+
+    @property
+    def id(self) -> str:
+        """Binding id, so keys can be remapped with App.set_keymap."""
+        return f"{self.scope}.{self.action}"
+
+    @property
+    def key_label(self) -> str:
+        return ", ".join(KEY_LABELS.get(k, k) for k in self.key.split(","))
+
+
+KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
+              "plus": "+", "minus": "-", "asterisk": "*", "space": "space"}
+
+ACTS: tuple[Act, ...] = (
+    # Everywhere.
+    Act("app", "question_mark", "help", "help", "this help", palette="console: help"),
+    Act("app", "colon", "jump", "jump", "jump to a panel by name", palette="console: jump to panel"),
+    *(
+        Act("app", str(i), f"show_panel('{name}')", name, f"{name} panel", footer=False,
+            palette=f"panel: {name}")
+        for i, name in enumerate(PANELS, start=1)
+    ),
+    Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
+    Act("app", "r", "refresh_now", "refresh", "refresh now", footer=False, palette="console: refresh now"),
+    Act("app", "plus", "faster", "faster", "refresh more often", footer=False),
+    Act("app", "minus", "slower", "slower", "refresh less often", footer=False),
+    Act("app", "q", "quit", "quit", "quit (asks first while this process leads)", palette="console: quit"),
+    # Every list (the panels and the audit log).
+    Act("table", "j,down", "cursor_down", "down", "next row", footer=False),
+    Act("table", "k,up", "cursor_up", "up", "previous row", footer=False),
+    Act("table", "g,home", "first_row", "first", "first row", footer=False),
+    Act("table", "G,end", "last_row", "last", "last row (on schedules, loads the next page)", footer=False),
+    Act("table", "pageup", "page_up", "page up", "one screen up", footer=False),
+    Act("table", "pagedown", "page_down", "page down", "one screen down", footer=False),
+    Act("table", "left,right", "", "", "scroll the columns sideways (the first column stays)", footer=False,
+        bound=False),
+    # Every panel.
+    Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
+        "esc clears)", footer=False),
+    Act("panel", "o", "sort_menu", "sort", "sort menu: any column (or click its header; again: reversed)",
+        footer=False),
+    Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
+    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
+        footer=False),
+    # Schedules panel.
+    Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
+        palette="schedule: details"),
+    Act("schedules", "slash", "filter", "filter",
+        "filter: owner:X state:paused late, free text (grammar: docs/keys.md; esc clears)",
+        palette="schedule: filter"),
+    Act("schedules", "o", "sort_menu", "sort", "sort menu: name, next, last, state, queue or owner (or click a "
+        "header; the header marks the sort)", footer=False, palette="schedule: sort by"),
+    Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
+    Act("schedules", "space", "toggle_select", "select", "select or unselect the row: s, t, a, ctrl+d and u then "
+        "act on every selected schedule, with one confirmation", footer=False),
+    Act("schedules", "asterisk,ctrl+a", "select_all", "select all", "select every listed (filtered) schedule",
+        footer=False, palette="schedule: select all listed"),
+    Act("schedules", "escape", "", "", "clear the selection; again, clear the filter", bound=False),
+    Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
+        mutation=True, palette="schedule: pause / resume"),
+    Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
+        mutation=True, palette="schedule: trigger now"),
+    Act("schedules", "a", "adopt", "adopt", "adopt an unowned schedule, or transfer it to another owner",
+        mutation=True, footer=False, palette="schedule: adopt / transfer"),
+    Act("schedules", "ctrl+d", "retire", "retire", "retire the selected schedule (type its name to confirm)",
+        mutation=True, footer=False, palette="schedule: retire"),
+    Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
+        mutation=True, footer=False, palette="schedule: restore"),
+    # Owners panel.
+    Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
+        footer=False, palette="owner: show its schedules"),
+    Act("owners", "a", "adopt_declared", "adopt declared",
+        "adopt every unowned schedule the owner's running manifest declares", mutation=True,
+        palette="owner: adopt declared schedules"),
+    Act("owners", "ctrl+d", "retire_owner", "retire owner", "retire every schedule of the selected owner",
+        mutation=True, palette="owner: retire all schedules"),
+    Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
+        mutation=True, palette="owner: restore all schedules"),
+    # Runtimes panel.
+    Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
+        "health", footer=False, palette="runtime: details"),
+    # Plan panel.
+    Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
+        palette="plan: entry details"),
+    # Queues panel.
+    Act("queues", "enter", "details", "schedules", "the queue's schedules (the schedules panel, filter queue:NAME)",
+        footer=False, palette="queue: show its schedules"),
+    Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
+        mutation=True, palette="queue: pause / resume"),
+    # Schedule detail screen.
+    Act("detail", "escape", "close", "back", "back to the panels"),
+    Act("detail", "q", "close", "back", "back to the panels", footer=False),
+    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True),
+    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True),
+    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
+    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
+    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
+    Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
+    Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
+    Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
+    # Audit log screen.
+    Act("audit", "slash", "filter", "filter", "filter: operator:X action:pause target:NAME (esc clears)"),
+    Act("audit", "escape", "back", "back", "back to the panels (first clears the filter)"),
+    Act("audit", "q", "close", "back", "back to the panels", footer=False),
+    Act("audit", "r", "reload", "reload", "reload the audit log"),
+    # Pages over the panels (a plan entry, a runtime).
+    Act("info", "escape,q,enter", "", "", "close the page", bound=False),
+    # Every confirmation dialog.
+    Act("dialog", "y", "", "", "yes: do it (the button names the action)", bound=False),
+    Act("dialog", "n,escape", "", "", "no: cancel, nothing is done", bound=False),
+    Act("dialog", "enter", "", "", "confirm what was typed (a name to retire, an owner to adopt)", bound=False),
+    Act("dialog", "right", "", "", "accept the suggested owner (at the end of the text)", bound=False),
+    # The help screen.
+    Act("help", "escape,question_mark,q", "", "", "close this help", bound=False),
+    # Textual's command palette.
+    Act("palette", "ctrl+p", "", "", "command palette: every action by name (noun: verb)", bound=False),
+    Act("palette", "escape", "", "", "close the palette", bound=False),
+    # The mouse (everything also has a key: the console works without one).
+    Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
+    Act("mouse", "tab", "", "", "click a panel tab (1 Schedules, 2 Owners...): show that panel", bound=False),
+    Act("mouse", "header", "", "", "click a column header: sort by it (again: reverse)", bound=False),
+    Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
+)
+
+SCOPES = (
+    ("app", "Everywhere"),
+    ("table", "Every list"),
+    ("panel", "Every panel"),
+    ("schedules", "Schedules panel"),
+    ("owners", "Owners panel"),
+    ("runtimes", "Runtimes panel"),
+    ("plan", "Plan panel"),
+    ("queues", "Queues panel"),
+    ("detail", "Schedule detail"),
+    ("audit", "Audit log"),
+    ("info", "Pages"),
+    ("help", "Help"),
+    ("dialog", "Dialogs"),
+    ("palette", "Command palette"),
+    ("mouse", "Mouse"),
+)
+
+
+def markdown() -> str:
+    """The key table of docs/keys.md (tests/tui/test_keymap.py checks the doc matches it)."""
+    titles = dict(SCOPES)
+    lines = ["| where | keys | does |", "|---|---|---|"]
+    for act in sorted(ACTS, key=lambda a: [s for s, _ in SCOPES].index(a.scope)):
+        keys = "1-5" if act.action.startswith("show_panel") else act.key_label
+        if act.action.startswith("show_panel") and act.key != "1":
+            continue
+        does = "panels: " + ", ".join(PANELS) if keys == "1-5" else act.help
+        flag = " (not in read-only mode)" if act.mutation else ""
+        lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
+
