@@ -9,12 +9,16 @@ whose state refuses is reported as skipped, with the reason, and the rest goes o
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui.cli.common import emit, errors_as_lines, make_client, say
+from awa_tui.cli.common import emit, errors_as_lines, make_client, run_action, say
 from awa_tui.filters import parse
+
+if TYPE_CHECKING:
+    from awa_tui.engine.client import Client
 
 NamesArg = Annotated[list[str] | None, typer.Argument(help="Schedule names (or use --filter).", show_default=False)]
 FilterOpt = Annotated[str | None, typer.Option(
@@ -56,6 +60,21 @@ def run_bulk(
         client = make_client(dsn, operator, read_only=dry_run)
         result = client.bulk(verb, names, where=where, owner=owner, dry_run=dry_run)
         emit(_as_data(result), as_json, lambda: _render(result))
+
+
+def run_named(
+    verb: str, names: list[str] | None, filter_expr: str | None, dry_run: bool, dsn: str | None,
+    operator: str | None, as_json: bool, act: Callable[[Client, str], Any],
+    detail: Callable[[Any], str] = lambda _: "",
+) -> None:
+    """`cron VERB NAME...`: the single action on one name (its summary "VERB-ed NAME" and
+    `detail` of the result), any other selection in bulk."""
+    if is_single(names, filter_expr, dry_run):
+        name = names[0]  # type: ignore[index]
+        run_action(dsn, operator, as_json, lambda client: act(client, name),
+                   lambda result: f"{PAST[verb]} {name}{detail(result)}")
+    else:
+        run_bulk(verb, names, filter_expr, dry_run, dsn, operator, as_json)
 
 
 def run_adopt_declared(owner: str, dry_run: bool, dsn: str | None, operator: str | None, as_json: bool) -> None:

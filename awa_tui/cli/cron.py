@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, is_single, run_bulk
+from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, run_named
 from awa_tui.cli.common import (
     DsnOpt,
     JsonOpt,
@@ -141,11 +141,7 @@ def cron_next(
 def cron_pause(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Pause automatic fires (S16); several names or --filter pause in bulk."""
-    if is_single(names, filter_expr, dry_run):
-        name = names[0]  # type: ignore[index]
-        run_action(dsn, operator, as_json, lambda client: client.pause(name), lambda _: f"paused {name}")
-    else:
-        run_bulk("pause", names, filter_expr, dry_run, dsn, operator, as_json)
+    run_named("pause", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.pause(name))
 
 
 @cron_app.command("resume")
@@ -159,11 +155,9 @@ def cron_resume(
     """Resume; the missed-fire policy decides what fires (S16). Several names or --filter resume in bulk."""
     if names is not None and len(names) == 1 and filter_expr is None and dry_run:
         _resume_preview(names[0], dsn, as_json)
-    elif is_single(names, filter_expr, dry_run):
-        name = names[0]  # type: ignore[index]
-        run_action(dsn, operator, as_json, lambda client: client.resume(name), lambda _: f"resumed {name}")
     else:
-        run_bulk("resume", names, filter_expr, dry_run, dsn, operator, as_json)
+        run_named("resume", names, filter_expr, dry_run, dsn, operator, as_json,
+                  lambda client, name: client.resume(name))
 
 
 def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
@@ -181,12 +175,8 @@ def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
 def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Insert one job now, even while paused (S17); several names or --filter trigger in bulk."""
-    if is_single(names, filter_expr, dry_run):
-        name = names[0]  # type: ignore[index]
-        run_action(dsn, operator, as_json, lambda client: client.trigger(name),
-                   lambda job: f"triggered {name}: job {job.id}")
-    else:
-        run_bulk("trigger", names, filter_expr, dry_run, dsn, operator, as_json)
+    run_named("trigger", names, filter_expr, dry_run, dsn, operator, as_json,
+              lambda client, name: client.trigger(name), lambda job: f": job {job.id}")
 
 
 @cron_app.command("remove")

@@ -14,9 +14,9 @@ from awa_tui.cli.bulk import (
     FilterOpt,
     NamesArg,
     UsageProblem,
-    is_single,
     run_adopt_declared,
     run_bulk,
+    run_named,
 )
 from awa_tui.cli.common import (
     DsnOpt,
@@ -126,11 +126,7 @@ def _render_plans(plans: list[OwnerPlan]) -> None:
 def cron_retire(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                 dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Retire a schedule: a tombstone that never fires, distinct from pause (S27); several or --filter in bulk."""
-    if is_single(names, filter_expr, dry_run):
-        name = names[0]  # type: ignore[index]
-        run_action(dsn, operator, as_json, lambda client: client.retire(name), lambda _: f"retired {name}")
-    else:
-        run_bulk("retire", names, filter_expr, dry_run, dsn, operator, as_json)
+    run_named("retire", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.retire(name))
 
 
 @cron_app.command("restore")
@@ -138,11 +134,8 @@ def cron_restore(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Restore a retired schedule from now; nothing from the retired period replays (S28); several or --filter
     in bulk."""
-    if is_single(names, filter_expr, dry_run):
-        name = names[0]  # type: ignore[index]
-        run_action(dsn, operator, as_json, lambda client: client.restore(name), lambda _: f"restored {name}")
-    else:
-        run_bulk("restore", names, filter_expr, dry_run, dsn, operator, as_json)
+    run_named("restore", names, filter_expr, dry_run, dsn, operator, as_json,
+              lambda client, name: client.restore(name))
 
 
 @cron_app.command("adopt")

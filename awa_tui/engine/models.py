@@ -16,12 +16,16 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+# One audit record for every reader; imported from here too, beside the other read models.
+from awa_tui.engine.ledger.models import AuditEntry
+
 # --- schedules ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class _ScheduleColumns:
-    """The columns of awa.cron_jobs every schedule read model carries (views.SCHEDULE_COLUMNS)."""
+class CronDefinition:
+    """The columns of awa.cron_jobs that awa-tui's schema and upstream Awa's share, with the
+    same types (upstream/models.UpstreamSchedule); one that diverges moves out of here."""
 
     name: str
     cron_expr: str
@@ -32,6 +36,12 @@ class _ScheduleColumns:
     max_attempts: int
     missed_fire_policy: str
     last_enqueued_at: datetime | None
+
+
+@dataclass(frozen=True)
+class _ScheduleColumns(CronDefinition):
+    """The columns of awa.cron_jobs every schedule read model carries (views.SCHEDULE_COLUMNS)."""
+
     next_fire_at: datetime | None
     created_at: datetime | None
     updated_at: datetime | None
@@ -112,18 +122,6 @@ class Fire:
     fire_time: str | None  # the metadata's text as stored (a hand-written one may be no instant)
     manual: bool
     lateness: timedelta | None
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    id: int
-    at: datetime
-    operator: str
-    action: str
-    target: str | None
-    before: Any
-    after: Any
-    detail: Any
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,7 @@ def list_audit(
     conn: psycopg.Connection[Any], *, target: str | None = None, limit: int = 100
 ) -> list[AuditEntry]:
     rows = conn.execute(
-        "SELECT id, at, operator, action, target, before, after, detail FROM awa.audit_log "
+        "SELECT id, at, operator, action, target, before, after, detail, db_user FROM awa.audit_log "
         "WHERE %(target)s::text IS NULL OR target = %(target)s ORDER BY id DESC LIMIT %(limit)s",
         {"target": target, "limit": limit},
     ).fetchall()

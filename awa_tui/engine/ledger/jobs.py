@@ -19,6 +19,7 @@ from awa_tui.engine.ledger.models import (
     JobSummary,
     LastResult,
     job_result,
+    stored_instant,
 )
 from awa_tui.engine.ops import check_operator
 
@@ -111,20 +112,11 @@ def _attempts(errors: Any) -> tuple[Attempt, ...]:
             attempt=entry.get("attempt") if isinstance(entry.get("attempt"), int) else 0,
             error=str(entry.get("error", "")),
             traceback=entry.get("traceback") if isinstance(entry.get("traceback"), str) else None,
-            started_at=_instant(entry.get("started_at")),
-            ended_at=_instant(entry.get("at")),
+            started_at=stored_instant(entry.get("started_at")),
+            ended_at=stored_instant(entry.get("at")),
             runtime=entry.get("runtime") if isinstance(entry.get("runtime"), str) else None,
         ))
     return tuple(out)
-
-
-def _instant(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def job_detail(conn: psycopg.Connection[Any], job_id: int) -> JobDetail:

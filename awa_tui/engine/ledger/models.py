@@ -37,6 +37,17 @@ def job_result(state: str) -> str:
     }.get(state, state)
 
 
+def stored_instant(value: Any) -> datetime | None:
+    """An ISO-8601 instant kept as JSON text (an attempt's times, an audited pause); None when
+    it is missing or not an instant: one malformed stored value never stops a read."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
 class Record:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass

@@ -37,6 +37,7 @@ from awa_tui.engine.ledger.models import (
     UNKNOWN,
     Verdict,
     job_result,
+    stored_instant,
 )
 
 ONE_US = timedelta(microseconds=1)
@@ -87,15 +88,6 @@ WHERE target = %(name)s AND at >= %(born)s ORDER BY id
 """
 
 
-def _ts(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 def _intervals(history: list[dict[str, Any]], key: str, current_at: datetime | None,
                current_by: str | None) -> list[Interval]:
     """Intervals where `<key>_at` was set, from the audit rows that carry the column."""
@@ -107,7 +99,7 @@ def _intervals(history: list[dict[str, Any]], key: str, current_at: datetime | N
     open_by: str | None = None
     is_open = False
     if rows and rows[0]["before"].get(at_key) is not None:
-        is_open, open_start, open_by = True, _ts(rows[0]["before"][at_key]), rows[0]["before"].get(by_key)
+        is_open, open_start, open_by = True, stored_instant(rows[0]["before"][at_key]), rows[0]["before"].get(by_key)
     for h in rows:
         now_set = h["after"].get(at_key) is not None
         if now_set and not is_open:

@@ -22,7 +22,7 @@ by an explicit init_audit(); upstream's schema is never altered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -391,36 +391,26 @@ class UpstreamAdapter:
     def pause(self, name: str, operator: str) -> ActionOutcome:
         """Set paused_at/paused_by: upstream's leader stops firing the schedule."""
         operator = self._check_action("pause", operator)
-        with self._conn() as conn, conn.transaction():
-            self._need("schedule_pause")
-            before = _lock_schedule(conn, name)
-            if before["paused_at"] is not None:
-                raise Conflict(f"schedule {_short(name)} is already paused (by {_short(before['paused_by'])})")
-            after = conn.execute(
-                "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s, updated_at = now() WHERE name = %s "
-                "RETURNING jsonb_build_object('paused_at', paused_at, 'paused_by', paused_by) AS state",
-                (operator, name),
-            ).fetchone()
-            assert after is not None
-            audit_id = _audit(conn, operator, "pause", name, before["state"], after["state"])
-        return ActionOutcome("pause", name, f"paused schedule {name!r}", audit_id is not None, audit_id)
+        return self._change_pause(
+            "pause", operator, name, "schedule_pause", lambda conn: _lock_schedule(conn, name),
+            lambda before: None if before is None or before["paused_at"] is None
+            else f"schedule {_short(name)} is already paused (by {_short(before['paused_by'])})",
+            "UPDATE awa.cron_jobs SET paused_at = now(), paused_by = %s, updated_at = now() WHERE name = %s "
+            "RETURNING jsonb_build_object('paused_at', paused_at, 'paused_by', paused_by) AS state",
+            (operator, name), f"paused schedule {name!r}",
+        )
 
     def resume(self, name: str, operator: str) -> ActionOutcome:
         """Clear the pause; upstream's missed_fire_policy decides what fires next."""
         operator = self._check_action("resume", operator)
-        with self._conn() as conn, conn.transaction():
-            self._need("schedule_pause")
-            before = _lock_schedule(conn, name)
-            if before["paused_at"] is None:
-                raise Conflict(f"schedule {_short(name)} is not paused")
-            after = conn.execute(
-                "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL, updated_at = now() WHERE name = %s "
-                "RETURNING jsonb_build_object('paused_at', paused_at, 'paused_by', paused_by) AS state",
-                (name,),
-            ).fetchone()
-            assert after is not None
-            audit_id = _audit(conn, operator, "resume", name, before["state"], after["state"])
-        return ActionOutcome("resume", name, f"resumed schedule {name!r}", audit_id is not None, audit_id)
+        return self._change_pause(
+            "resume", operator, name, "schedule_pause", lambda conn: _lock_schedule(conn, name),
+            lambda before: f"schedule {_short(name)} is not paused"
+            if before is None or before["paused_at"] is None else None,
+            "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL, updated_at = now() WHERE name = %s "
+            "RETURNING jsonb_build_object('paused_at', paused_at, 'paused_by', paused_by) AS state",
+            (name,), f"resumed schedule {name!r}",
+        )
 
     def trigger(self, name: str, operator: str) -> ActionOutcome:
         """One job now (also while paused), written as upstream's own trigger writes it."""
@@ -451,40 +441,46 @@ class UpstreamAdapter:
         """awa.queue_meta.paused = true: upstream's workers claim nothing from the queue."""
         operator = self._check_action("queue pause", operator)
         _check_queue(queue)
-        with self._conn() as conn, conn.transaction():
-            self._need("queue_pause")
-            before = _lock_queue(conn, queue)
-            if before is not None and before["paused"]:
-                raise Conflict(f"queue {_short(queue)} is already paused (by {_short(before['state']['paused_by'])})")
-            # Upstream's own pause_queue upserts the row the same way.
-            after = conn.execute(
-                "INSERT INTO awa.queue_meta (queue, paused, paused_at, paused_by) VALUES (%(q)s, true, now(), %(o)s) "
-                "ON CONFLICT (queue) DO UPDATE SET paused = true, paused_at = now(), paused_by = %(o)s "
-                f"RETURNING {QUEUE_STATE} AS state",
-                {"q": queue, "o": operator},
-            ).fetchone()
-            assert after is not None
-            audit_id = _audit(conn, operator, "queue_pause", f"queue:{queue}",
-                              before["state"] if before else None, after["state"])
-        return ActionOutcome("queue_pause", f"queue:{queue}", f"paused queue {queue!r}", audit_id is not None, audit_id)
+        # Upstream's own pause_queue upserts the row the same way.
+        return self._change_pause(
+            "queue_pause", operator, f"queue:{queue}", "queue_pause", lambda conn: _lock_queue(conn, queue),
+            lambda before: f"queue {_short(queue)} is already paused (by {_short(before['state']['paused_by'])})"
+            if before is not None and before["paused"] else None,
+            "INSERT INTO awa.queue_meta (queue, paused, paused_at, paused_by) VALUES (%(q)s, true, now(), %(o)s) "
+            "ON CONFLICT (queue) DO UPDATE SET paused = true, paused_at = now(), paused_by = %(o)s "
+            f"RETURNING {QUEUE_STATE} AS state",
+            {"q": queue, "o": operator}, f"paused queue {queue!r}",
+        )
 
     def queue_resume(self, queue: str, operator: str) -> ActionOutcome:
         operator = self._check_action("queue resume", operator)
         _check_queue(queue)
+        return self._change_pause(
+            "queue_resume", operator, f"queue:{queue}", "queue_pause", lambda conn: _lock_queue(conn, queue),
+            lambda before: f"queue {_short(queue)} is not paused" if before is None or not before["paused"] else None,
+            "UPDATE awa.queue_meta SET paused = false, paused_at = NULL, paused_by = NULL WHERE queue = %s "
+            f"RETURNING {QUEUE_STATE} AS state",
+            (queue,), f"resumed queue {queue!r}",
+        )
+
+    def _change_pause(
+        self, action: str, operator: str, target: str, capability: str,
+        lock: Callable[[psycopg.Connection[Any]], dict[str, Any] | None],
+        refusal: Callable[[dict[str, Any] | None], str | None],
+        sql: str, params: tuple[Any, ...] | dict[str, Any], summary: str,
+    ) -> ActionOutcome:
+        """One pause or resume (of a schedule or a queue) in one transaction: lock the row,
+        refuse a change that changes nothing, write it, and audit its state before and after."""
         with self._conn() as conn, conn.transaction():
-            self._need("queue_pause")
-            before = _lock_queue(conn, queue)
-            if before is None or not before["paused"]:
-                raise Conflict(f"queue {_short(queue)} is not paused")
-            after = conn.execute(
-                "UPDATE awa.queue_meta SET paused = false, paused_at = NULL, paused_by = NULL WHERE queue = %s "
-                f"RETURNING {QUEUE_STATE} AS state",
-                (queue,),
-            ).fetchone()
+            self._need(capability)
+            before = lock(conn)
+            problem = refusal(before)
+            if problem is not None:
+                raise Conflict(problem)
+            after = conn.execute(sql, params).fetchone()
             assert after is not None
-            audit_id = _audit(conn, operator, "queue_resume", f"queue:{queue}", before["state"], after["state"])
-        return ActionOutcome("queue_resume", f"queue:{queue}", f"resumed queue {queue!r}", audit_id is not None,
-                             audit_id)
+            audit_id = _audit(conn, operator, action, target, before["state"] if before else None, after["state"])
+        return ActionOutcome(action, target, summary, audit_id is not None, audit_id)
 
 
 def _check_queue(queue: str) -> None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from awa_tui.engine.models import CronDefinition
+
 SchemaKind = Literal["awa-tui", "upstream", "none"]
 
 
@@ -33,18 +35,9 @@ class UpstreamCapabilities:
 
 
 @dataclass(frozen=True)
-class UpstreamSchedule:
+class UpstreamSchedule(CronDefinition):
     """One row of upstream's awa.cron_jobs, with its next fire by awa-tui's cron arithmetic."""
 
-    name: str
-    cron_expr: str
-    timezone: str
-    kind: str
-    queue: str
-    priority: int
-    max_attempts: int
-    missed_fire_policy: str
-    last_enqueued_at: datetime | None
     paused_at: datetime | None
     paused_by: str | None
     created_at: datetime
