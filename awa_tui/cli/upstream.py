@@ -84,6 +84,9 @@ class Record(dict[str, Any]):
     # retirement, no owners): read as None, never added to the JSON.
     ABSENT = frozenset({"fault", "retired_at", "retired_by", "owner"})
 
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
     def __getattr__(self, name: str) -> Any:
         try:
             return self[name]
@@ -210,6 +213,14 @@ class UpstreamCommands:
              "queues": list(r.queues)}
             for r in self.adapter.runtimes(now)
         ]
+
+    def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
+                     since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+                     before_id: int | None = None) -> Record:
+        """`awa-tui audit` on awa-tui's own trail beside upstream's schema: by target only."""
+        if operator or action or since or until or before_id:
+            raise SchemaError(refusal("audit filters other than --target need", self.info))
+        return Record(entries=tuple(self.list_audit(target, limit)), next_before_id=None)
 
     @records
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[dict[str, Any]]:

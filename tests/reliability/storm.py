@@ -50,7 +50,7 @@ def main(dsn: str, label: str, seconds: str, seed: str, out: str, names_csv: str
                 continue
             ok[name] += 1
             if name.endswith("_owner"):
-                audit_entries += result["count"] + 1  # one per schedule, one for the owner
+                audit_entries += result.count + 1  # one per schedule, one for the owner
             elif name != "reconcile":
                 audit_entries += 1
     with open(out, "w") as fh:

@@ -64,7 +64,7 @@ def seeded(dsn: str, conn: psycopg.Connection[Any]) -> str:
         admin.retire("rel-retired")
         admin.queue_pause("rel-pq")
         discarded = admin.trigger("rel-x")  # job 2 (the trigger above made job 1)
-    conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded["id"],))
+    conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded.id,))
     return dsn
 
 

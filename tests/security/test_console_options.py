@@ -161,7 +161,7 @@ def pty_console(dsn: str) -> Iterator[PtyConsole]:
     ("quit dialog", b"q", "Quit the console?"),
     ("help", b"?", "Keys"),
     ("command palette", b"\x10", "Search for commands"),  # ctrl+p
-    ("filter input", b"/", "filter: name, kind"),
+    ("filter input", b"/", "filter: owner:billing"),
 ])
 def test_sigterm_ends_the_console_in_every_state(
     pty_console: PtyConsole, conn: Any, state: str, keys: bytes, shown: str | None

@@ -78,6 +78,6 @@ async def test_c_copies_the_selected_value_to_the_clipboard(console):
     await pilot.press("enter")
     await until(pilot, lambda: getattr(app.screen, "data", None), what="detail loaded")
     await pilot.press("J")
-    latest = str(app.screen.data["recent"][0]["id"])
+    latest = str(app.screen.data.recent[0].id)
     await until(pilot, lambda: app.clipboard == latest, what="copied job id")
     assert notes(app)[-1] == f"copied job id: {latest}"

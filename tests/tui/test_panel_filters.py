@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tui_helpers import settled, table_keys, until
 
+from awa_tui.engine.models import QueueRow
 from awa_tui.filters import parse
 from awa_tui.tui import filtering
 
@@ -57,9 +58,9 @@ async def test_owners_and_queues_filters(console):
 
 
 def test_the_console_matcher_follows_the_grammar():
-    rows = [{"queue": "reports", "paused": True}, {"queue": "default", "paused": False},
-            {"queue": "Report-EU", "paused": False}]
-    names = lambda text: [r["queue"] for r in filtering.apply(parse(text, "queues"), rows)]  # noqa: E731
+    rows = [QueueRow(queue, paused, None, None, 0, 0, 0)
+            for queue, paused in (("reports", True), ("default", False), ("Report-EU", False))]
+    names = lambda text: [r.queue for r in filtering.apply(parse(text, "queues"), rows)]  # noqa: E731
     assert names("paused") == ["reports"]
     assert names("-paused") == ["default", "Report-EU"]
     assert names("name:report") == ["reports", "Report-EU"]  # name: a substring, case-insensitive
