@@ -3,14 +3,19 @@ in the console): the filter is shown in the title, a bad one is one line, esc cl
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from tui_helpers import settled, table_keys, until
 
-from awa_tui.engine.models import QueueRow
+from awa_tui.engine.models import AuditEntry, QueueRow
 from awa_tui.filters import parse
 from awa_tui.tui import filtering
 
 RT1, RT2, RT3 = ("6f1c2a9e-0000-4000-8000-000000000001", "0b7d4e21-0000-4000-8000-000000000002",
                  "c3a0ffee-0000-4000-8000-000000000003")
+
+
+NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 
 
 def title(app, panel: str) -> str:
@@ -67,8 +72,9 @@ def test_the_console_matcher_follows_the_grammar():
     assert names("name:r*t") == ["reports", "Report-EU"]  # * any run
     assert names("state:paused") == ["reports"]
     assert names("state:active rep") == ["Report-EU"]  # free text is a substring
-    audit = [{"operator": "a", "action": "pause", "target": None}, {"operator": "b", "action": "pause", "target": "x1"}]
-    assert [r["operator"] for r in filtering.apply(parse("-target:x*", "audit"), audit)] == ["a"]  # no value: negation
+    audit = [AuditEntry(n, NOW, who, "pause", target, None, None, {}, None)
+             for n, who, target in ((1, "a", None), (2, "b", "x1"))]
+    assert [r.operator for r in filtering.apply(parse("-target:x*", "audit"), audit)] == ["a"]  # no value: negation
 
 
 async def test_audit_log_filter(console):
