@@ -25,9 +25,10 @@ from psycopg.rows import dict_row
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "screenshots"
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "tui")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "tui")]
 
-from tui_seed import DB_LABEL, NOW, OPERATOR, seed  # noqa: E402
+from lease_seed import leader_lock_held  # noqa: E402
+from tui_seed import DB_LABEL, NOW, OPERATOR, RUNTIMES, seed  # noqa: E402
 
 # name, terminal size, keys pressed after the first paint, read-only?
 SHOTS = [
@@ -111,10 +112,12 @@ def main() -> int:
         migrate(dsn)
         with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:
             seed(conn)
-        for name, size, keys, read_only in SHOTS:
-            svg = asyncio.run(render(dsn, name, size, keys, read_only))
-            png = to_png(svg, rsvg) if rsvg else None
-            print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
+        # app-1 holds the leader lock and its lease, as in the snapshot tests (leadership is read from the lock).
+        with leader_lock_held(dsn, RUNTIMES[0]["instance_id"], NOW):
+            for name, size, keys, read_only in SHOTS:
+                svg = asyncio.run(render(dsn, name, size, keys, read_only))
+                png = to_png(svg, rsvg) if rsvg else None
+                print(f"{svg.relative_to(ROOT)}" + (f"  {png.relative_to(ROOT)}" if png else ""))
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(scratch)))
