@@ -1,6 +1,6 @@
 """The upstream Awa engine (awa-pg from PyPI) for the upstream-mode tests.
 
-awa-pg is never a dependency of awa-tui: it lives in its own venv, tests/.venv-awa-pg,
+awa-pg is never a dependency of awa-tui: it lives in its own venv, .venv-awa-pg at the root,
 created once (a stamp file records the version installed) and driven as a subprocess
 through upstream_side.py. If it cannot be installed, the tests that need it FAIL with
 the reason: a missing tool is not a reason to skip.
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 PINNED_VERSION = "0.6.9"
-TESTS_DIR = Path(__file__).resolve().parents[1]
+# Outside tests/: the test tree holds only our own code (linted, searched for sleeps).
+ROOT = Path(__file__).resolve().parents[2]
 SIDE_SCRIPT = Path(__file__).with_name("upstream_side.py")
 INSTALL_TIMEOUT_S = 600
 
@@ -40,7 +41,7 @@ def wanted_version() -> str:
 
 def venv_dir(version: str) -> Path:
     suffix = "" if version == PINNED_VERSION else f"-{version}"
-    return TESTS_DIR / f".venv-awa-pg{suffix}"
+    return ROOT / f".venv-awa-pg{suffix}"
 
 
 def _last_line(text: str) -> str:
@@ -68,7 +69,7 @@ def ensure_awa_pg(version: str | None = None) -> Path:
     stamp = venv / ".awa-pg-installed"
     if python.exists() and stamp.exists() and stamp.read_text().strip() == version:
         return python
-    with _install_lock(TESTS_DIR / f".venv-awa-pg-{version}.lock"):
+    with _install_lock(ROOT / f".venv-awa-pg-{version}.lock"):
         if python.exists() and stamp.exists() and stamp.read_text().strip() == version:
             return python  # another worker installed it while we waited
         try:

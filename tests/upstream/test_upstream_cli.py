@@ -17,6 +17,7 @@ from awa_pg_env import UpstreamProcess
 from helpers import wait_for
 from psycopg.conninfo import conninfo_to_dict
 from reliability.cli_tree import Leaf, Outcome, assert_one_line_error, leaves, run_cli
+from upstream_oracles import every_second, fired_after, insert_schedule, jobs
 
 from awa_tui.engine.db import describe_dsn
 
@@ -37,32 +38,6 @@ def awa_json(*args: str, stderr: str = "") -> Any:
     assert out.code == 0, out.describe()
     assert out.stderr == stderr, out.describe()
     return json.loads(out.stdout)
-
-
-def _every_second(name: str, args_class: str, queue: str = "q1") -> dict[str, Any]:
-    return {"name": name, "cron": "* * * * * *", "args_class": args_class, "queue": queue}
-
-
-def _jobs(conn: psycopg.Connection[Any], cron_name: str) -> list[dict[str, Any]]:
-    """The oracle: upstream's public awa.jobs view, read directly."""
-    return conn.execute(
-        "SELECT id, kind, queue, state::text AS state, attempt, metadata FROM awa.jobs "
-        "WHERE metadata ->> 'cron_name' = %s ORDER BY id", (cron_name,)
-    ).fetchall()
-
-
-def _fired_after(conn: psycopg.Connection[Any], cron_name: str, instant: datetime) -> list[dict[str, Any]]:
-    """Fires upstream's leader stamped (cron_fire_time) strictly after `instant`."""
-    return conn.execute(
-        "SELECT id, state::text AS state, attempt FROM awa.jobs WHERE metadata ->> 'cron_name' = %s "
-        "AND (metadata ->> 'cron_fire_time')::timestamptz > %s ORDER BY id", (cron_name, instant)
-    ).fetchall()
-
-
-def _insert_schedule(conn: psycopg.Connection[Any], name: str, queue: str = "q1") -> None:
-    """A row as upstream's upsert_cron_job writes it (for tests that need no running engine)."""
-    conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue) "
-                 "VALUES (%s, '0 0 1 1 *', 'UTC', 'up_rare', %s)", (name, queue))
 
 
 def _awa_relations(conn: psycopg.Connection[Any]) -> list[str]:
@@ -144,8 +119,8 @@ def test_cron_list_and_next_show_upstreams_schedules_with_right_next_fires(
 def test_runtime_list_and_queue_list_read_upstreams_runtime(
     start_upstream: Callable[..., UpstreamProcess], upstream_dsn: str, upstream_conn: Any
 ) -> None:
-    proc = start_upstream([_every_second("tick", "UpTick")], [("q1", 2)])
-    wait_for(lambda: sum(j["state"] == "completed" for j in _jobs(upstream_conn, "tick")) >= 2, timeout=30,
+    proc = start_upstream([every_second("tick", "UpTick")], [("q1", 2)])
+    wait_for(lambda: sum(j["state"] == "completed" for j in jobs(upstream_conn, "tick")) >= 2, timeout=30,
              what="two fires completed by upstream's worker")
     wait_for(lambda: awa_json("runtime", "list", "--dsn", upstream_dsn), timeout=20,
              what="upstream's runtime snapshot")
@@ -196,8 +171,8 @@ def test_runtime_list_and_queue_list_read_upstreams_runtime(
 def test_cli_pause_stops_upstreams_leader_and_resume_restarts_it(
     start_upstream: Callable[..., UpstreamProcess], upstream_dsn: str, upstream_conn: Any
 ) -> None:
-    start_upstream([_every_second("tick-a", "UpTickA"), _every_second("tick-b", "UpTickB")], [("q1", 2)])
-    wait_for(lambda: len(_jobs(upstream_conn, "tick-a")) >= 2, timeout=30, what="upstream to fire tick-a")
+    start_upstream([every_second("tick-a", "UpTickA"), every_second("tick-b", "UpTickB")], [("q1", 2)])
+    wait_for(lambda: len(jobs(upstream_conn, "tick-a")) >= 2, timeout=30, what="upstream to fire tick-a")
 
     paused = awa("cron", "pause", "tick-a", "--operator", OPERATOR, "--dsn", upstream_dsn)
     assert (paused.code, paused.stdout, paused.stderr) == (0, "paused tick-a\n", NOT_AUDITED + "\n")
@@ -208,8 +183,8 @@ def test_cli_pause_stops_upstreams_leader_and_resume_restarts_it(
     violations: list[dict[str, Any]] = []
 
     def control_fired_three_more() -> bool:
-        violations.extend(_fired_after(upstream_conn, "tick-a", settled))
-        return len(_fired_after(upstream_conn, "tick-b", settled)) >= 3
+        violations.extend(fired_after(upstream_conn, "tick-a", settled))
+        return len(fired_after(upstream_conn, "tick-b", settled)) >= 3
 
     wait_for(control_fired_three_more, timeout=30, what="three fires of the control schedule after the pause")
     assert violations == []
@@ -227,7 +202,7 @@ def test_cli_pause_stops_upstreams_leader_and_resume_restarts_it(
     assert (resumed["name"], resumed["state"], resumed["paused_at"], resumed["paused_by"], resumed["audited"]) == (
         "tick-a", "active", None, None, False)
     resumed_at = _db_now(upstream_conn)
-    wait_for(lambda: len(_fired_after(upstream_conn, "tick-a", resumed_at)) >= 2, timeout=30,
+    wait_for(lambda: len(fired_after(upstream_conn, "tick-a", resumed_at)) >= 2, timeout=30,
              what="upstream to fire tick-a again after the CLI resume")
 
 
@@ -243,7 +218,7 @@ def test_cli_trigger_makes_a_job_upstreams_worker_completes(
                    stderr=NOT_AUDITED + "\n")
     assert set(job) == {"id", "name", "audited", "audit_id"}
     assert (job["name"], job["audited"], job["audit_id"]) == ("yearly", False, None)
-    done = wait_for(lambda: [j for j in _jobs(upstream_conn, "yearly") if j["state"] == "completed"], timeout=30,
+    done = wait_for(lambda: [j for j in jobs(upstream_conn, "yearly") if j["state"] == "completed"], timeout=30,
                     what="upstream's worker to complete the triggered job")
     assert [(j["id"], j["kind"], j["queue"], j["metadata"]) for j in done] == [
         (job["id"], "up_rare", "q1", {"cron_name": "yearly", "triggered_manually": True})]
@@ -259,8 +234,8 @@ def test_cli_trigger_makes_a_job_upstreams_worker_completes(
 def test_cli_queue_pause_stops_upstreams_dispatch_until_resumed(
     start_upstream: Callable[..., UpstreamProcess], upstream_dsn: str, upstream_conn: Any
 ) -> None:
-    start_upstream([_every_second("tick-q", "UpTickQ", queue="qp")], [("qp", 2)])
-    wait_for(lambda: any(j["state"] == "completed" for j in _jobs(upstream_conn, "tick-q")), timeout=30,
+    start_upstream([every_second("tick-q", "UpTickQ", queue="qp")], [("qp", 2)])
+    wait_for(lambda: any(j["state"] == "completed" for j in jobs(upstream_conn, "tick-q")), timeout=30,
              what="a first fire completed on qp")
 
     paused = awa_json("queue", "pause", "qp", "--operator", OPERATOR, "--dsn", upstream_dsn,
@@ -270,7 +245,7 @@ def test_cli_queue_pause_stops_upstreams_dispatch_until_resumed(
     assert paused == {"queue": "qp", "paused": True, "paused_at": _iso(meta["paused_at"]), "paused_by": OPERATOR,
                       "audited": False, "audit_id": None}
     settled = meta["paused_at"] + timedelta(seconds=1)
-    held = wait_for(lambda: (new := _fired_after(upstream_conn, "tick-q", settled)) and len(new) >= 3 and new,
+    held = wait_for(lambda: (new := fired_after(upstream_conn, "tick-q", settled)) and len(new) >= 3 and new,
                     timeout=30, what="three fires into the paused queue")
     assert {(j["state"], j["attempt"]) for j in held} == {("available", 0)}
     # Waited for: upstream's awa.jobs view was seen to omit a row on one read.
@@ -284,7 +259,7 @@ def test_cli_queue_pause_stops_upstreams_dispatch_until_resumed(
     completed: set[int] = set()  # accumulated: a row may be missing from one read of the view
 
     def held_jobs_completed() -> bool:
-        completed.update(j["id"] for j in _jobs(upstream_conn, "tick-q") if j["state"] == "completed")
+        completed.update(j["id"] for j in jobs(upstream_conn, "tick-q") if j["state"] == "completed")
         return completed >= held_ids
 
     wait_for(held_jobs_completed, timeout=30, what="upstream's worker to run the held jobs after the CLI resume")
@@ -324,7 +299,7 @@ def test_migrate_refuses_in_one_line_and_db_status_names_the_upstream_schema(
 def test_every_cli_leaf_works_or_fails_in_one_line_on_an_upstream_database(
     upstream_dsn: str, upstream_conn: Any, awa_pg_schema_version: int
 ) -> None:
-    _insert_schedule(upstream_conn, "rel-x", queue="rel-q")
+    insert_schedule(upstream_conn, "rel-x", queue="rel-q")
     relations = _awa_relations(upstream_conn)
     outcomes: dict[tuple[str, ...], Outcome] = {}
     # The tree walk skips the `db` group: `db status` with the database is swept too.
@@ -369,7 +344,7 @@ def test_every_cli_leaf_works_or_fails_in_one_line_on_an_upstream_database(
 def test_init_audit_then_actions_are_audited_and_without_it_a_warning(
     upstream_dsn: str, upstream_conn: Any, awa_pg_schema_version: int, dsn: str
 ) -> None:
-    _insert_schedule(upstream_conn, "nightly")
+    insert_schedule(upstream_conn, "nightly")
     paused = awa("cron", "pause", "nightly", "--operator", OPERATOR, "--dsn", upstream_dsn)
     assert (paused.code, paused.stderr) == (0, NOT_AUDITED + "\n")
     relations = _awa_relations(upstream_conn)

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from awa_pg_env import UpstreamProcess, installed_version
 from helpers import wait_for
+from upstream_oracles import every_second, fired_after, insert_schedule, jobs
 
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, SchemaError
 from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
@@ -29,36 +30,6 @@ def adapter(upstream_dsn: str) -> Iterator[UpstreamAdapter]:
     a = UpstreamAdapter(upstream_dsn)
     yield a
     a.close()
-
-
-def _every_second(name: str, args_class: str, queue: str = "q1") -> dict[str, Any]:
-    return {"name": name, "cron": "* * * * * *", "args_class": args_class, "queue": queue}
-
-
-def _jobs(conn: psycopg.Connection[Any], cron_name: str) -> list[dict[str, Any]]:
-    """The oracle: upstream's public awa.jobs view, read directly."""
-    return conn.execute(
-        "SELECT id, kind, queue, state::text AS state, attempt, metadata FROM awa.jobs "
-        "WHERE metadata ->> 'cron_name' = %s ORDER BY id", (cron_name,)
-    ).fetchall()
-
-
-def _fired_after(conn: psycopg.Connection[Any], cron_name: str, instant: datetime) -> list[dict[str, Any]]:
-    """Jobs of fires upstream's leader stamped (cron_fire_time) strictly after `instant`.
-
-    Counting by fire instant, not by rows: with a live runtime, upstream's awa.jobs view was
-    seen to omit an existing job on one read and show it on the next.
-    """
-    return conn.execute(
-        "SELECT id, state::text AS state, attempt FROM awa.jobs WHERE metadata ->> 'cron_name' = %s "
-        "AND (metadata ->> 'cron_fire_time')::timestamptz > %s ORDER BY id", (cron_name, instant)
-    ).fetchall()
-
-
-def _insert_schedule(conn: psycopg.Connection[Any], name: str, queue: str = "q1") -> None:
-    """A row as upstream's upsert_cron_job writes it (for tests that need no running engine)."""
-    conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue) "
-                 "VALUES (%s, '0 0 1 1 *', 'UTC', 'up_rare', %s)", (name, queue))
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -117,8 +88,8 @@ def test_recent_fires_runtimes_and_queues_read_upstreams_tables(
     start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any,
     awa_pg_python: Path,
 ) -> None:
-    proc = start_upstream([_every_second("tick", "UpTick")], [("q1", 2)])
-    wait_for(lambda: sum(j["state"] == "completed" for j in _jobs(upstream_conn, "tick")) >= 2, timeout=30,
+    proc = start_upstream([every_second("tick", "UpTick")], [("q1", 2)])
+    wait_for(lambda: sum(j["state"] == "completed" for j in jobs(upstream_conn, "tick")) >= 2, timeout=30,
              what="two fires completed by upstream's worker")
     wait_for(lambda: upstream_conn.execute("SELECT count(*) AS n FROM awa.runtime_instances").fetchone()["n"],
              timeout=20, what="upstream's runtime snapshot")
@@ -157,8 +128,8 @@ def test_recent_fires_runtimes_and_queues_read_upstreams_tables(
 def test_pause_stops_upstreams_leader_and_resume_restarts_it(
     start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
 ) -> None:
-    start_upstream([_every_second("tick-a", "UpTickA"), _every_second("tick-b", "UpTickB")], [("q1", 2)])
-    wait_for(lambda: len(_jobs(upstream_conn, "tick-a")) >= 2, timeout=30, what="upstream to fire tick-a")
+    start_upstream([every_second("tick-a", "UpTickA"), every_second("tick-b", "UpTickB")], [("q1", 2)])
+    wait_for(lambda: len(jobs(upstream_conn, "tick-a")) >= 2, timeout=30, what="upstream to fire tick-a")
 
     outcome = adapter.pause("tick-a", OPERATOR)
     assert outcome == ActionOutcome("pause", "tick-a", "paused schedule 'tick-a'", audited=False)
@@ -170,13 +141,13 @@ def test_pause_stops_upstreams_leader_and_resume_restarts_it(
     violations: list[dict[str, Any]] = []
 
     def control_fired_three_more() -> bool:
-        violations.extend(_fired_after(upstream_conn, "tick-a", settled))
-        return len(_fired_after(upstream_conn, "tick-b", settled)) >= 3
+        violations.extend(fired_after(upstream_conn, "tick-a", settled))
+        return len(fired_after(upstream_conn, "tick-b", settled)) >= 3
 
     # The control schedule fires three times after that: upstream's leader made >= 3 passes.
     wait_for(control_fired_three_more, timeout=30, what="three fires of the control schedule after the pause")
     assert violations == []
-    assert _fired_after(upstream_conn, "tick-a", settled) == []
+    assert fired_after(upstream_conn, "tick-a", settled) == []
     paused = next(s for s in adapter.list_schedules() if s.name == "tick-a")
     assert (paused.state, paused.paused_by) == ("paused", OPERATOR)
     row = upstream_conn.execute("SELECT paused_at, paused_by FROM awa.cron_jobs WHERE name = 'tick-a'").fetchone()
@@ -187,7 +158,7 @@ def test_pause_stops_upstreams_leader_and_resume_restarts_it(
 
     assert adapter.resume("tick-a", OPERATOR).summary == "resumed schedule 'tick-a'"
     resumed_at = upstream_conn.execute("SELECT clock_timestamp() AS t").fetchone()["t"]
-    wait_for(lambda: len(_fired_after(upstream_conn, "tick-a", resumed_at)) >= 2, timeout=30,
+    wait_for(lambda: len(fired_after(upstream_conn, "tick-a", resumed_at)) >= 2, timeout=30,
              what="upstream to fire tick-a again after resume")
     assert upstream_conn.execute(
         "SELECT paused_at, paused_by FROM awa.cron_jobs WHERE name = 'tick-a'").fetchone() == {
@@ -208,7 +179,7 @@ def test_trigger_writes_upstreams_job_shape_and_its_worker_runs_it(
     assert outcome.job_id is not None
     assert outcome == ActionOutcome("trigger", "yearly", f"triggered schedule 'yearly': job {outcome.job_id} on "
                                     "queue 'q1'", audited=False, job_id=outcome.job_id)
-    done = wait_for(lambda: [j for j in _jobs(upstream_conn, "yearly") if j["state"] == "completed"], timeout=30,
+    done = wait_for(lambda: [j for j in jobs(upstream_conn, "yearly") if j["state"] == "completed"], timeout=30,
                     what="upstream's worker to complete the triggered job")
     assert [(j["id"], j["kind"], j["queue"], j["attempt"], j["metadata"]) for j in done] == [
         (outcome.job_id, "up_rare", "q1", 1, {"cron_name": "yearly", "triggered_manually": True})]
@@ -223,8 +194,8 @@ def test_trigger_writes_upstreams_job_shape_and_its_worker_runs_it(
 def test_queue_pause_stops_upstreams_dispatch_until_resumed(
     start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
 ) -> None:
-    start_upstream([_every_second("tick-q", "UpTickQ", queue="qp")], [("qp", 2)])
-    wait_for(lambda: any(j["state"] == "completed" for j in _jobs(upstream_conn, "tick-q")), timeout=30,
+    start_upstream([every_second("tick-q", "UpTickQ", queue="qp")], [("qp", 2)])
+    wait_for(lambda: any(j["state"] == "completed" for j in jobs(upstream_conn, "tick-q")), timeout=30,
              what="a first fire completed on qp")
 
     assert adapter.queue_pause("qp", OPERATOR).summary == "paused queue 'qp'"
@@ -233,7 +204,7 @@ def test_queue_pause_stops_upstreams_dispatch_until_resumed(
     # The leader still fires into the paused queue; fires stamped a second after the pause
     # transaction began were written after it committed, and nothing may claim them.
     settled = paused_at + timedelta(seconds=1)
-    held = wait_for(lambda: (new := _fired_after(upstream_conn, "tick-q", settled)) and len(new) >= 3 and new,
+    held = wait_for(lambda: (new := fired_after(upstream_conn, "tick-q", settled)) and len(new) >= 3 and new,
                     timeout=30, what="three fires into the paused queue")
     assert {(j["state"], j["attempt"]) for j in held} == {("available", 0)}
     queue = next(q for q in adapter.queues() if q.queue == "qp")
@@ -247,7 +218,7 @@ def test_queue_pause_stops_upstreams_dispatch_until_resumed(
     completed: set[int] = set()  # accumulated: a row may be missing from one read of the view
 
     def held_jobs_completed() -> bool:
-        completed.update(j["id"] for j in _jobs(upstream_conn, "tick-q") if j["state"] == "completed")
+        completed.update(j["id"] for j in jobs(upstream_conn, "tick-q") if j["state"] == "completed")
         return completed >= held_ids
 
     wait_for(held_jobs_completed, timeout=30, what="upstream's worker to run the held jobs after resume")
@@ -260,7 +231,7 @@ def test_queue_pause_stops_upstreams_dispatch_until_resumed(
 def test_audit_trail_only_after_init_audit_and_in_its_own_schema(
     upstream_dsn: str, adapter: UpstreamAdapter, upstream_conn: Any
 ) -> None:
-    _insert_schedule(upstream_conn, "nightly")
+    insert_schedule(upstream_conn, "nightly")
     assert adapter.audited() is False
     assert adapter.pause("nightly", OPERATOR).audited is False
     awa_relations = upstream_conn.execute(
@@ -294,7 +265,7 @@ def test_audit_trail_only_after_init_audit_and_in_its_own_schema(
 def test_refusals_are_one_line_and_name_the_target(
     upstream_dsn: str, adapter: UpstreamAdapter, upstream_conn: Any, dsn: str
 ) -> None:
-    _insert_schedule(upstream_conn, "nightly")
+    insert_schedule(upstream_conn, "nightly")
     with pytest.raises(NotFound) as err:
         adapter.pause("nope\x1b[2J", OPERATOR)
     assert str(err.value) == "unknown schedule 'nope\\x1b[2J'"

@@ -1,4 +1,4 @@
-"""Upstream Awa's side of the upstream-mode tests; runs in tests/.venv-awa-pg, never in ours.
+"""Upstream Awa's side of the upstream-mode tests; runs in .venv-awa-pg (at the root), never in ours.
 
 It imports only the standard library and `awa` (the awa-pg package). One JSON object per
 line on stdout tells the driver (awa_pg_env.UpstreamProcess) what happened.
