@@ -4,6 +4,7 @@ tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 from collections.abc import Callable, Sequence
@@ -15,6 +16,9 @@ from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.health import check as health_check
+from awa_tui.engine.health import rules as health_rules
+from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
 from awa_tui.engine.ledger import jobs as ledger_jobs
 from awa_tui.engine.ledger import retention, trail, verdicts
 from awa_tui.engine.ledger import why as ledger_why
@@ -47,7 +51,7 @@ from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.runtime.loops import Runtime
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seconds
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
 from awa_tui.printable import printable_logger
@@ -97,6 +101,7 @@ class Client:
         leader_lease: timedelta = leader.DEFAULT_LEASE,
         job_retention: timedelta = retention.DEFAULT_HORIZON,
         job_keep: int = retention.DEFAULT_KEEP,
+        max_lateness: timedelta = timedelta(seconds=DEFAULT_MAX_LATENESS_S),
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -114,6 +119,8 @@ class Client:
             raise ValidationError(
                 f"leader_lease: must be a timedelta of at least {leader.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
+        # S41: the max_lateness of every schedule registered here that declares none.
+        self.max_lateness = check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease
         self.job_retention = retention.check_horizon(job_retention)
         self.job_keep = retention.check_keep(job_keep)
@@ -155,6 +162,8 @@ class Client:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
         schedule = Schedule.build(*args, **kwargs)
+        if schedule.max_lateness is None:
+            schedule = dataclasses.replace(schedule, max_lateness=self.max_lateness)
         if schedule.name in self._schedules:
             raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
         self._schedules[schedule.name] = schedule
@@ -240,6 +249,22 @@ class Client:
             results = reconcile.reconcile(conn, now, wait=wait)
         self.last_reconcile = results
         return results
+
+    def evaluate_health(self, now: datetime | None = None) -> HealthPass:
+        """The leader's health duty (S42): judge every schedule at `now` (DB time when
+        omitted), record transitions, count fires for the metrics."""
+        ops.require_writable(self.read_only, "evaluate health")
+        with self.db.connection() as conn:
+            return health_rules.evaluate_health(conn, now, instance_id=self.identity.instance_id)
+
+    def check(self, *, owner: str | None = None, schedule: str | None = None, tag: str | None = None,
+              now: datetime | None = None) -> CheckReport:
+        """`awa-tui check` (S43): unhealthy schedules and fleet problems, with the exit code."""
+        return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
+
+    def health_history(self, name: str, limit: int = 20) -> list[Transition]:
+        """A schedule's health transitions, newest first."""
+        return self._read(health_check.transitions, name, limit=limit)
 
     def plan(self, owner: str | None = None, now: datetime | None = None) -> list[OwnerPlan]:
         """Preview of reconciliation per owner, from one snapshot, changing nothing (S34).

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.health.models import HealthPass
+from awa_tui.engine.health.rules import HEALTH_INTERVAL_S
 from awa_tui.engine.ownership import reconcile
 from awa_tui.printable import printable_logger
 
@@ -43,6 +45,8 @@ class LeaderHost(Protocol):
     def prune_finished_jobs(self) -> Any: ...
 
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]: ...
+
+    def evaluate_health(self, now: datetime | None = None) -> HealthPass: ...
 
 
 @dataclass
@@ -77,6 +81,7 @@ class LeaderDuties:
         self.services = [
             Duty("housekeeping", HOUSEKEEPING_INTERVAL_S, self._keep_house),
             Duty("reconciliation", RECONCILE_INTERVAL_S, self._reconcile),
+            Duty("health", HEALTH_INTERVAL_S, self._health),
         ]
 
     def run_pass(self) -> None:
@@ -98,3 +103,8 @@ class LeaderDuties:
             elif result["inserted"] or result["updated"] or result["retired"]:
                 log.info("reconciled %s", reconcile.describe(result))
         return busy
+
+    def _health(self) -> bool:
+        for t in self.host.evaluate_health().transitions:
+            log.info("health of %s: %s -> %s (%s)", t.name, t.from_health or "new", t.to_health, t.reason or "")
+        return False

@@ -1,0 +1,215 @@
+"""The health rules (S42), evaluated by the leader on an interval in database time.
+
+One statement judges every schedule and writes only the ones whose health changed (with
+since when and why) plus one transition row each; a steady pass writes nothing per
+schedule. The consecutive-failure count it reads is kept by the job-outcome trigger of
+migration v008. A second statement counts the fires enqueued since the last pass into
+the counters the metrics serve.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import psycopg
+
+from awa_tui.engine.db import db_now
+from awa_tui.engine.evaluator import FAULT_SQL
+from awa_tui.engine.health.models import HealthPass, Transition
+from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
+
+# The leader evaluates health at this cadence (so health changed by time passing alone,
+# late or missed, is caught within it).
+HEALTH_INTERVAL_S = 10.0
+# A fire's job is looked for among the schedule's last this many fired jobs (missed).
+MISSED_LOOKBACK = 10
+# Transitions older than this are pruned by the same duty.
+TRANSITION_RETENTION_DAYS = 30
+# awa_fire_lateness_seconds buckets (seconds); the last one is +Inf.
+LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, float("inf"))
+
+# A fired instant is decided when its job completed within expect_success_within (ok) or
+# the deadline passed without that (missed); the latest decided instant gives the verdict.
+_MISSED = f"""
+LEFT JOIN LATERAL (
+    SELECT d.ok, d.fire FROM (
+        SELECT f.fire, (j.state = 'completed' AND awa.safe_ts(j.finalized_at)
+                        <= f.fire + make_interval(secs => c.expect_success_within)) AS ok
+        FROM awa.jobs j
+        CROSS JOIN LATERAL (SELECT awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire) f
+        WHERE c.expect_success_within IS NOT NULL AND c.paused_at IS NULL AND c.retired_at IS NULL
+          AND j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = c.name
+          AND NOT coalesce(j.metadata ->> 'triggered_manually' = 'true', false)
+        ORDER BY j.id DESC
+        LIMIT {MISSED_LOOKBACK}
+    ) d
+    WHERE d.fire IS NOT NULL
+      AND (d.ok OR d.fire + make_interval(secs => c.expect_success_within) <= %(now)s)
+    ORDER BY d.fire DESC
+    LIMIT 1
+) m ON true"""
+
+_LATENESS = f"coalesce(c.max_lateness, {DEFAULT_MAX_LATENESS_S})"
+
+# The one classification (the order is the priority: one health per schedule).
+JUDGE_SQL = f"""
+SELECT c.name, h.health AS old_health,
+    CASE
+        WHEN c.retired_at IS NOT NULL THEN 'retired'
+        -- FINISHED (issue 15, bounds): WHEN <past its bounds> THEN 'finished'
+        WHEN flt.fault IS NOT NULL OR b.fault IS NOT NULL THEN 'broken'
+        WHEN c.paused_at IS NOT NULL THEN 'paused'
+        WHEN coalesce(h.consecutive_failures, 0) > coalesce(c.max_consecutive_failures, 0) THEN 'failing'
+        WHEN m.ok IS false THEN 'missed'
+        WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS}) THEN 'late'
+        ELSE 'ok'
+    END AS health,
+    CASE
+        WHEN c.retired_at IS NOT NULL THEN 'retired by ' || coalesce(c.retired_by, 'unknown')
+        WHEN flt.fault IS NOT NULL OR b.fault IS NOT NULL THEN coalesce(flt.fault, b.fault)
+        WHEN c.paused_at IS NOT NULL AND c.paused_by = 'awa-autopause'
+            THEN format('paused by awa-autopause after %%s consecutive failed jobs (pause_after_failures %%s)',
+                        h.consecutive_failures, c.pause_after_failures)
+        WHEN c.paused_at IS NOT NULL THEN 'paused by ' || coalesce(c.paused_by, 'unknown')
+        WHEN coalesce(h.consecutive_failures, 0) > coalesce(c.max_consecutive_failures, 0)
+            THEN CASE WHEN c.max_consecutive_failures IS NULL THEN 'the last job failed'
+                      ELSE format('%%s consecutive failed jobs (max_consecutive_failures %%s)',
+                                  h.consecutive_failures, c.max_consecutive_failures) END
+        WHEN m.ok IS false
+            THEN format('no success for the fire at %%s within %%s s (expect_success_within)',
+                        to_char(m.fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), c.expect_success_within)
+        WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
+            THEN format('the fire due at %%s was not enqueued within %%s s (max_lateness)',
+                        to_char(c.next_fire_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), {_LATENESS})
+    END AS reason
+FROM awa.cron_jobs c
+CROSS JOIN LATERAL (SELECT {FAULT_SQL} AS fault) flt
+LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
+LEFT JOIN awa.cron_health h ON h.name = c.name
+{_MISSED}
+"""
+
+RECORD_SQL = f"""
+WITH bad AS (
+    SELECT * FROM jsonb_to_recordset(%(bad)s::jsonb) AS x(cron_expr text, timezone text, policy text, fault text)
+),
+judged AS ({JUDGE_SQL}),
+changed AS (SELECT * FROM judged WHERE old_health IS DISTINCT FROM health),
+written AS (
+    INSERT INTO awa.cron_health AS h (name, health, since, reason, evaluated_at)
+    SELECT name, health, %(now)s, reason, %(now)s FROM changed
+    ON CONFLICT (name) DO UPDATE SET health = EXCLUDED.health, since = EXCLUDED.since,
+        reason = EXCLUDED.reason, evaluated_at = EXCLUDED.evaluated_at
+),
+logged AS (
+    -- A schedule seen for the first time as ok has no transition to tell.
+    INSERT INTO awa.health_transitions (name, at, from_health, to_health, reason)
+    SELECT name, %(now)s, old_health, health, reason FROM changed
+    WHERE old_health IS NOT NULL OR health <> 'ok'
+)
+SELECT name, old_health, health, reason, (SELECT count(*) FROM judged) AS total FROM changed
+"""
+
+# The definition parts only the engine's parser can judge, once per distinct triple.
+TRIPLES_SQL = "SELECT DISTINCT cron_expr, timezone, missed_fire_policy FROM awa.cron_jobs WHERE retired_at IS NULL"
+
+# Fires enqueued since the last pass (job ids above the watermark), counted once into the
+# per-owner/queue/verdict counters and the per-queue lateness histogram; each schedule's
+# last fire lateness is kept for its metric.
+FIRES_SQL = f"""
+WITH meta AS (SELECT jobs_seen_id FROM awa.health_meta WHERE singleton FOR UPDATE),
+fresh AS (
+    SELECT j.id, j.queue, j.metadata ->> 'cron_name' AS name,
+           coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual,
+           extract(epoch FROM awa.safe_ts(j.created_at)
+                              - awa.try_timestamptz(j.metadata ->> 'cron_fire_time'))::float8 AS lateness
+    FROM awa.jobs j, meta
+    WHERE j.id > meta.jobs_seen_id AND j.metadata ? 'cron_name'
+),
+judged AS (
+    SELECT f.*, coalesce(c.owner, '') AS owner,
+           CASE WHEN f.manual THEN 'manual'
+                WHEN f.lateness > {_LATENESS} THEN 'late'
+                ELSE 'on_time' END AS verdict
+    FROM fresh f LEFT JOIN awa.cron_jobs c ON c.name = f.name
+),
+stats AS (
+    INSERT INTO awa.fire_stats AS s (owner, queue, verdict, fires)
+    SELECT owner, queue, verdict, count(*) FROM judged GROUP BY owner, queue, verdict
+    ON CONFLICT (owner, queue, verdict) DO UPDATE SET fires = s.fires + EXCLUDED.fires
+),
+hist AS (
+    INSERT INTO awa.fire_lateness AS l (queue, le, fires, total)
+    SELECT j.queue, b.le, count(*), sum(j.lateness)
+    FROM judged j
+    CROSS JOIN LATERAL (SELECT min(le) AS le FROM unnest(%(buckets)s::float8[]) le WHERE j.lateness <= le) b
+    WHERE NOT j.manual AND j.lateness IS NOT NULL
+    GROUP BY j.queue, b.le
+    ON CONFLICT (queue, le) DO UPDATE SET fires = l.fires + EXCLUDED.fires, total = l.total + EXCLUDED.total
+),
+last AS (
+    UPDATE awa.cron_health h SET last_lateness = x.lateness
+    FROM (SELECT DISTINCT ON (name) name, lateness FROM judged WHERE NOT manual ORDER BY name, id DESC) x
+    WHERE h.name = x.name
+),
+seen AS (
+    UPDATE awa.health_meta m SET jobs_seen_id = greatest(m.jobs_seen_id, (SELECT max(id) FROM fresh))
+    WHERE m.singleton AND EXISTS (SELECT 1 FROM fresh)
+)
+SELECT count(*) AS fires FROM judged
+"""
+
+META_SQL = """
+UPDATE awa.health_meta SET evaluated_at = %(now)s, instance_id = %(instance)s, pass_seconds = %(seconds)s
+WHERE singleton
+"""
+
+PRUNE_SQL = """
+DELETE FROM awa.cron_health h WHERE NOT EXISTS (SELECT 1 FROM awa.cron_jobs c WHERE c.name = h.name);
+"""
+PRUNE_TRANSITIONS_SQL = f"DELETE FROM awa.health_transitions WHERE at < %(now)s - interval '{TRANSITION_RETENTION_DAYS} days'"
+
+
+def _bad_triples(conn: psycopg.Connection[Any]) -> str:
+    """The (expression, zone, policy) triples the parser refuses, with why (BROKEN, S15)."""
+    bad = []
+    for row in conn.execute(TRIPLES_SQL).fetchall():
+        fault = row_fault({**row, "fault": None})
+        if fault:
+            bad.append({"cron_expr": row["cron_expr"], "timezone": row["timezone"],
+                        "policy": row["missed_fire_policy"], "fault": fault})
+    return json.dumps(bad)
+
+
+def evaluate_health(
+    conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None
+) -> HealthPass:
+    """Judge every schedule at `now` (DB time when omitted), record what changed, count
+    the fires since the last pass; one transaction."""
+    started = time.monotonic()
+    with conn.transaction():
+        now = now or db_now(conn)
+        bad = _bad_triples(conn)
+        rows = conn.execute(RECORD_SQL, {"now": now, "bad": bad}).fetchall()
+        fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
+        conn.execute(PRUNE_SQL)
+        conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
+        seconds = time.monotonic() - started
+        conn.execute(META_SQL, {"now": now, "instance": instance_id, "seconds": seconds})
+    total = rows[0]["total"] if rows else _count(conn)
+    return HealthPass(
+        now=now,
+        schedules=total,
+        transitions=[Transition(r["name"], now, r["old_health"], r["health"], r["reason"]) for r in rows],
+        fires_counted=fires["fires"] if fires else 0,
+        seconds=seconds,
+    )
+
+
+def _count(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone()
+    return int(row["n"]) if row else 0

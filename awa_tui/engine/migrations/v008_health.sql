@@ -1,0 +1,150 @@
+-- v008: expectations, health, pause on failure, metrics kept in the database (S41, S42).
+--
+-- Expectations are definition columns (declared in code beside the schedule, synced like
+-- the rest of the definition). Health is evaluated by the leader on an interval and kept
+-- per schedule with since when and why; transitions are appended to their own table.
+-- The consecutive-failure count is kept by a trigger on job outcomes (the worker's path,
+-- never the fire path), which also pauses a schedule after `pause_after_failures`.
+
+-- Seconds (max_lateness, expect_success_within) and counts; NULL = not declared
+-- (max_lateness then means 60 s). A hand-written zero or negative value is refused with
+-- the constraint's name, like registration refuses it.
+ALTER TABLE awa.cron_jobs
+    ADD COLUMN max_lateness             integer CONSTRAINT cron_jobs_max_lateness_positive CHECK (max_lateness > 0),
+    ADD COLUMN expect_success_within    integer CONSTRAINT cron_jobs_expect_success_within_positive
+                                                CHECK (expect_success_within > 0),
+    ADD COLUMN max_consecutive_failures integer CONSTRAINT cron_jobs_max_consecutive_failures_positive
+                                                CHECK (max_consecutive_failures > 0),
+    ADD COLUMN pause_after_failures     integer CONSTRAINT cron_jobs_pause_after_failures_positive
+                                                CHECK (pause_after_failures > 0);
+
+-- Which schema version each runtime runs (the fleet check of `awa-tui check`).
+ALTER TABLE awa.runtime_instances ADD COLUMN schema_version integer;
+
+-- One row per schedule: its health at the leader's last evaluation (since when, why), the
+-- consecutive-failure count, and the per-schedule values the metrics serve. No foreign
+-- key: a KEY SHARE lock on the schedule row would wait behind every fire.
+CREATE TABLE awa.cron_health (
+    name                 text PRIMARY KEY,
+    health               text NOT NULL DEFAULT 'ok',
+    since                timestamptz NOT NULL DEFAULT now(),
+    reason               text,
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    last_failure_at      timestamptz,
+    last_success_at      timestamptz,
+    last_lateness        double precision,  -- seconds: the last fire's job created_at - its instant
+    evaluated_at         timestamptz
+);
+-- `awa-tui check` and the console's header read the unhealthy ones only.
+CREATE INDEX cron_health_unhealthy_idx ON awa.cron_health (health) WHERE health <> 'ok';
+
+-- Every change of health, appended by the leader: since when, from what, why.
+CREATE TABLE awa.health_transitions (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name        text NOT NULL,
+    at          timestamptz NOT NULL,
+    from_health text,
+    to_health   text NOT NULL,
+    reason      text
+);
+CREATE INDEX health_transitions_name_idx ON awa.health_transitions (name, id);
+CREATE INDEX health_transitions_at_idx ON awa.health_transitions (at);
+
+-- The leader's last health evaluation, and the fire counters every runtime serves.
+CREATE TABLE awa.health_meta (
+    singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    evaluated_at  timestamptz,
+    instance_id   uuid,
+    pass_seconds  double precision,
+    jobs_seen_id  bigint NOT NULL DEFAULT 0  -- fires counted into fire_stats up to this job id
+);
+INSERT INTO awa.health_meta (jobs_seen_id) SELECT coalesce(max(id), 0) FROM awa.jobs;
+
+-- awa_schedule_fires_total{owner, queue, verdict} and awa_fire_lateness_seconds{queue}:
+-- counters kept by the leader, so any runtime serves the same numbers.
+CREATE TABLE awa.fire_stats (
+    owner   text NOT NULL,  -- '' for schedules without an owner
+    queue   text NOT NULL,
+    verdict text NOT NULL,  -- on_time | late | manual
+    fires   bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (owner, queue, verdict)
+);
+CREATE TABLE awa.fire_lateness (
+    queue  text NOT NULL,
+    le     double precision NOT NULL,  -- bucket upper bound in seconds ('Infinity' for +Inf)
+    fires  bigint NOT NULL DEFAULT 0,  -- fires in this bucket alone (not cumulative)
+    total  double precision NOT NULL DEFAULT 0,  -- sum of their lateness, seconds
+    PRIMARY KEY (queue, le)
+);
+
+-- The consecutive-failure count, per finished job: a failed job (discarded: no attempt
+-- left) adds one, a completed job resets it. At `pause_after_failures` the schedule pauses
+-- itself as awa-autopause, audited by the cron_jobs trigger with the reason as detail.
+CREATE FUNCTION awa.cron_health_outcome() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    sched text := NEW.metadata ->> 'cron_name';
+    fails integer;
+    bound integer;
+    saved_operator text;
+    saved_action text;
+    saved_detail text;
+BEGIN
+    IF NEW.state = 'completed' THEN
+        INSERT INTO awa.cron_health AS h (name, consecutive_failures, last_success_at)
+        SELECT c.name, 0, NEW.finalized_at FROM awa.cron_jobs c WHERE c.name = sched
+        ON CONFLICT (name) DO UPDATE SET consecutive_failures = 0,
+            last_success_at = greatest(h.last_success_at, EXCLUDED.last_success_at);
+        RETURN NULL;
+    END IF;
+    INSERT INTO awa.cron_health AS h (name, consecutive_failures, last_failure_at)
+    SELECT c.name, 1, NEW.finalized_at FROM awa.cron_jobs c WHERE c.name = sched
+    ON CONFLICT (name) DO UPDATE SET consecutive_failures = h.consecutive_failures + 1,
+        last_failure_at = greatest(h.last_failure_at, EXCLUDED.last_failure_at)
+    RETURNING consecutive_failures INTO fails;
+    SELECT c.pause_after_failures INTO bound FROM awa.cron_jobs c
+    WHERE c.name = sched AND c.paused_at IS NULL AND c.retired_at IS NULL;
+    IF bound IS NULL OR fails IS NULL OR fails < bound THEN
+        RETURN NULL;
+    END IF;
+    -- Declare the actor for the audit trigger, then give the worker's transaction its own
+    -- context back (it may finish more jobs in the same transaction).
+    saved_operator := current_setting('awa.operator', true);
+    saved_action := current_setting('awa.action', true);
+    saved_detail := current_setting('awa.detail', true);
+    PERFORM awa.begin_action('awa-autopause', 'pause', jsonb_build_object(
+        'reason', format('%s consecutive failed jobs (pause_after_failures %s)', fails, bound),
+        'job_id', NEW.id));
+    UPDATE awa.cron_jobs SET paused_at = now(), paused_by = 'awa-autopause'
+    WHERE name = sched AND paused_at IS NULL AND retired_at IS NULL;
+    PERFORM set_config('awa.operator', coalesce(saved_operator, ''), true);
+    PERFORM set_config('awa.action', coalesce(saved_action, ''), true);
+    PERFORM set_config('awa.detail', coalesce(saved_detail, ''), true);
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER jobs_cron_health_outcome
+    AFTER UPDATE OF state ON awa.jobs
+    FOR EACH ROW
+    WHEN (OLD.state IS DISTINCT FROM NEW.state AND NEW.state IN ('completed', 'discarded')
+          AND NEW.metadata ? 'cron_name')
+    EXECUTE FUNCTION awa.cron_health_outcome();
+
+-- Resuming a schedule starts its count again.
+CREATE FUNCTION awa.cron_health_resume() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    UPDATE awa.cron_health SET consecutive_failures = 0 WHERE name = NEW.name AND consecutive_failures <> 0;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER cron_jobs_health_resume
+    AFTER UPDATE OF paused_at ON awa.cron_jobs
+    FOR EACH ROW
+    WHEN (OLD.paused_at IS NOT NULL AND NEW.paused_at IS NULL)
+    EXECUTE FUNCTION awa.cron_health_resume();
+
+REVOKE EXECUTE ON FUNCTION awa.cron_health_outcome() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION awa.cron_health_resume() FROM PUBLIC;
