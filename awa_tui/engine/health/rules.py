@@ -171,7 +171,9 @@ WHERE singleton
 PRUNE_SQL = """
 DELETE FROM awa.cron_health h WHERE NOT EXISTS (SELECT 1 FROM awa.cron_jobs c WHERE c.name = h.name);
 """
-PRUNE_TRANSITIONS_SQL = f"DELETE FROM awa.health_transitions WHERE at < %(now)s - interval '{TRANSITION_RETENTION_DAYS} days'"
+PRUNE_TRANSITIONS_SQL = (
+    f"DELETE FROM awa.health_transitions WHERE at < %(now)s - interval '{TRANSITION_RETENTION_DAYS} days'"
+)
 
 
 def _bad_triples(conn: psycopg.Connection[Any]) -> str:

@@ -15,8 +15,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-from awa_tui.engine.ownership import agreement
 from awa_tui.engine.migrations import code_version
+from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, Manifest
 
 
