@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -18,6 +19,7 @@ from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.health import check as health_check
 from awa_tui.engine.health import rules as health_rules
+from awa_tui.engine.health.metrics import DEFAULT_SCHEDULE_SERIES, MetricsServer
 from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
 from awa_tui.engine.ledger import jobs as ledger_jobs
 from awa_tui.engine.ledger import retention, trail, verdicts
@@ -154,6 +156,7 @@ class Client:
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
+        self.metrics: MetricsServer | None = None  # serve_metrics(): /metrics of this runtime
 
     # --- registration (S1, S2) -------------------------------------------------------
 
@@ -210,8 +213,11 @@ class Client:
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
         ops.require_writable(self.read_only, "evaluate")
+        started = time.monotonic()
         with self.db.connection() as conn:
             result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
+        if self.metrics is not None:
+            self.metrics.observe_pass(time.monotonic() - started, result.examined)
         self.last_pass = result
         for callback in self.on_pass:
             callback(result)
@@ -341,6 +347,15 @@ class Client:
         self._runtime = runtime
         return runtime
 
+    def serve_metrics(self, addr: str, *, schedule_series: int = DEFAULT_SCHEDULE_SERIES) -> MetricsServer:
+        """Serve /metrics on HOST:PORT until close() (S43); a malformed or taken address
+        raises a one-line error before anything runs."""
+        if self.metrics is None:
+            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series)
+            server.start()
+            self.metrics = server
+        return self.metrics
+
     @property
     def is_leader(self) -> bool:
         return bool(self._runtime and self._runtime.is_leader)
@@ -376,6 +391,9 @@ class Client:
                 except AwaError as exc:
                     log.warning("final snapshot failed: %s", exc)
             self._declared = False
+            if self.metrics is not None:
+                self.metrics.stop()
+                self.metrics = None
             self.db.close_all()
 
     def __enter__(self) -> Client:

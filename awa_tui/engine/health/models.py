@@ -79,3 +79,6 @@ class CheckReport:
     counts: dict[str, int]  # per health, over the selection
     fleet: list[FleetProblem]
     evaluated_at: datetime | None  # the leader's last health evaluation
+
+    def unhealthy_count(self, health: str) -> int:
+        return sum(1 for s in self.unhealthy if s.health == health)
