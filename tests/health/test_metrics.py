@@ -77,7 +77,8 @@ def test_a_scrape_matches_the_database(runtime: Any, conn: psycopg.Connection[An
     assert value(samples, "awa_schedule_last_fire_timestamp_seconds", schedule="yearly", owner="",
                  queue="reports") == last["last_enqueued_at"].timestamp()
     jobs = conn.execute("SELECT queue, state, count(*) AS n FROM awa.jobs GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
-    assert jobs == [{"queue": "default", "state": "discarded", "n": 1}, {"queue": "reports", "state": "available", "n": 1}]
+    assert jobs == [{"queue": "default", "state": "discarded", "n": 1},
+                    {"queue": "reports", "state": "available", "n": 1}]
     for row in jobs:
         assert value(samples, "awa_jobs", queue=row["queue"], state=row["state"]) == row["n"]
     fires = conn.execute("SELECT owner, queue, verdict, fires FROM awa.fire_stats ORDER BY queue").fetchall()
