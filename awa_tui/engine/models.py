@@ -99,6 +99,16 @@ AnySchedule = ScheduleRow | ScheduleInfo
 
 
 @dataclass(frozen=True)
+class Attention:
+    """One schedule's recorded health (S42): the worst one heads the console's ATTENTION line."""
+
+    name: str
+    health: str
+    since: datetime | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class SchedulePage:
     """One filtered, sorted page of schedules, with counts, at `now`."""
 
@@ -108,6 +118,9 @@ class SchedulePage:
     paused: int
     retired: int
     matched: int
+    # S42: unhealthy schedules by health (all of them, not just the page), and the worst.
+    unhealthy: dict[str, int] = field(default_factory=dict)
+    attention: Attention | None = None
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,7 @@ class ScheduleDetail:
     next: list[NextFire]
     recent: list[Fire]
     audit: list[AuditEntry]
+    health: Attention | None = None  # S42: as the leader last recorded it
 
 
 # --- queues and runtimes -----------------------------------------------------------------

@@ -37,8 +37,8 @@ LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.
 _MISSED = f"""
 LEFT JOIN LATERAL (
     SELECT d.ok, d.fire FROM (
-        SELECT f.fire, (j.state = 'completed' AND awa.safe_ts(j.finalized_at)
-                        <= f.fire + make_interval(secs => c.expect_success_within)) AS ok
+        SELECT f.fire, coalesce(j.state = 'completed' AND awa.safe_ts(j.finalized_at)
+                                <= f.fire + make_interval(secs => c.expect_success_within), false) AS ok
         FROM awa.jobs j
         CROSS JOIN LATERAL (SELECT awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire) f
         WHERE c.expect_success_within IS NOT NULL AND c.paused_at IS NULL AND c.retired_at IS NULL

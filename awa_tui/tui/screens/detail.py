@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
+from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -72,6 +73,36 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("created", utc(row.created_at)),
         ("updated", utc(row.updated_at)),
     ])
+
+
+def _seconds(value: int | None, default: str = "-") -> str:
+    return f"{value} s" if value is not None else default
+
+
+def expectations(row: ScheduleInfo) -> Table:
+    """S41: what the schedule promises, as declared (none: the default or nothing)."""
+    return facts([
+        ("max lateness", _seconds(row.max_lateness, "60 s (default)")),
+        ("success within", _seconds(row.expect_success_within, "- (no dead-man's switch)")),
+        ("max failures", str(row.max_consecutive_failures) if row.max_consecutive_failures
+         else "- (the last job failing is failing)"),
+        ("pause after", f"{row.pause_after_failures} consecutive failed jobs" if row.pause_after_failures
+         else "- (never pauses itself)"),
+    ])
+
+
+def health_line(data: ScheduleDetail) -> Text:
+    """S42: the health the leader last recorded, since when and why."""
+    health = data.health
+    if health is None:
+        return Text("not evaluated yet (the leader judges every schedule every 10 s)", style="dim")
+    text = Text()
+    text.append(health.health.upper() if health.health in UNHEALTHY else health.health, style="bold")
+    if health.since is not None:
+        text.append(f" since {utc(health.since)} ({relative(health.since, data.now)})")
+    if health.reason:
+        text.append(f": {printable(health.reason)}")
+    return text
 
 
 def next_fires(data: ScheduleDetail) -> Table | Text:
@@ -186,7 +217,8 @@ class DetailScreen(ScheduleActions, Screen[None]):
         row, now = data.schedule, data.now
         shown = printable_row(row)  # every database string escaped; self.data keeps the real row
         paused = " (if resumed)" if row.state == "paused" else ""
-        definition_part = Group(section("Definition"), definition(shown, now))
+        definition_part = Group(section("Definition"), definition(shown, now),
+                                section("Expectations"), expectations(shown))
         payload_part = Group(
             section("Args"), Text(pretty_json(row.args or {})),
             section("Metadata"), Text(pretty_json(row.metadata or {})),
@@ -201,6 +233,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
         body.update(Group(
             state_line(shown, now),
             loaded,
+            section("Health"), health_line(data),
             top,
             section(f"Next {len(data.next)} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
