@@ -25,33 +25,20 @@ from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
 # The leader evaluates health at this cadence (so health changed by time passing alone,
 # late or missed, is caught within it).
 HEALTH_INTERVAL_S = 10.0
-# A fire's job is looked for among the schedule's last this many fired jobs (missed).
-MISSED_LOOKBACK = 10
+# Fire instants kept per schedule for the missed rule (expect_success_within).
+RECENT_FIRES = 10
 # Transitions older than this are pruned by the same duty.
 TRANSITION_RETENTION_DAYS = 30
 # awa_fire_lateness_seconds buckets (seconds); the last one is +Inf.
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, float("inf"))
 
-# A fired instant is decided when its job completed within expect_success_within (ok) or
-# the deadline passed without that (missed); the latest decided instant gives the verdict.
-_MISSED = f"""
-LEFT JOIN LATERAL (
-    SELECT d.ok, d.fire FROM (
-        SELECT f.fire, coalesce(j.state = 'completed' AND awa.safe_ts(j.finalized_at)
-                                <= f.fire + make_interval(secs => c.expect_success_within), false) AS ok
-        FROM awa.jobs j
-        CROSS JOIN LATERAL (SELECT awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire) f
-        WHERE c.expect_success_within IS NOT NULL AND c.paused_at IS NULL AND c.retired_at IS NULL
-          AND j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = c.name
-          AND NOT coalesce(j.metadata ->> 'triggered_manually' = 'true', false)
-        ORDER BY j.id DESC
-        LIMIT {MISSED_LOOKBACK}
-    ) d
-    WHERE d.fire IS NOT NULL
-      AND (d.ok OR d.fire + make_interval(secs => c.expect_success_within) <= %(now)s)
-    ORDER BY d.fire DESC
-    LIMIT 1
-) m ON true"""
+# The newest scheduled fire whose expect_success_within has passed, at `now`, from the
+# instants the leader keeps per schedule (no jobs are read). Missed when no job completed
+# in time for it or for a later instant (last_ok_fire, kept by the outcome trigger).
+_DUE_FIRE = ("(SELECT max(f) FROM unnest(h.recent_fires) AS f "
+             "WHERE f <= %(now)s - make_interval(secs => c.expect_success_within))")
+_MISSED = (f"(c.expect_success_within IS NOT NULL AND {_DUE_FIRE} IS NOT NULL "
+           f"AND {_DUE_FIRE} > coalesce(h.last_ok_fire, '-infinity'))")
 
 _LATENESS = f"coalesce(c.max_lateness, {DEFAULT_MAX_LATENESS_S})"
 
@@ -64,7 +51,7 @@ SELECT c.name, h.health AS old_health,
         WHEN flt.fault IS NOT NULL OR b.fault IS NOT NULL THEN 'broken'
         WHEN c.paused_at IS NOT NULL THEN 'paused'
         WHEN coalesce(h.consecutive_failures, 0) > coalesce(c.max_consecutive_failures, 0) THEN 'failing'
-        WHEN m.ok IS false THEN 'missed'
+        WHEN {_MISSED} THEN 'missed'
         WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS}) THEN 'late'
         ELSE 'ok'
     END AS health,
@@ -79,9 +66,10 @@ SELECT c.name, h.health AS old_health,
             THEN CASE WHEN c.max_consecutive_failures IS NULL THEN 'the last job failed'
                       ELSE format('%%s consecutive failed jobs (max_consecutive_failures %%s)',
                                   h.consecutive_failures, c.max_consecutive_failures) END
-        WHEN m.ok IS false
+        WHEN {_MISSED}
             THEN format('no success for the fire at %%s within %%s s (expect_success_within)',
-                        to_char(m.fire AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), c.expect_success_within)
+                        to_char({_DUE_FIRE} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                        c.expect_success_within)
         WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
             THEN format('the fire due at %%s was not enqueued within %%s s (max_lateness)',
                         to_char(c.next_fire_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), {_LATENESS})
@@ -90,7 +78,6 @@ FROM awa.cron_jobs c
 CROSS JOIN LATERAL (SELECT {FAULT_SQL} AS fault) flt
 LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
 LEFT JOIN awa.cron_health h ON h.name = c.name
-{_MISSED}
 """
 
 RECORD_SQL = f"""
@@ -125,13 +112,13 @@ WITH meta AS (SELECT jobs_seen_id FROM awa.health_meta WHERE singleton FOR UPDAT
 fresh AS (
     SELECT j.id, j.queue, j.metadata ->> 'cron_name' AS name,
            coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual,
-           extract(epoch FROM awa.safe_ts(j.created_at)
-                              - awa.try_timestamptz(j.metadata ->> 'cron_fire_time'))::float8 AS lateness
-    FROM awa.jobs j, meta
+           f.fire, extract(epoch FROM awa.safe_ts(j.created_at) - f.fire)::float8 AS lateness
+    FROM awa.jobs j CROSS JOIN meta
+    CROSS JOIN LATERAL (SELECT awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire) f
     WHERE j.id > meta.jobs_seen_id AND j.metadata ? 'cron_name'
 ),
 judged AS (
-    SELECT f.*, coalesce(c.owner, '') AS owner,
+    SELECT f.*, coalesce(c.owner, '') AS owner, c.name IS NOT NULL AS known,
            CASE WHEN f.manual THEN 'manual'
                 WHEN f.lateness > {_LATENESS} THEN 'late'
                 ELSE 'on_time' END AS verdict
@@ -151,10 +138,17 @@ hist AS (
     GROUP BY j.queue, b.le
     ON CONFLICT (queue, le) DO UPDATE SET fires = l.fires + EXCLUDED.fires, total = l.total + EXCLUDED.total
 ),
+scheduled AS (
+    SELECT j.name, array_agg(j.fire ORDER BY j.fire DESC) AS fires,
+           (array_agg(j.lateness ORDER BY j.id DESC))[1] AS lateness
+    FROM judged j WHERE NOT j.manual AND j.fire IS NOT NULL AND j.known GROUP BY j.name
+),
 last AS (
-    UPDATE awa.cron_health h SET last_lateness = x.lateness
-    FROM (SELECT DISTINCT ON (name) name, lateness FROM judged WHERE NOT manual ORDER BY name, id DESC) x
-    WHERE h.name = x.name
+    INSERT INTO awa.cron_health AS h (name, recent_fires, last_lateness)
+    SELECT name, fires[1:{RECENT_FIRES}], lateness FROM scheduled
+    ON CONFLICT (name) DO UPDATE SET
+        recent_fires = (EXCLUDED.recent_fires || h.recent_fires)[1:{RECENT_FIRES}],
+        last_lateness = EXCLUDED.last_lateness
 ),
 seen AS (
     UPDATE awa.health_meta m SET jobs_seen_id = greatest(m.jobs_seen_id, (SELECT max(id) FROM fresh))
@@ -195,9 +189,10 @@ def evaluate_health(
     started = time.monotonic()
     with conn.transaction():
         now = now or db_now(conn)
+        # Fires first: the missed rule reads the instants they add.
+        fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
         bad = _bad_triples(conn)
         rows = conn.execute(RECORD_SQL, {"now": now, "bad": bad}).fetchall()
-        fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
         conn.execute(PRUNE_SQL)
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started

@@ -33,6 +33,12 @@ CREATE TABLE awa.cron_health (
     last_failure_at      timestamptz,
     last_success_at      timestamptz,
     last_lateness        double precision,  -- seconds: the last fire's job created_at - its instant
+    -- The missed rule (expect_success_within) without reading jobs on every pass: the last
+    -- scheduled fire instants (newest first, at most 10; kept by the leader from new jobs)
+    -- and the newest instant whose job completed within expect_success_within (kept by
+    -- the outcome trigger).
+    recent_fires         timestamptz[] NOT NULL DEFAULT '{}',
+    last_ok_fire         timestamptz,
     evaluated_at         timestamptz
 );
 -- `awa-tui check` and the console's header read the unhealthy ones only.
@@ -91,10 +97,17 @@ DECLARE
     saved_detail text;
 BEGIN
     IF NEW.state = 'completed' THEN
-        INSERT INTO awa.cron_health AS h (name, consecutive_failures, last_success_at)
-        SELECT c.name, 0, NEW.finalized_at FROM awa.cron_jobs c WHERE c.name = sched
+        INSERT INTO awa.cron_health AS h (name, consecutive_failures, last_success_at, last_ok_fire)
+        SELECT c.name, 0, NEW.finalized_at,
+               CASE WHEN c.expect_success_within IS NULL
+                         OR coalesce(NEW.metadata ->> 'triggered_manually' = 'true', false) THEN NULL
+                    WHEN NEW.finalized_at <= awa.try_timestamptz(NEW.metadata ->> 'cron_fire_time')
+                                             + make_interval(secs => c.expect_success_within)
+                    THEN awa.try_timestamptz(NEW.metadata ->> 'cron_fire_time') END
+        FROM awa.cron_jobs c WHERE c.name = sched
         ON CONFLICT (name) DO UPDATE SET consecutive_failures = 0,
-            last_success_at = greatest(h.last_success_at, EXCLUDED.last_success_at);
+            last_success_at = greatest(h.last_success_at, EXCLUDED.last_success_at),
+            last_ok_fire = greatest(h.last_ok_fire, EXCLUDED.last_ok_fire);
         RETURN NULL;
     END IF;
     INSERT INTO awa.cron_health AS h (name, consecutive_failures, last_failure_at)
