@@ -32,7 +32,10 @@ DOCUMENTS = ("args", "tags", "metadata")
 INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", *BOOKKEEPING})
 
 # The definition columns a fired job copies from its schedule.
-JOB_COPIES = tuple(c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy"))
+# (Expectations stay with the schedule: the fire statement never carries them.)
+JOB_COPIES = tuple(
+    c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy", *EXPECTATIONS)
+)
 # What an operator action returns (before and after): the key, definition and state.
 ACTION_ROW = (KEY, *DEFINITION, *STATE)
 # What the console's views list for each schedule, in the order they show it.
