@@ -11,7 +11,7 @@ from awa_tui.cli.common import APP_HELP, DsnOpt, OperatorOpt, fail
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.health.metrics import DEFAULT_SCHEDULE_SERIES
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 
 
 @app.callback(invoke_without_command=True)

@@ -31,7 +31,7 @@ from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.health.metrics import DEFAULT_SCHEDULE_SERIES, parse_addr
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.engine.ownership.manifest import check_owner
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import bulk as bulk_ops
@@ -19,7 +19,7 @@ from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.health import check as health_check
 from awa_tui.engine.health import rules as health_rules
-from awa_tui.engine.health.metrics import DEFAULT_SCHEDULE_SERIES, MetricsServer
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
 from awa_tui.engine.ledger import jobs as ledger_jobs
 from awa_tui.engine.ledger import retention, trail, verdicts
@@ -57,6 +57,9 @@ from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seco
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
 from awa_tui.printable import printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.health.metrics import MetricsServer
 
 log = printable_logger("awa_tui")
 
@@ -351,6 +354,8 @@ class Client:
         """Serve /metrics on HOST:PORT until close() (S43); a malformed or taken address
         raises a one-line error before anything runs."""
         if self.metrics is None:
+            from awa_tui.engine.health.metrics import MetricsServer  # prometheus_client: only when serving
+
             server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series)
             server.start()
             self.metrics = server

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.health.metrics import DEFAULT_SCHEDULE_SERIES, parse_addr
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.tui.config import ConsoleConfig
 
 if TYPE_CHECKING:

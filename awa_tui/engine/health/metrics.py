@@ -12,7 +12,6 @@ histogram per queue, never per schedule.
 
 from __future__ import annotations
 
-import ipaddress
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,11 +30,10 @@ from prometheus_client.registry import Collector
 
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.engine.health.models import HEALTHS, UNHEALTHY
 from awa_tui.engine.health.rules import LATENESS_BUCKETS
 
-# Per-schedule series for at most this many schedules by default (x 11 series each).
-DEFAULT_SCHEDULE_SERIES = 1000
 SCHEDULE_LABELS = ("schedule", "owner", "queue")
 
 _UNHEALTHY_SQL = ", ".join(f"'{h}'" for h in UNHEALTHY)
@@ -184,22 +182,6 @@ def _fleet_families(snap: MetricsSnapshot) -> Iterator[Metric]:
     if snap.evaluated_at is not None:
         yield GaugeMetricFamily("awa_health_evaluated_timestamp_seconds",
                                 "When the leader last evaluated health (stalled when old)", value=snap.evaluated_at)
-
-
-def parse_addr(text: str, option: str = "--metrics-addr") -> tuple[str, int]:
-    """HOST:PORT (IPv6 as [::1]:9464; port 0: any free port), refused in one line when malformed."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValidationError(f"{option}: expected HOST:PORT such as 127.0.0.1:9464, got {text!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise ValidationError(f"{option}: not an IPv6 address: {text!r}") from None
-    elif ":" in host or any(ch.isspace() for ch in host):
-        raise ValidationError(f"{option}: expected HOST:PORT such as 127.0.0.1:9464, got {text!r}")
-    return host, int(port_text)
 
 
 class MetricsServer:

@@ -32,60 +32,67 @@ TRANSITION_RETENTION_DAYS = 30
 # awa_fire_lateness_seconds buckets (seconds); the last one is +Inf.
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, float("inf"))
 
-# The newest scheduled fire whose expect_success_within has passed, at `now`, from the
-# instants the leader keeps per schedule (no jobs are read). Missed when no job completed
-# in time for it or for a later instant (last_ok_fire, kept by the outcome trigger).
-_DUE_FIRE = ("(SELECT max(f) FROM unnest(h.recent_fires) AS f "
-             "WHERE f <= %(now)s - make_interval(secs => c.expect_success_within))")
-_MISSED = (f"(c.expect_success_within IS NOT NULL AND {_DUE_FIRE} IS NOT NULL "
-           f"AND {_DUE_FIRE} > coalesce(h.last_ok_fire, '-infinity'))")
-
 _LATENESS = f"coalesce(c.max_lateness, {DEFAULT_MAX_LATENESS_S})"
 
-# The one classification (the order is the priority: one health per schedule).
+# Each rule's inputs are read once per schedule; the words (reason) are made only for the
+# schedules whose health changed, so a steady pass over 100k rows formats nothing.
+# `due_fire`: the newest scheduled fire whose expect_success_within has passed at `now`,
+# from the instants the leader keeps per schedule (no jobs are read); missed when no job
+# completed in time for it or for a later instant (last_ok_fire, kept by the outcome
+# trigger).
 JUDGE_SQL = f"""
-SELECT c.name, h.health AS old_health,
+SELECT j.*,
     CASE
-        WHEN c.retired_at IS NOT NULL THEN 'retired'
+        WHEN j.retired THEN 'retired'
         -- FINISHED (issue 15, bounds): WHEN <past its bounds> THEN 'finished'
-        WHEN flt.fault IS NOT NULL OR b.fault IS NOT NULL THEN 'broken'
-        WHEN c.paused_at IS NOT NULL THEN 'paused'
-        WHEN coalesce(h.consecutive_failures, 0) > coalesce(c.max_consecutive_failures, 0) THEN 'failing'
-        WHEN {_MISSED} THEN 'missed'
-        WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS}) THEN 'late'
+        WHEN j.fault IS NOT NULL THEN 'broken'
+        WHEN j.paused THEN 'paused'
+        WHEN j.failures > coalesce(j.max_failures, 0) THEN 'failing'
+        WHEN j.due_fire > coalesce(j.last_ok_fire, '-infinity') THEN 'missed'
+        WHEN j.next_fire_at < %(now)s - make_interval(secs => j.max_lateness) THEN 'late'
         ELSE 'ok'
-    END AS health,
-    CASE
-        WHEN c.retired_at IS NOT NULL THEN 'retired by ' || coalesce(c.retired_by, 'unknown')
-        WHEN flt.fault IS NOT NULL OR b.fault IS NOT NULL THEN coalesce(flt.fault, b.fault)
-        WHEN c.paused_at IS NOT NULL AND c.paused_by = 'awa-autopause'
-            THEN format('paused by awa-autopause after %%s consecutive failed jobs (pause_after_failures %%s)',
-                        h.consecutive_failures, c.pause_after_failures)
-        WHEN c.paused_at IS NOT NULL THEN 'paused by ' || coalesce(c.paused_by, 'unknown')
-        WHEN coalesce(h.consecutive_failures, 0) > coalesce(c.max_consecutive_failures, 0)
-            THEN CASE WHEN c.max_consecutive_failures IS NULL THEN 'the last job failed'
-                      ELSE format('%%s consecutive failed jobs (max_consecutive_failures %%s)',
-                                  h.consecutive_failures, c.max_consecutive_failures) END
-        WHEN {_MISSED}
-            THEN format('no success for the fire at %%s within %%s s (expect_success_within)',
-                        to_char({_DUE_FIRE} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                        c.expect_success_within)
-        WHEN c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
-            THEN format('the fire due at %%s was not enqueued within %%s s (max_lateness)',
-                        to_char(c.next_fire_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), {_LATENESS})
-    END AS reason
-FROM awa.cron_jobs c
-CROSS JOIN LATERAL (SELECT {FAULT_SQL} AS fault) flt
-LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
-LEFT JOIN awa.cron_health h ON h.name = c.name
+    END AS health
+FROM (
+    SELECT c.name, h.health AS old_health, c.retired_at IS NOT NULL AS retired, c.retired_by,
+           coalesce({FAULT_SQL}, b.fault) AS fault, c.paused_at IS NOT NULL AS paused, c.paused_by,
+           coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
+           c.pause_after_failures, c.expect_success_within, df.due_fire, h.last_ok_fire,
+           c.next_fire_at, {_LATENESS} AS max_lateness
+    FROM awa.cron_jobs c
+    LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
+    LEFT JOIN awa.cron_health h ON h.name = c.name
+    LEFT JOIN LATERAL (
+        SELECT max(f) AS due_fire FROM unnest(h.recent_fires) AS f
+        WHERE c.expect_success_within IS NOT NULL
+          AND f <= %(now)s - make_interval(secs => c.expect_success_within)
+    ) df ON true
+) j
 """
+
+_UTC = """'YYYY-MM-DD"T"HH24:MI:SS"Z"'"""
+REASON_SQL = f"""
+    CASE health
+        WHEN 'retired' THEN 'retired by ' || coalesce(retired_by, 'unknown')
+        WHEN 'broken' THEN fault
+        WHEN 'paused' THEN CASE WHEN paused_by = 'awa-autopause'
+            THEN format('paused by awa-autopause after %%s consecutive failed jobs (pause_after_failures %%s)',
+                        failures, pause_after_failures)
+            ELSE 'paused by ' || coalesce(paused_by, 'unknown') END
+        WHEN 'failing' THEN CASE WHEN max_failures IS NULL THEN 'the last job failed'
+            ELSE format('%%s consecutive failed jobs (max_consecutive_failures %%s)', failures, max_failures) END
+        WHEN 'missed' THEN format('no success for the fire at %%s within %%s s (expect_success_within)',
+                                  to_char(due_fire AT TIME ZONE 'UTC', {_UTC}), expect_success_within)
+        WHEN 'late' THEN format('the fire due at %%s was not enqueued within %%s s (max_lateness)',
+                                to_char(next_fire_at AT TIME ZONE 'UTC', {_UTC}), max_lateness)
+    END"""
 
 RECORD_SQL = f"""
 WITH bad AS (
     SELECT * FROM jsonb_to_recordset(%(bad)s::jsonb) AS x(cron_expr text, timezone text, policy text, fault text)
 ),
 judged AS ({JUDGE_SQL}),
-changed AS (SELECT * FROM judged WHERE old_health IS DISTINCT FROM health),
+changed AS (SELECT name, old_health, health, {REASON_SQL} AS reason FROM judged
+            WHERE old_health IS DISTINCT FROM health),
 written AS (
     INSERT INTO awa.cron_health AS h (name, health, since, reason, evaluated_at)
     SELECT name, health, %(now)s, reason, %(now)s FROM changed
