@@ -70,7 +70,7 @@ WRITES: dict[str, dict[str, str]] = {
     "schema_migrations": {},
     # Health (S42): the leader's duty judges, records transitions and counts fires; the
     # job-outcome and resume triggers (SECURITY DEFINER) keep the failure count.
-    "cron_health": {"runtime": "INSERT, UPDATE, DELETE"},
+    "cron_health": {"runtime": "INSERT, UPDATE"},
     "health_transitions": {"runtime": "INSERT, DELETE"},
     "health_meta": {"runtime": "UPDATE"},
     "fire_stats": {"runtime": "INSERT, UPDATE"},

@@ -202,3 +202,11 @@ def test_expectations_are_part_of_the_definition(client: Any, conn: psycopg.Conn
     info = client.get_schedule("declared")
     assert (info.max_lateness, info.expect_success_within, info.max_consecutive_failures,
             info.pause_after_failures) == (120, 300, 2, 4)
+
+
+def test_a_removed_schedule_takes_its_health_with_it(client: Any, conn: psycopg.Connection[Any]) -> None:
+    register(client, conn, "doomed", "* * * * *", at("2025-01-01T00:00:00"))
+    client.evaluate_health(now=at("2025-01-01T00:00:10"))
+    assert health(conn, "doomed") == ("ok", None)
+    client.remove("doomed", operator="tester")
+    assert conn.execute("SELECT count(*) AS n FROM awa.cron_health").fetchone() == {"n": 0}

@@ -28,7 +28,6 @@ class HealthPass:
     """One evaluation by the leader: what changed, and what it cost."""
 
     now: datetime
-    schedules: int
     transitions: list[Transition]
     fires_counted: int
     seconds: float

@@ -33,6 +33,11 @@ TRANSITION_RETENTION_DAYS = 30
 LATENESS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, float("inf"))
 
 _LATENESS = f"coalesce(c.max_lateness, {DEFAULT_MAX_LATENESS_S})"
+# recent_fires is newest first, so the first element at or before the deadline is the one:
+# a CASE over the (at most RECENT_FIRES) elements, evaluated in C, no subquery per row.
+_DUE_FIRE = "CASE WHEN c.expect_success_within IS NOT NULL THEN CASE {} END END".format(" ".join(
+    f"WHEN h.recent_fires[{i}] <= %(now)s - make_interval(secs => c.expect_success_within) "
+    f"THEN h.recent_fires[{i}]" for i in range(1, RECENT_FIRES + 1)))
 
 # Each rule's inputs are read once per schedule; the words (reason) are made only for the
 # schedules whose health changed, so a steady pass over 100k rows formats nothing.
@@ -56,16 +61,11 @@ FROM (
     SELECT c.name, h.health AS old_health, c.retired_at IS NOT NULL AS retired, c.retired_by,
            coalesce({FAULT_SQL}, b.fault) AS fault, c.paused_at IS NOT NULL AS paused, c.paused_by,
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
-           c.pause_after_failures, c.expect_success_within, df.due_fire, h.last_ok_fire,
+           c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
            c.next_fire_at, {_LATENESS} AS max_lateness
     FROM awa.cron_jobs c
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
     LEFT JOIN awa.cron_health h ON h.name = c.name
-    LEFT JOIN LATERAL (
-        SELECT max(f) AS due_fire FROM unnest(h.recent_fires) AS f
-        WHERE c.expect_success_within IS NOT NULL
-          AND f <= %(now)s - make_interval(secs => c.expect_success_within)
-    ) df ON true
 ) j
 """
 
@@ -105,7 +105,7 @@ logged AS (
     SELECT name, %(now)s, old_health, health, reason FROM changed
     WHERE old_health IS NOT NULL OR health <> 'ok'
 )
-SELECT name, old_health, health, reason, (SELECT count(*) FROM judged) AS total FROM changed
+SELECT name, old_health, health, reason FROM changed
 """
 
 # The definition parts only the engine's parser can judge, once per distinct triple.
@@ -169,9 +169,6 @@ UPDATE awa.health_meta SET evaluated_at = %(now)s, instance_id = %(instance)s, p
 WHERE singleton
 """
 
-PRUNE_SQL = """
-DELETE FROM awa.cron_health h WHERE NOT EXISTS (SELECT 1 FROM awa.cron_jobs c WHERE c.name = h.name);
-"""
 PRUNE_TRANSITIONS_SQL = (
     f"DELETE FROM awa.health_transitions WHERE at < %(now)s - interval '{TRANSITION_RETENTION_DAYS} days'"
 )
@@ -195,25 +192,20 @@ def evaluate_health(
     the fires since the last pass; one transaction."""
     started = time.monotonic()
     with conn.transaction():
+        # The judging join holds every schedule's health row in one hash: in memory, not in
+        # temporary files, at 100k schedules.
+        conn.execute("SET LOCAL work_mem = '32MB'")
         now = now or db_now(conn)
         # Fires first: the missed rule reads the instants they add.
         fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
         bad = _bad_triples(conn)
         rows = conn.execute(RECORD_SQL, {"now": now, "bad": bad}).fetchall()
-        conn.execute(PRUNE_SQL)
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
         conn.execute(META_SQL, {"now": now, "instance": instance_id, "seconds": seconds})
-    total = rows[0]["total"] if rows else _count(conn)
     return HealthPass(
         now=now,
-        schedules=total,
         transitions=[Transition(r["name"], now, r["old_health"], r["health"], r["reason"]) for r in rows],
         fires_counted=fires["fires"] if fires else 0,
         seconds=seconds,
     )
-
-
-def _count(conn: psycopg.Connection[Any]) -> int:
-    row = conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone()
-    return int(row["n"]) if row else 0

@@ -159,5 +159,19 @@ CREATE TRIGGER cron_jobs_health_resume
     WHEN (OLD.paused_at IS NOT NULL AND NEW.paused_at IS NULL)
     EXECUTE FUNCTION awa.cron_health_resume();
 
+-- A removed schedule takes its health with it (the transitions stay, as history).
+CREATE FUNCTION awa.cron_health_remove() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM awa.cron_health WHERE name = OLD.name;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER cron_jobs_health_remove
+    AFTER DELETE ON awa.cron_jobs
+    FOR EACH ROW EXECUTE FUNCTION awa.cron_health_remove();
+
 REVOKE EXECUTE ON FUNCTION awa.cron_health_outcome() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION awa.cron_health_remove() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION awa.cron_health_resume() FROM PUBLIC;
