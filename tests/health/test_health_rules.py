@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from engine_helpers import at
+from engine_helpers import at, force
 from health_helpers import failures, finish, health, register
 
 from awa_tui.engine.errors import ValidationError
@@ -210,3 +210,24 @@ def test_a_removed_schedule_takes_its_health_with_it(client: Any, conn: psycopg.
     assert health(conn, "doomed") == ("ok", None)
     client.remove("doomed", operator="tester")
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_health").fetchone() == {"n": 0}
+
+
+def test_an_expectation_change_is_audited_and_fenced_like_the_definition(dsn: str, conn: psycopg.Connection[Any]
+                                                                         ) -> None:
+    from awa_tui.engine.client import Client
+
+    with Client(dsn) as first:
+        first.periodic("watched", "* * * * *", "test.job", max_lateness=60)
+        first.sync()
+    with Client(dsn) as second:
+        second.periodic("watched", "* * * * *", "test.job", max_lateness=120)
+        second.sync()
+    audit = conn.execute("SELECT operator, action, before, after FROM awa.audit_log WHERE target = 'watched'"
+                         ).fetchall()
+    assert audit == [{"operator": "awa-sync", "action": "sync_definition", "before": {"max_lateness": 60},
+                      "after": {"max_lateness": 120}}]
+    # An owned row: an additive sync of another value is a quiet no-op (S5, the fence).
+    force(conn, "UPDATE awa.cron_jobs SET owner = 'billing' WHERE name = 'watched'")
+    conn.execute("UPDATE awa.cron_jobs SET max_lateness = 30 WHERE name = 'watched'")
+    row = conn.execute("SELECT max_lateness FROM awa.cron_jobs WHERE name = 'watched'").fetchone()
+    assert row == {"max_lateness": 120}
