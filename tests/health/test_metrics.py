@@ -162,3 +162,24 @@ def test_metrics_addr_on_the_console_needs_lead() -> None:
     result = run_cli("--metrics-addr", "127.0.0.1:9464", "--dsn", "postgresql://x@127.0.0.1:1/x")
     assert result.returncode == 1
     assert result.stderr == "error: --metrics-addr serves the in-process engine's metrics: add --lead\n"
+
+
+def test_the_console_leader_serves_metrics_and_a_taken_addr_fails_its_start(dsn: str,
+                                                                            conn: psycopg.Connection[Any]) -> None:
+    from awa_tui.engine.errors import AwaError
+    from awa_tui.tui.launch import build_config
+
+    config = build_config(dsn=dsn, lead=True, app_ref=None, demo=True, read_only=False, operator="tester@test",
+                          refresh=2.0, say=lambda _: None, metrics_addr="127.0.0.1:0")
+    try:
+        assert config.engine is not None and config.engine.metrics is not None
+        port = config.engine.metrics.bound_port
+        wait_for(lambda: value(scrape(port), "awa_leader") == 1, timeout=30, what="the console's engine to lead")
+        with pytest.raises(AwaError) as exc:
+            build_config(dsn=dsn, lead=True, app_ref=None, demo=True, read_only=False, operator="tester@test",
+                         refresh=2.0, say=lambda _: None, metrics_addr=f"127.0.0.1:{port}")
+        assert str(exc.value) == f"--metrics-addr: cannot listen on 127.0.0.1:{port}: Address already in use"
+    finally:
+        if config.engine is not None:
+            config.engine.close()
+        config.client.close()
