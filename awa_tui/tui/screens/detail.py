@@ -97,7 +97,8 @@ def health_line(data: ScheduleDetail) -> Text:
     if health is None:
         return Text("not evaluated yet (the leader judges every schedule every 10 s)", style="dim")
     text = Text()
-    text.append(health.health.upper() if health.health in UNHEALTHY else health.health, style="bold")
+    word = printable(health.health)  # a hand-written row may hold anything
+    text.append(word.upper() if health.health in UNHEALTHY else word, style="bold")
     if health.since is not None:
         text.append(f" since {utc(health.since)} ({relative(health.since, data.now)})")
     if health.reason:
