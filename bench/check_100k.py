@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,7 +105,13 @@ def main() -> None:
                 cli = [sys.executable, "-m", "awa_tui", "check", "--dsn", dsn]
                 result["check_cli"] = _timed(lambda: subprocess.run(cli, capture_output=True, check=False),
                                              args.runs, dsn, False)
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 result["check_cli_exit"] = subprocess.run(cli, capture_output=True, check=False).returncode
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                # CPU of one `awa-tui check` (user + system): wall time on a loaded machine
+                # is mostly waiting for a CPU.
+                cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                result["check_cli_cpu_s"] = round(cpu, 3)
                 with connect(dsn) as conn:  # expectations on: a dead-man's switch on every schedule
                     conn.execute("UPDATE awa.cron_jobs SET expect_success_within = 300")
                     conn.execute(
