@@ -4,7 +4,7 @@
 
 Seeds N schedules (bench.common.seed_schedules, a yearly expression: nothing fires), makes
 1% unhealthy (0.5% late, 0.3% failing through real discarded jobs, 0.2% broken), and times:
-- the health duty (`Client.evaluate_health`): the first pass (writes every health row),
+- the health duty (`Client.evaluate_health`): the first pass (rows for the unhealthy only),
   then steady passes (nothing changes, nothing written), each with DB time from
   pg_stat_statements when the server has it;
 - the same with expectations on: every schedule with expect_success_within and one

@@ -253,6 +253,10 @@ WORST_SQL = (
 )
 
 
+# No health row: ok once the leader has judged at all (rows are written on change), else
+# not judged yet (NULL).
+_JUDGED_OK = "(SELECT 'ok' FROM awa.health_meta WHERE evaluated_at IS NOT NULL)"
+
 SCHEDULE_SORTS = {
     "name": "c.name",
     "next": "c.next_fire_at",
@@ -288,7 +292,8 @@ SELECT {SCHEDULE_COLUMNS},
             ELSE 'active' END AS state,
        j.state AS last_job_state,
        {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness,
-       h.health, awa.safe_ts(h.since) AS health_since, h.reason AS health_reason
+       coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS health_since,
+       h.reason AS health_reason
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 LEFT JOIN awa.cron_health h ON h.name = c.name
@@ -368,10 +373,13 @@ def unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
 
 def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
+    """The recorded health of one schedule; ok (since unknown) when the leader has judged
+    but found nothing to record, None when it has not judged yet."""
     row = conn.execute(
-        "SELECT name, health, awa.safe_ts(since) AS since, reason FROM awa.cron_health WHERE name = %s", (name,)
+        f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
+        "h.reason FROM (SELECT 1) one LEFT JOIN awa.cron_health h ON h.name = %(n)s", {"n": name},
     ).fetchone()
-    return Attention(**row) if row else None
+    return Attention(**row) if row and row["health"] else None
 
 
 def schedule_detail(

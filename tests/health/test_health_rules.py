@@ -206,8 +206,10 @@ def test_expectations_are_part_of_the_definition(client: Any, conn: psycopg.Conn
 
 def test_a_removed_schedule_takes_its_health_with_it(client: Any, conn: psycopg.Connection[Any]) -> None:
     register(client, conn, "doomed", "* * * * *", at("2025-01-01T00:00:00"))
-    client.evaluate_health(now=at("2025-01-01T00:00:10"))
-    assert health(conn, "doomed") == ("ok", None)
+    client.evaluate(now=at("2025-01-01T00:00:30"))
+    client.evaluate_health(now=at("2025-01-01T00:05:00"))
+    assert health(conn, "doomed")[0] == "late"
+    assert conn.execute("SELECT count(*) AS n FROM awa.cron_health").fetchone() == {"n": 1}
     client.remove("doomed", operator="tester")
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_health").fetchone() == {"n": 0}
 

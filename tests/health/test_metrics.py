@@ -64,7 +64,8 @@ def test_a_scrape_matches_the_database(runtime: Any, conn: psycopg.Connection[An
     assert value(samples, "awa_up") == 1
     assert value(samples, "awa_leader") == 1
     counts = {r["health"]: r["n"] for r in conn.execute(
-        "SELECT health, count(*) AS n FROM awa.cron_health GROUP BY health").fetchall()}
+        "SELECT coalesce(h.health, 'ok') AS health, count(*) AS n FROM awa.cron_jobs c "
+        "LEFT JOIN awa.cron_health h ON h.name = c.name GROUP BY 1").fetchall()}
     assert counts == {"ok": 1, "failing": 1, "broken": 1}
     for health in ("ok", "late", "failing", "missed", "paused", "retired", "broken", "finished"):
         assert value(samples, "awa_schedules", health=health) == counts.get(health, 0)

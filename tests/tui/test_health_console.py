@@ -40,7 +40,9 @@ def healths(seeded: str, conn: Any) -> str:
                  "WHERE metadata ->> 'cron_name' = 'reports.hourly'", (t("12:00:10"),))
     with Client(seeded) as client:
         client.evaluate_health(now=NOW)
-    found = {r["name"]: r["health"] for r in conn.execute("SELECT name, health FROM awa.cron_health").fetchall()}
+    found = {r["name"]: r["health"] for r in conn.execute(
+        "SELECT c.name, coalesce(h.health, 'ok') AS health FROM awa.cron_jobs c "
+        "LEFT JOIN awa.cron_health h ON h.name = c.name").fetchall()}
     assert found == EXPECTED
     return seeded
 

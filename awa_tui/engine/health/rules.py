@@ -91,8 +91,10 @@ WITH bad AS (
     SELECT * FROM jsonb_to_recordset(%(bad)s::jsonb) AS x(cron_expr text, timezone text, policy text, fault text)
 ),
 judged AS ({JUDGE_SQL}),
-changed AS (SELECT name, old_health, health, {REASON_SQL} AS reason FROM judged
-            WHERE old_health IS DISTINCT FROM health),
+-- No row means ok: a schedule gets its row when it first leaves ok (or from a job's
+-- outcome), so the first pass over 100k healthy schedules writes nothing per schedule.
+changed AS (SELECT name, coalesce(old_health, 'ok') AS old_health, health, {REASON_SQL} AS reason FROM judged
+            WHERE coalesce(old_health, 'ok') IS DISTINCT FROM health),
 written AS (
     INSERT INTO awa.cron_health AS h (name, health, since, reason, evaluated_at)
     SELECT name, health, %(now)s, reason, %(now)s FROM changed
@@ -100,10 +102,8 @@ written AS (
         reason = EXCLUDED.reason, evaluated_at = EXCLUDED.evaluated_at
 ),
 logged AS (
-    -- A schedule seen for the first time as ok has no transition to tell.
     INSERT INTO awa.health_transitions (name, at, from_health, to_health, reason)
     SELECT name, %(now)s, old_health, health, reason FROM changed
-    WHERE old_health IS NOT NULL OR health <> 'ok'
 )
 SELECT name, old_health, health, reason FROM changed
 """
