@@ -53,11 +53,13 @@ def check(
     Nagios/Icinga, Kubernetes probes and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell."""
     try:
         client = make_client(dsn, read_only=True)
-        if not hasattr(client, "check"):
-            raise AwaError("check: not available on an upstream Awa schema")
         report = client.check(owner=owner, schedule=schedule, tag=tag)
     except AwaError as exc:
-        typer.echo(printable(f"UNKNOWN: {' '.join(str(exc).split())}"), err=True)
+        # The status line a monitoring system reads (stdout), and the error as every
+        # command words one (stderr).
+        message = printable(" ".join(str(exc).split()))
+        typer.echo(f"UNKNOWN: {message}")
+        typer.echo(f"error: {message}", err=True)
         raise typer.Exit(EXIT_UNKNOWN) from None
     if as_json:
         emit_json(report)

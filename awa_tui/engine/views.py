@@ -360,10 +360,10 @@ def schedule_page(
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
         page.append(SchedulePageRow(**row))
     assert counts is not None  # an aggregate without GROUP BY always returns its row
-    return SchedulePage(now=now, rows=page, **counts, **unhealthy_summary(conn))
+    return SchedulePage(now=now, rows=page, **counts, **_unhealthy_summary(conn))
 
 
-def unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """The unhealthy schedules counted by health, and the worst one (S42), through the
     partial index of awa.cron_health (unhealthy rows only)."""
     rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()

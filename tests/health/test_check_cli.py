@@ -155,14 +155,20 @@ def test_a_runtime_on_another_schema_version_exits_2(client: Any, conn: psycopg.
 def test_unreachable_database_exits_3() -> None:
     result = awa("check", "--dsn", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
     assert result.returncode == 3
-    assert result.stdout == ""
-    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("UNKNOWN: ")
+    assert result.stdout.startswith("UNKNOWN: ") and len(result.stdout.splitlines()) == 1
+    assert result.stderr == "error: " + result.stdout.removeprefix("UNKNOWN: ")
 
 
 def test_unknown_schedule_exits_3(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
     leader()
     result = awa("check", "--dsn", dsn, "--schedule", "nope")
-    assert (result.returncode, result.stderr) == (3, "UNKNOWN: unknown schedule 'nope'\n")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        3, "UNKNOWN: unknown schedule 'nope'\n", "error: unknown schedule 'nope'\n")
+
+
+def test_a_database_without_the_schema_exits_3(empty_dsn: str) -> None:
+    result = awa("check", "--dsn", empty_dsn)
+    assert (result.returncode, result.stderr) == (3, "error: the database has no awa schema; run `awa-tui migrate`\n")
 
 
 def test_selection_by_owner_schedule_and_tag(client: Any, conn: psycopg.Connection[Any], dsn: str,

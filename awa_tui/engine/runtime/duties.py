@@ -6,6 +6,7 @@ backs off); a service's failure is logged and never delays the next evaluation.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,6 +106,10 @@ class LeaderDuties:
         return busy
 
     def _health(self) -> bool:
-        for t in self.host.evaluate_health().transitions:
-            log.info("health of %s: %s -> %s (%s)", t.name, t.from_health or "new", t.to_health, t.reason or "")
+        # One line per pass, counts only: a leader outage can turn 100k schedules late at
+        # once, and `awa-tui check` names them.
+        changed = Counter(t.to_health for t in self.host.evaluate_health().transitions)
+        if changed:
+            log.info("health: %d changed (%s)", sum(changed.values()),
+                     ", ".join(f"{health} {n}" for health, n in sorted(changed.items())))
         return False

@@ -40,8 +40,8 @@ SORTS = ("name", "next", "last", "state", "queue", "owner", "health")
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
-    Column("health", "HEALTH", 8, priority=1),  # S42: a word, not a colour alone
     Column("next", "NEXT FIRE", 19),
+    Column("health", "HEALTH", 8, priority=1),  # S42: a word, not a colour alone; drops after the rest
     Column("next_at", "NEXT (UTC)", 14, priority=4),
     Column("last", "LAST FIRE", 10, priority=2),
     Column("late", "LATE", 6, priority=3),
@@ -138,8 +138,8 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
     return (
         cell(row.name),
         state_cell(row),
-        health_cell(row),
         LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
+        health_cell(row),
         cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
         LiveCell(row.last_enqueued_at, _last_live, clock),
         cell(lateness(row.lateness)),

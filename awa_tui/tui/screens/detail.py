@@ -69,6 +69,7 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("priority", f"{row.priority}   max attempts {row.max_attempts}"),
         ("tags", ", ".join(row.tags or []) or "-"),
         ("owner", row.owner or "- (unowned)"),
+        ("expects", expectations(row)),
         ("last fire", last),
         ("created", utc(row.created_at)),
         ("updated", utc(row.updated_at)),
@@ -79,24 +80,24 @@ def _seconds(value: int | None, default: str = "-") -> str:
     return f"{value} s" if value is not None else default
 
 
-def expectations(row: ScheduleInfo) -> Table:
-    """S41: what the schedule promises, as declared (none: the default or nothing)."""
-    return facts([
-        ("max lateness", _seconds(row.max_lateness, "60 s (default)")),
-        ("success within", _seconds(row.expect_success_within, "- (no dead-man's switch)")),
-        ("max failures", str(row.max_consecutive_failures) if row.max_consecutive_failures
-         else "- (the last job failing is failing)"),
-        ("pause after", f"{row.pause_after_failures} consecutive failed jobs" if row.pause_after_failures
-         else "- (never pauses itself)"),
-    ])
+def expectations(row: ScheduleInfo) -> str:
+    """S41: what the schedule promises, as declared, on one line."""
+    parts = [f"late after {_seconds(row.max_lateness, '60 s (default)')}"]
+    if row.expect_success_within is not None:
+        parts.append(f"success within {row.expect_success_within} s")
+    parts.append(f"failing over {row.max_consecutive_failures} failed" if row.max_consecutive_failures
+                 else "failing when the last job failed")
+    if row.pause_after_failures is not None:
+        parts.append(f"pauses after {row.pause_after_failures} failed")
+    return " · ".join(parts)
 
 
 def health_line(data: ScheduleDetail) -> Text:
     """S42: the health the leader last recorded, since when and why."""
     health = data.health
     if health is None:
-        return Text("not evaluated yet (the leader judges every schedule every 10 s)", style="dim")
-    text = Text()
+        return Text("health: not judged yet (the leader judges every schedule every 10 s)", style="dim")
+    text = Text("health ")
     word = printable(health.health)  # a hand-written row may hold anything
     text.append(word.upper() if health.health in UNHEALTHY else word, style="bold")
     if health.since is not None:
@@ -218,8 +219,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
         row, now = data.schedule, data.now
         shown = printable_row(row)  # every database string escaped; self.data keeps the real row
         paused = " (if resumed)" if row.state == "paused" else ""
-        definition_part = Group(section("Definition"), definition(shown, now),
-                                section("Expectations"), expectations(shown))
+        definition_part = Group(section("Definition"), definition(shown, now))
         payload_part = Group(
             section("Args"), Text(pretty_json(row.args or {})),
             section("Metadata"), Text(pretty_json(row.metadata or {})),
@@ -233,8 +233,8 @@ class DetailScreen(ScheduleActions, Screen[None]):
                       style="dim")
         body.update(Group(
             state_line(shown, now),
+            health_line(data),
             loaded,
-            section("Health"), health_line(data),
             top,
             section(f"Next {len(data.next)} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
