@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.health.models import HEALTHS
 
 TermKind = Literal["text", "field", "flag"]
 
@@ -41,14 +42,17 @@ class PanelGrammar:
     flags: tuple[str, ...] = ()
     states: tuple[str, ...] = ()  # the values `state:` accepts (empty: any value)
     substring_fields: tuple[str, ...] = ("name",)  # the rest match whole values
+    # Other fields that take one of a fixed set of values, like `state` (health:missed).
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
-        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag"),
+        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
         flags=("active", "paused", "retired", "broken", "late", "unowned"),
         states=("active", "paused", "retired", "broken"),
         substring_fields=("name", "kind"),
+        choices=(("health", HEALTHS),),
     ),
     "owners": PanelGrammar(fields=("name", "state")),
     "runtimes": PanelGrammar(fields=("host", "role", "owner"), flags=("leader", "stale"),
@@ -190,5 +194,10 @@ def _field_term(grammar: PanelGrammar, panel: str, field: str, value: str, negat
             raise FilterError(
                 f"filter: state: unknown state {value!r}; states are {', '.join(grammar.states)}"
             )
+        value = value.lower()
+    allowed = dict(grammar.choices).get(field)
+    if allowed is not None:
+        if value.lower() not in allowed:
+            raise FilterError(f"filter: {field}: unknown value {value!r}; values are {', '.join(allowed)}")
         value = value.lower()
     return Term("field", field, value, negated)

@@ -8,8 +8,10 @@ import typer
 
 from awa_tui.cli import app
 from awa_tui.cli.common import APP_HELP, DsnOpt, OperatorOpt, fail
+from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 
 
 @app.callback(invoke_without_command=True)
@@ -24,6 +26,8 @@ def console(
     operator: OperatorOpt = None,
     refresh: Annotated[float, typer.Option(
         "--refresh", help=f"Panel refresh interval, seconds ({REFRESH_MIN_S:g} to {REFRESH_MAX_S:g}).")] = 2.0,
+    metrics_addr: MetricsAddrOpt = None,
+    metrics_schedules: ScheduleSeriesOpt = DEFAULT_SCHEDULE_SERIES,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -35,6 +39,7 @@ def console(
         config = build_config(
             dsn=dsn, lead=lead, app_ref=app_ref, demo=demo, read_only=read_only,
             operator=operator, refresh=refresh, say=say,
+            metrics_addr=metrics_addr, metrics_schedules=metrics_schedules,
         )
     except AwaError as exc:
         fail(str(exc))

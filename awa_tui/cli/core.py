@@ -26,9 +26,12 @@ from awa_tui.cli.common import (
     require_dsn,
     say,
 )
+from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
+from awa_tui.engine.errors import AwaError
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.engine.ownership.manifest import check_owner
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger
@@ -67,6 +70,8 @@ def run(
     retire_grace: Annotated[str | None, typer.Option("--retire-grace", metavar="DURATION", help=(
         "How long the owner's runtimes must agree before a dropped schedule is retired "
         "(30s, 10m, 2h or seconds; default 10m). Only with --authoritative."))] = None,
+    metrics_addr: MetricsAddrOpt = None,
+    metrics_schedules: ScheduleSeriesOpt = DEFAULT_SCHEDULE_SERIES,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     # Names, kinds and errors in log lines come from the database: one escaped line each,
@@ -82,6 +87,8 @@ def run(
         log = printable_logger("awa_tui")
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
+        if metrics_addr is not None:
+            parse_addr(metrics_addr)  # a malformed address fails before any database is touched
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
         client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run",
                               leader_lease=timedelta(seconds=leader_lease), **ownership)
@@ -89,6 +96,13 @@ def run(
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
         log.info("%d schedules registered; Ctrl-C stops", len(client.schedules))
+        if metrics_addr is not None:
+            try:
+                served = client.serve_metrics(metrics_addr, schedule_series=metrics_schedules)
+            except AwaError:
+                client.close()
+                raise
+            log.info("serving /metrics on %s:%d", served.host, served.bound_port)
         client.run()
         log.info("stopped cleanly (leader lock released)")
 

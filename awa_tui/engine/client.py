@@ -4,17 +4,23 @@ tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.health import check as health_check
+from awa_tui.engine.health import rules as health_rules
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
+from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
 from awa_tui.engine.ledger import jobs as ledger_jobs
 from awa_tui.engine.ledger import retention, trail, verdicts
 from awa_tui.engine.ledger import why as ledger_why
@@ -47,10 +53,13 @@ from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.runtime.loops import Runtime
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seconds
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
 from awa_tui.printable import printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.health.metrics import MetricsServer
 
 log = printable_logger("awa_tui")
 
@@ -97,6 +106,7 @@ class Client:
         leader_lease: timedelta = leader.DEFAULT_LEASE,
         job_retention: timedelta = retention.DEFAULT_HORIZON,
         job_keep: int = retention.DEFAULT_KEEP,
+        max_lateness: timedelta = timedelta(seconds=DEFAULT_MAX_LATENESS_S),
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -114,6 +124,8 @@ class Client:
             raise ValidationError(
                 f"leader_lease: must be a timedelta of at least {leader.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
+        # S41: the max_lateness of every schedule registered here that declares none.
+        self.max_lateness = check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease
         self.job_retention = retention.check_horizon(job_retention)
         self.job_keep = retention.check_keep(job_keep)
@@ -147,6 +159,7 @@ class Client:
         self.last_pass: evaluator.PassResult | None = None
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
+        self.metrics: MetricsServer | None = None  # serve_metrics(): /metrics of this runtime
 
     # --- registration (S1, S2) -------------------------------------------------------
 
@@ -155,6 +168,8 @@ class Client:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
         schedule = Schedule.build(*args, **kwargs)
+        if schedule.max_lateness is None:
+            schedule = dataclasses.replace(schedule, max_lateness=self.max_lateness)
         if schedule.name in self._schedules:
             raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
         self._schedules[schedule.name] = schedule
@@ -201,8 +216,11 @@ class Client:
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
         ops.require_writable(self.read_only, "evaluate")
+        started = time.monotonic()
         with self.db.connection() as conn:
             result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
+        if self.metrics is not None:
+            self.metrics.observe_pass(time.monotonic() - started, result.examined)
         self.last_pass = result
         for callback in self.on_pass:
             callback(result)
@@ -240,6 +258,22 @@ class Client:
             results = reconcile.reconcile(conn, now, wait=wait)
         self.last_reconcile = results
         return results
+
+    def evaluate_health(self, now: datetime | None = None) -> HealthPass:
+        """The leader's health duty (S42): judge every schedule at `now` (DB time when
+        omitted), record transitions, count fires for the metrics."""
+        ops.require_writable(self.read_only, "evaluate health")
+        with self.db.connection() as conn:
+            return health_rules.evaluate_health(conn, now, instance_id=self.identity.instance_id)
+
+    def check(self, *, owner: str | None = None, schedule: str | None = None, tag: str | None = None,
+              now: datetime | None = None) -> CheckReport:
+        """`awa-tui check` (S43): unhealthy schedules and fleet problems, with the exit code."""
+        return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
+
+    def health_history(self, name: str, limit: int = 20) -> list[Transition]:
+        """A schedule's health transitions, newest first."""
+        return self._read(health_check.transitions, name, limit=limit)
 
     def plan(self, owner: str | None = None, now: datetime | None = None) -> list[OwnerPlan]:
         """Preview of reconciliation per owner, from one snapshot, changing nothing (S34).
@@ -316,6 +350,17 @@ class Client:
         self._runtime = runtime
         return runtime
 
+    def serve_metrics(self, addr: str, *, schedule_series: int = DEFAULT_SCHEDULE_SERIES) -> MetricsServer:
+        """Serve /metrics on HOST:PORT until close() (S43); a malformed or taken address
+        raises a one-line error before anything runs."""
+        if self.metrics is None:
+            from awa_tui.engine.health.metrics import MetricsServer  # prometheus_client: only when serving
+
+            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series)
+            server.start()
+            self.metrics = server
+        return self.metrics
+
     @property
     def is_leader(self) -> bool:
         return bool(self._runtime and self._runtime.is_leader)
@@ -351,6 +396,9 @@ class Client:
                 except AwaError as exc:
                     log.warning("final snapshot failed: %s", exc)
             self._declared = False
+            if self.metrics is not None:
+                self.metrics.stop()
+                self.metrics = None
             self.db.close_all()
 
     def __enter__(self) -> Client:

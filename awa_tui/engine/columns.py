@@ -17,7 +17,12 @@ DEFINITION_TYPES = {
     "cron_expr": "text", "timezone": "text", "kind": "text", "queue": "text", "args": "jsonb",
     "priority": "smallint", "max_attempts": "smallint", "tags": "jsonb", "metadata": "jsonb",
     "missed_fire_policy": "text",
+    # Expectations (issue 14, pause on failure of issue 15): seconds and counts, NULL = none.
+    "max_lateness": "integer", "expect_success_within": "integer", "max_consecutive_failures": "integer",
+    "pause_after_failures": "integer",
 }
+# The expectation columns, for the health rules (engine/health.py) and the definition views.
+EXPECTATIONS = ("max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures")
 DEFINITION = tuple(DEFINITION_TYPES)
 STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by")
 BOOKKEEPING = ("next_fire_at", "created_at", "updated_at")
@@ -27,7 +32,10 @@ DOCUMENTS = ("args", "tags", "metadata")
 INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", *BOOKKEEPING})
 
 # The definition columns a fired job copies from its schedule.
-JOB_COPIES = tuple(c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy"))
+# (Expectations stay with the schedule: the fire statement never carries them.)
+JOB_COPIES = tuple(
+    c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy", *EXPECTATIONS)
+)
 # What an operator action returns (before and after): the key, definition and state.
 ACTION_ROW = (KEY, *DEFINITION, *STATE)
 # What the console's views list for each schedule, in the order they show it.

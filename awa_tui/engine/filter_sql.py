@@ -37,6 +37,8 @@ _COLUMNS = {
     "policy": "c.missed_fire_policy ILIKE {p}",
     "tz": "c.timezone ILIKE {p}",
     "tag": "EXISTS (SELECT 1 FROM unnest(c.tags) AS t(tag) WHERE t.tag ILIKE {p})",
+    # S42: the health the leader last recorded (no row yet: ok).
+    "health": "coalesce((SELECT hh.health FROM awa.cron_health hh WHERE hh.name = c.name), 'ok') ILIKE {p}",
 }
 # Free text matches what the plain `/` filter always matched (views._FILTER).
 _TEXT = "(c.name ILIKE {p} OR c.kind ILIKE {p} OR c.queue ILIKE {p} OR c.owner ILIKE {p})"

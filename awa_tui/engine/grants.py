@@ -68,6 +68,13 @@ WRITES: dict[str, dict[str, str]] = {
     "ledger_pruned": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE"},
     "audit_log": {},
     "schema_migrations": {},
+    # Health (S42): the leader's duty judges, records transitions and counts fires; the
+    # job-outcome and resume triggers (SECURITY DEFINER) keep the failure count.
+    "cron_health": {"runtime": "INSERT, UPDATE"},
+    "health_transitions": {"runtime": "INSERT, DELETE"},
+    "health_meta": {"runtime": "UPDATE"},
+    "fire_stats": {"runtime": "INSERT, UPDATE"},
+    "fire_lateness": {"runtime": "INSERT, UPDATE"},
 }
 OPERATOR_FUNCTIONS = (
     "awa.begin_action(text, text, jsonb)",

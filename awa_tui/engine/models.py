@@ -11,7 +11,7 @@ branched on by key beyond `code`, `name`, `message`, `changes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -51,6 +51,11 @@ class _ScheduleColumns(CronDefinition):
     retired_at: datetime | None
     retired_by: str | None
     fault: str | None  # why the row is BROKEN (S15), or None
+    # Expectations (S41): seconds and counts as declared, None = not declared.
+    max_lateness: int | None = field(default=None, kw_only=True)
+    expect_success_within: int | None = field(default=None, kw_only=True)
+    max_consecutive_failures: int | None = field(default=None, kw_only=True)
+    pause_after_failures: int | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,24 @@ class SchedulePageRow(ScheduleRow):
     lateness: timedelta | None  # the last fire's job created_at - its fire time
     next_fire: datetime | None
     next_fire_due: bool
+    # The leader's last health evaluation (S42): word, since when, why.
+    health: str | None = field(default=None, kw_only=True)
+    health_since: datetime | None = field(default=None, kw_only=True)
+    health_reason: str | None = field(default=None, kw_only=True)
 
 
 # Anything an operator action on a schedule can be chosen from (a panel row, the detail).
 AnySchedule = ScheduleRow | ScheduleInfo
+
+
+@dataclass(frozen=True)
+class Attention:
+    """One schedule's recorded health (S42): the worst one heads the console's ATTENTION line."""
+
+    name: str
+    health: str
+    since: datetime | None
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,9 @@ class SchedulePage:
     paused: int
     retired: int
     matched: int
+    # S42: unhealthy schedules by health (all of them, not just the page), and the worst.
+    unhealthy: dict[str, int] = field(default_factory=dict)
+    attention: Attention | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +155,7 @@ class ScheduleDetail:
     next: list[NextFire]
     recent: list[Fire]
     audit: list[AuditEntry]
+    health: Attention | None = None  # S42: as the leader last recorded it
 
 
 # --- queues and runtimes -----------------------------------------------------------------
@@ -284,6 +307,10 @@ class ScheduleState:
     owner: str | None
     retired_at: datetime | None
     retired_by: str | None
+    max_lateness: int | None = field(default=None, kw_only=True)
+    expect_success_within: int | None = field(default=None, kw_only=True)
+    max_consecutive_failures: int | None = field(default=None, kw_only=True)
+    pause_after_failures: int | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

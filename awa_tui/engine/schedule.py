@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from operator import attrgetter
 from typing import Any
@@ -19,6 +20,9 @@ from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
 
 POLICIES = ("coalesce", "catch_up")
+# S41: a due instant must be enqueued within this unless the schedule or its client says
+# otherwise (a stored NULL means this too).
+DEFAULT_MAX_LATENESS_S = 60
 # Bidi controls and zero-width characters: a name holding them can read as another name
 # in a confirm dialog. The database refuses the same set (migration v004).
 _LOOKALIKE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
@@ -40,6 +44,12 @@ class Schedule:
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     missed_fire_policy: str = "coalesce"
+    # Expectations (S41), stored as whole seconds and counts; None = not declared. The
+    # client fills max_lateness with its default at registration.
+    max_lateness: int | None = None
+    expect_success_within: int | None = None
+    max_consecutive_failures: int | None = None
+    pause_after_failures: int | None = None
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
@@ -73,6 +83,10 @@ class Schedule:
             raise ValidationError(
                 f"missed_fire_policy: must be 'coalesce' or 'catch_up', got {_short(self.missed_fire_policy)}"
             )
+        for fname in ("max_lateness", "expect_success_within"):
+            object.__setattr__(self, fname, check_seconds(fname, getattr(self, fname)))
+        for fname in ("max_consecutive_failures", "pause_after_failures"):
+            object.__setattr__(self, fname, check_count(fname, getattr(self, fname)))
 
     @classmethod
     def build(
@@ -89,6 +103,10 @@ class Schedule:
         tags: tuple[str, ...] | list[str] = (),
         metadata: dict[str, Any] | None = None,
         missed_fire_policy: str = "coalesce",
+        max_lateness: timedelta | int | None = None,
+        expect_success_within: timedelta | int | None = None,
+        max_consecutive_failures: int | None = None,
+        pause_after_failures: int | None = None,
     ) -> Schedule:
         """The `periodic()` signature of S1."""
         return cls(
@@ -103,6 +121,10 @@ class Schedule:
             tags=tuple(tags) if isinstance(tags, (list, tuple)) else tags,  # type: ignore[arg-type]
             metadata={} if metadata is None else metadata,
             missed_fire_policy=missed_fire_policy,
+            max_lateness=max_lateness,  # type: ignore[arg-type]  # normalised to seconds
+            expect_success_within=expect_success_within,  # type: ignore[arg-type]
+            max_consecutive_failures=max_consecutive_failures,
+            pause_after_failures=pause_after_failures,
         )
 
     def definition(self) -> dict[str, Any]:
@@ -115,6 +137,40 @@ class Schedule:
 # Schedule's fields are named like the columns they are stored in (one registry).
 _DEFINITION_KEYS = (KEY, *DEFINITION)
 _definition_values = attrgetter(*_DEFINITION_KEYS)  # one C call: sync builds 100k of these
+
+
+MAX_EXPECTATION_S = 366 * 86400  # a year: longer is a typo, and fits an integer column
+MAX_COUNT = 1_000_000
+
+
+def check_seconds(fname: str, value: object) -> int | None:
+    """A duration expectation as whole seconds (a timedelta or a number), or None; zero
+    and negative durations are refused (S41)."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds: object = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value
+    else:
+        raise ValidationError(f"{fname}: expected a timedelta or a number of seconds, got {_short(value)}")
+    assert isinstance(seconds, (int, float))
+    if seconds != seconds or seconds <= 0:  # NaN too
+        raise ValidationError(f"{fname}: must be positive, got {_short(value)}")
+    if seconds != int(seconds):
+        raise ValidationError(f"{fname}: must be a whole number of seconds, got {seconds:g} s")
+    if seconds > MAX_EXPECTATION_S:
+        raise ValidationError(f"{fname}: at most {MAX_EXPECTATION_S} s (a year), got {seconds:g} s")
+    return int(seconds)
+
+
+def check_count(fname: str, value: object) -> int | None:
+    """A count expectation (>= 1), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        raise ValidationError(f"{fname}: must be an integer 1..{MAX_COUNT}, got {_short(value)}")
+    return value
 
 
 def _check_text(fname: str, value: object) -> None:

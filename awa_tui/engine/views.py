@@ -15,7 +15,9 @@ from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
+from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import (
+    Attention,
     AuditEntry,
     Fire,
     NextFire,
@@ -238,6 +240,23 @@ def list_audit(
 # --- console read models: one page of schedules, one schedule in detail ------------------
 # Callers may pass `now` (tests inject a fixed clock); otherwise DB time is used (S9).
 
+_UNHEALTHY_LIST = ", ".join(f"'{h}'" for h in UNHEALTHY)
+HEALTH_RANK_SQL = "(CASE h.health {} ELSE {} END)".format(
+    " ".join(f"WHEN '{h}' THEN {i}" for i, h in enumerate(UNHEALTHY)), len(UNHEALTHY))
+UNHEALTHY_COUNTS_SQL = (
+    "SELECT health, count(*) AS n FROM awa.cron_health "
+    f"WHERE health <> 'ok' AND health IN ({_UNHEALTHY_LIST}) GROUP BY health"
+)
+WORST_SQL = (
+    "SELECT h.name, h.health, awa.safe_ts(h.since) AS since, h.reason FROM awa.cron_health h "
+    f"WHERE h.health <> 'ok' AND h.health IN ({_UNHEALTHY_LIST}) ORDER BY {HEALTH_RANK_SQL}, h.since, h.name LIMIT 1"
+)
+
+
+# No health row: ok once the leader has judged at all (rows are written on change), else
+# not judged yet (NULL).
+_JUDGED_OK = "(SELECT 'ok' FROM awa.health_meta WHERE evaluated_at IS NOT NULL)"
+
 SCHEDULE_SORTS = {
     "name": "c.name",
     "next": "c.next_fire_at",
@@ -245,6 +264,8 @@ SCHEDULE_SORTS = {
     "state": "(CASE WHEN c.retired_at IS NOT NULL THEN 0 WHEN c.paused_at IS NOT NULL THEN 1 ELSE 2 END)",
     "queue": "c.queue",
     "owner": "c.owner",
+    # S42: worst first (broken, failing, missed, late), then the rest.
+    "health": HEALTH_RANK_SQL,
 }
 
 _FILTER = (
@@ -270,9 +291,12 @@ SELECT {SCHEDULE_COLUMNS},
             WHEN c.paused_at IS NOT NULL THEN 'paused'
             ELSE 'active' END AS state,
        j.state AS last_job_state,
-       {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness
+       {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness,
+       coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS health_since,
+       h.reason AS health_reason
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
+LEFT JOIN awa.cron_health h ON h.name = c.name
 LEFT JOIN LATERAL (
     SELECT jb.state, jb.created_at, jb.metadata FROM awa.jobs jb
     WHERE jb.metadata ? 'cron_name' AND jb.metadata ->> 'cron_name' = c.name
@@ -336,7 +360,26 @@ def schedule_page(
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
         page.append(SchedulePageRow(**row))
     assert counts is not None  # an aggregate without GROUP BY always returns its row
-    return SchedulePage(now=now, rows=page, **counts)
+    return SchedulePage(now=now, rows=page, **counts, **_unhealthy_summary(conn))
+
+
+def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """The unhealthy schedules counted by health, and the worst one (S42), through the
+    partial index of awa.cron_health (unhealthy rows only)."""
+    rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()
+    worst = conn.execute(WORST_SQL).fetchone()
+    return {"unhealthy": {r["health"]: r["n"] for r in rows},
+            "attention": Attention(**worst) if worst else None}
+
+
+def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
+    """The recorded health of one schedule; ok (since unknown) when the leader has judged
+    but found nothing to record, None when it has not judged yet."""
+    row = conn.execute(
+        f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
+        "h.reason FROM (SELECT 1) one LEFT JOIN awa.cron_health h ON h.name = %(n)s", {"n": name},
+    ).fetchone()
+    return Attention(**row) if row and row["health"] else None
 
 
 def schedule_detail(
@@ -360,4 +403,5 @@ def schedule_detail(
         next=upcoming,
         recent=recent_fires(conn, name, recent),
         audit=list_audit(conn, target=name, limit=audit),
+        health=schedule_health(conn, name),
     )

@@ -78,7 +78,7 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "slash", "filter", "filter",
         "filter: owner:X state:paused late, free text (grammar: docs/keys.md; esc clears)",
         palette="schedule: filter"),
-    Act("schedules", "o", "sort_menu", "sort", "sort menu: name, next, last, state, queue or owner (or click a "
+    Act("schedules", "o", "sort_menu", "sort", "sort menu: name, next, last, state, queue, owner or health (or click a "
         "header; the header marks the sort)", footer=False, palette="schedule: sort by"),
     Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("schedules", "space", "toggle_select", "select", "select or unselect the row: s, t, a, ctrl+d and u then "

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.tui.config import ConsoleConfig
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ def build_config(
     refresh: float,
     say: Callable[[str], None],
     clock: Callable[[], datetime] | None = None,
+    metrics_addr: str | None = None,
+    metrics_schedules: int = DEFAULT_SCHEDULE_SERIES,
 ) -> ConsoleConfig:
     """Resolve the database (embedded when none is configured), build the clients, and
     start the engine under --lead. Raises AwaError with a one-line message."""
@@ -61,10 +64,20 @@ def build_config(
         raise AwaError("--read-only and --lead: a read-only console cannot run the engine, which writes; drop one")
     if (app_ref or demo) and not lead:
         raise AwaError("--app and --demo register schedules for the engine: add --lead")
+    if metrics_addr is not None:
+        if not lead:
+            raise AwaError("--metrics-addr serves the in-process engine's metrics: add --lead")
+        parse_addr(metrics_addr)  # malformed: refused before any database is touched
     resolved, is_embedded = dsn_or_embedded(dsn, say)
     engine = None
     if lead:
         engine = build_client(resolved, app_ref, demo, operator, application_name="awa-tui console leader")
+        if metrics_addr is not None:
+            try:
+                engine.serve_metrics(metrics_addr, schedule_series=metrics_schedules)
+            except AwaError:
+                engine.close()
+                raise
         engine.start()  # migrates, syncs (bad definitions fail here), then runs the loops
     elif is_embedded and not read_only:
         Client(resolved, operator=operator).migrate()  # the zero-config database starts empty

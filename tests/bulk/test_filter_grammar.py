@@ -78,7 +78,8 @@ def test_each_panel_has_its_own_fields() -> None:
 
 @pytest.mark.parametrize(("source", "panel", "message"), [
     ("colour:red", "schedules",
-     "filter: unknown field 'colour' on schedules; fields are name, owner, state, queue, kind, policy, tz, tag"),
+     "filter: unknown field 'colour' on schedules; fields are name, owner, state, queue, kind, policy, tz, tag, "
+     "health"),
     ("owner:x -HOST:y", "audit",
      "filter: unknown field 'owner' on audit; fields are operator, action, target"),
     ("-host:a", "queues", "filter: unknown field 'host' on queues; fields are name, state"),

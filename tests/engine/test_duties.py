@@ -41,6 +41,10 @@ class Recorder:
         self.calls.append(f"reconcile(wait={wait})")
         return self.client.reconcile(now, wait=wait)
 
+    def evaluate_health(self, now: datetime | None = None) -> Any:
+        self.calls.append("health")
+        return self.client.evaluate_health(now)
+
 
 def test_each_duty_runs_at_its_own_interval(client: Any) -> None:
     assert (HOUSEKEEPING_INTERVAL_S, RECONCILE_INTERVAL_S) == (10.0, 5.0)
@@ -53,7 +57,8 @@ def test_each_duty_runs_at_its_own_interval(client: Any) -> None:
         host.calls.clear()
         duties.run_pass()
         seen[t] = list(host.calls)
-    everything = ["evaluate", "rescue", "prune", "prune jobs", "reconcile(wait=False)"]
+    # Health (10 s, engine/health/rules.py) runs with housekeeping.
+    everything = ["evaluate", "rescue", "prune", "prune jobs", "reconcile(wait=False)", "health"]
     assert seen == {
         100.0: everything,
         104.9: ["evaluate"],

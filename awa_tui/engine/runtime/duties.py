@@ -6,6 +6,7 @@ backs off); a service's failure is logged and never delays the next evaluation.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +14,8 @@ from typing import Any, Protocol
 
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.health.models import HealthPass
+from awa_tui.engine.health.rules import HEALTH_INTERVAL_S
 from awa_tui.engine.ownership import reconcile
 from awa_tui.printable import printable_logger
 
@@ -43,6 +46,8 @@ class LeaderHost(Protocol):
     def prune_finished_jobs(self) -> Any: ...
 
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]: ...
+
+    def evaluate_health(self, now: datetime | None = None) -> HealthPass: ...
 
 
 @dataclass
@@ -77,6 +82,7 @@ class LeaderDuties:
         self.services = [
             Duty("housekeeping", HOUSEKEEPING_INTERVAL_S, self._keep_house),
             Duty("reconciliation", RECONCILE_INTERVAL_S, self._reconcile),
+            Duty("health", HEALTH_INTERVAL_S, self._health),
         ]
 
     def run_pass(self) -> None:
@@ -98,3 +104,12 @@ class LeaderDuties:
             elif result["inserted"] or result["updated"] or result["retired"]:
                 log.info("reconciled %s", reconcile.describe(result))
         return busy
+
+    def _health(self) -> bool:
+        # One line per pass, counts only: a leader outage can turn 100k schedules late at
+        # once, and `awa-tui check` names them.
+        changed = Counter(t.to_health for t in self.host.evaluate_health().transitions)
+        if changed:
+            log.info("health: %d changed (%s)", sum(changed.values()),
+                     ", ".join(f"{health} {n}" for health, n in sorted(changed.items())))
+        return False

@@ -15,6 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
+from awa_tui.engine.migrations import code_version
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, Manifest
 
@@ -36,11 +37,12 @@ SNAPSHOT_SQL = """
 INSERT INTO awa.runtime_instances AS r (
     instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
     snapshot_interval, is_leader, health, stopped_at, owner, authoritative,
-    manifest, manifest_hash, retire_grace)
+    manifest, manifest_hash, retire_grace, schema_version)
 VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, %(now)s, %(now)s,
         %(snapshot_interval)s, %(is_leader)s, %(health)s,
         CASE WHEN %(stopped)s THEN %(now)s::timestamptz END, %(owner)s, %(authoritative)s,
-        %(manifest)s, %(manifest_hash)s, %(retire_grace)s)
+        %(manifest)s, %(manifest_hash)s, %(retire_grace)s,
+        %(schema_version)s)
 ON CONFLICT (instance_id) DO UPDATE SET
     last_seen_at = EXCLUDED.last_seen_at, is_leader = EXCLUDED.is_leader, health = EXCLUDED.health,
     stopped_at = EXCLUDED.stopped_at, snapshot_interval = EXCLUDED.snapshot_interval,
@@ -49,7 +51,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     -- Rewrite the (possibly large) manifest only when it changed.
     manifest = CASE WHEN r.manifest_hash IS NOT DISTINCT FROM EXCLUDED.manifest_hash
                     THEN r.manifest ELSE EXCLUDED.manifest END,
-    manifest_hash = EXCLUDED.manifest_hash, retire_grace = EXCLUDED.retire_grace
+    manifest_hash = EXCLUDED.manifest_hash, retire_grace = EXCLUDED.retire_grace,
+    schema_version = EXCLUDED.schema_version
 """
 
 
@@ -94,6 +97,7 @@ def write_snapshot(
                 "manifest_hash": manifest.hash if declaring and manifest else None,
                 "retire_grace": ident.retire_grace if declaring else None,
                 "now": now,
+                "schema_version": code_version(),
             },
         )
         published: dict[str, Any] = {

@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Input, Static
 
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
+from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import SchedulePage, SchedulePageRow
 from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
@@ -35,11 +36,12 @@ from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
-SORTS = ("name", "next", "last", "state", "queue", "owner")
+SORTS = ("name", "next", "last", "state", "queue", "owner", "health")
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 19),
+    Column("health", "HEALTH", 8, priority=1),  # S42: a word, not a colour alone; drops after the rest
     Column("next_at", "NEXT (UTC)", 14, priority=4),
     Column("last", "LAST FIRE", 10, priority=2),
     Column("late", "LATE", 6, priority=3),
@@ -66,6 +68,36 @@ def state_cell(row: SchedulePageRow) -> Text:
     if row.queue_paused:
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
+    return text
+
+
+# S42: the unhealthy words stand out; ok, paused and retired stay quiet (STATE says those).
+HEALTH_STYLES = {"broken": "bold red", "failing": "bold red", "missed": "bold red", "late": "bold yellow",
+                 "ok": "green"}
+
+
+def health_cell(row: SchedulePageRow) -> Text:
+    word = row.health or "-"  # "-": the leader has not judged it yet
+    return Text(word.upper() if word in UNHEALTHY else word, style=HEALTH_STYLES.get(word, "dim"),
+                no_wrap=True, overflow="ellipsis", end="")
+
+
+def attention_text(page: SchedulePage) -> Text | None:
+    """The ATTENTION line: the worst unhealthy schedule, since when and why (S42)."""
+    worst = page.attention
+    if worst is None:
+        return None
+    text = Text(no_wrap=True, overflow="ellipsis", end="")
+    text.append("ATTENTION ", style="bold reverse")
+    text.append(f" {worst.health.upper()} ", style=HEALTH_STYLES.get(worst.health, "bold"))
+    text.append(printable(worst.name), style="bold")
+    if worst.since is not None:
+        text.append(f" since {utc(worst.since)}")
+    if worst.reason:
+        text.append(f": {printable(worst.reason)}")
+    others = sum(page.unhealthy.values()) - 1
+    if others > 0:
+        text.append(f" (+{others:,} more: filter health:…)")
     return text
 
 
@@ -97,6 +129,7 @@ def _who_live(value: tuple[str | None, datetime | None], now: datetime) -> str:
 SIGNATURE = attrgetter(
     "state", "fault", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
+    "health",
 )
 
 
@@ -106,6 +139,7 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         cell(row.name),
         state_cell(row),
         LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
+        health_cell(row),
         cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
         LiveCell(row.last_enqueued_at, _last_live, clock),
         cell(lateness(row.lateness)),
@@ -141,6 +175,12 @@ def summary(row: SchedulePageRow, now: datetime) -> Text:
     if row.queue_paused:
         text.append(" QUEUE PAUSED", style="bold")
         text.append(f" by {row.queue_paused_by}")
+    if row.health and row.health != "ok":
+        text.append(f" · health {row.health}", style="bold")
+        if row.health_since:
+            text.append(f" since {utc(row.health_since)}")
+        if row.health_reason:
+            text.append(f": {row.health_reason}")
     return text
 
 
@@ -168,11 +208,13 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         yield Static(classes="panel-title")
         yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
                     id="filter")
+        yield Static(id="schedules-attention", classes="attention")
         yield KeyedTable(COLUMNS, id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        self.query_one("#schedules-attention", Static).display = False
         self.call_after_refresh(self.table.mark_sort, self.sort, self.descending)
         self.title_line("Schedules: loading…")
 
@@ -199,7 +241,16 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             table.tick()  # relative times of the visible rows
         self._cells = {name: self._cells[name] for name in self.rows}
         self._title()
+        self._attention()
         self._summary()
+
+    def _attention(self) -> None:
+        assert self.counts is not None
+        line = attention_text(self.counts)
+        widget = self.query_one("#schedules-attention", Static)
+        widget.display = line is not None  # no line, no row taken, when all is well
+        if line is not None:
+            widget.update(line)
 
     def _table_rows(self) -> list[tuple[str, tuple[Any, ...]]]:
         return [(name, self._marked(name, self._row_cells(name, row))) for name, row in self.rows.items()]
@@ -238,7 +289,12 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if self.selected:
             text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
             text.append(" (esc clears)")
-        text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED · sort {self.sort}")
+        text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED")
+        for health in UNHEALTHY:  # S42: worst first, only those there are
+            if c.unhealthy.get(health):
+                text.append(" · ")
+                text.append(f"{c.unhealthy[health]:,} {health.upper()}", style=HEALTH_STYLES[health])
+        text.append(f" · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
         if len(self.rows) < c.matched:
             text.append(" · end of list loads more")

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
+from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -68,10 +69,42 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("priority", f"{row.priority}   max attempts {row.max_attempts}"),
         ("tags", ", ".join(row.tags or []) or "-"),
         ("owner", row.owner or "- (unowned)"),
+        ("expects", expectations(row)),
         ("last fire", last),
         ("created", utc(row.created_at)),
         ("updated", utc(row.updated_at)),
     ])
+
+
+def _seconds(value: int | None, default: str = "-") -> str:
+    return f"{value} s" if value is not None else default
+
+
+def expectations(row: ScheduleInfo) -> str:
+    """S41: what the schedule promises, as declared, on one line."""
+    parts = [f"late after {_seconds(row.max_lateness, '60 s (default)')}"]
+    if row.expect_success_within is not None:
+        parts.append(f"success within {row.expect_success_within} s")
+    parts.append(f"failing over {row.max_consecutive_failures} failed" if row.max_consecutive_failures
+                 else "failing when the last job failed")
+    if row.pause_after_failures is not None:
+        parts.append(f"pauses after {row.pause_after_failures} failed")
+    return " · ".join(parts)
+
+
+def health_line(data: ScheduleDetail) -> Text:
+    """S42: the health the leader last recorded, since when and why."""
+    health = data.health
+    if health is None:
+        return Text("health: not judged yet (the leader judges every schedule every 10 s)", style="dim")
+    text = Text("health ")
+    word = printable(health.health)  # a hand-written row may hold anything
+    text.append(word.upper() if health.health in UNHEALTHY else word, style="bold")
+    if health.since is not None:
+        text.append(f" since {utc(health.since)} ({relative(health.since, data.now)})")
+    if health.reason:
+        text.append(f": {printable(health.reason)}")
+    return text
 
 
 def next_fires(data: ScheduleDetail) -> Table | Text:
@@ -200,6 +233,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
                       style="dim")
         body.update(Group(
             state_line(shown, now),
+            health_line(data),
             loaded,
             top,
             section(f"Next {len(data.next)} fires{paused}"), next_fires(data),

@@ -1,0 +1,83 @@
+"""Read models of health (S42) and of `awa-tui check` (S43)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+# Every health a schedule can have. `finished` is a schedule past its bounds (issue 15).
+HEALTHS = ("ok", "late", "failing", "missed", "paused", "retired", "broken", "finished")
+# The unhealthy ones, worst first: the console's ATTENTION line and sort follow this.
+UNHEALTHY = ("broken", "failing", "missed", "late")
+# What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
+WARNING = ("late",)
+CRITICAL = ("broken", "failing", "missed")
+# Who pauses a schedule after `pause_after_failures` consecutive failed jobs.
+AUTOPAUSE = "awa-autopause"
+
+EXIT_OK, EXIT_WARNING, EXIT_CRITICAL, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+def health_rank(health: str | None) -> int:
+    """Sort key, worst first: broken, failing, missed, late, then the rest."""
+    return UNHEALTHY.index(health) if health in UNHEALTHY else len(UNHEALTHY)
+
+
+@dataclass(frozen=True)
+class HealthPass:
+    """One evaluation by the leader: what changed, and what it cost."""
+
+    now: datetime
+    transitions: list[Transition]
+    fires_counted: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Transition:
+    name: str
+    at: datetime
+    from_health: str | None
+    to_health: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ScheduleHealth:
+    """One schedule's health as the leader last recorded it."""
+
+    name: str
+    owner: str | None
+    queue: str
+    health: str
+    since: datetime | None
+    reason: str | None
+    consecutive_failures: int
+    paused_by: str | None
+
+    @property
+    def autopaused(self) -> bool:
+        return self.health == "paused" and self.paused_by == AUTOPAUSE
+
+
+@dataclass(frozen=True)
+class FleetProblem:
+    code: str  # no_leader | stalled | several_leaders | stale_health | schema
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """`awa-tui check`: the unhealthy schedules, the fleet's problems and the exit code."""
+
+    now: datetime
+    status: str  # ok | warning | critical
+    exit_code: int
+    checked: int  # schedules the selection holds
+    unhealthy: list[ScheduleHealth]
+    counts: dict[str, int]  # per health, over the selection
+    fleet: list[FleetProblem]
+    evaluated_at: datetime | None  # the leader's last health evaluation
+
+    def unhealthy_count(self, health: str) -> int:
+        return sum(1 for s in self.unhealthy if s.health == health)

@@ -1,0 +1,198 @@
+"""`awa-tui check` exit codes for each case (S43), through the real executable against a
+real Postgres. Health is evaluated at database time just before each run, as the leader's
+duty does; leadership is taken by this test's own session (awa.leader_acquire)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from cli_helpers import awa
+from engine_helpers import force
+
+from awa_tui.engine.db import LEADER_LOCK_KEY
+
+
+def db_now(conn: psycopg.Connection[Any]) -> datetime:
+    row = conn.execute("SELECT clock_timestamp() AS t").fetchone()
+    assert row is not None
+    return row["t"]
+
+
+@pytest.fixture
+def leader(dsn: str) -> Any:
+    """Take leadership (lock and a one-hour lease) on a session of its own."""
+    from awa_tui.engine.db import connect
+
+    held = connect(dsn, application_name="test leader")
+
+    def take(start: datetime | None = None, lease: timedelta = timedelta(hours=1)) -> None:
+        row = held.execute("SELECT got FROM awa.leader_acquire(%s, %s, %s, %s)",
+                           (LEADER_LOCK_KEY, uuid.uuid4(), lease, start)).fetchone()
+        assert row is not None and row["got"]
+
+    yield take
+    held.close()
+
+
+def late(client: Any, conn: psycopg.Connection[Any], name: str, **kwargs: Any) -> None:
+    client.periodic(name, "* * * * *", "test.job", **kwargs)
+    client.sync()
+    force(conn, "UPDATE awa.cron_jobs SET next_fire_at = now() - interval '5 minutes' WHERE name = %s", (name,))
+
+
+def fresh(client: Any, conn: psycopg.Connection[Any], name: str, **kwargs: Any) -> None:
+    client.periodic(name, "* * * * *", "test.job", **kwargs)
+    client.sync()
+    force(conn, "UPDATE awa.cron_jobs SET next_fire_at = now() + interval '1 minute' WHERE name = %s", (name,))
+
+
+def failed_job(conn: psycopg.Connection[Any], name: str, *, fire_offset_s: int = 0, state: str = "discarded") -> None:
+    row = conn.execute(
+        "INSERT INTO awa.jobs (kind, state, metadata) VALUES ('test.job', 'running', "
+        "jsonb_build_object('cron_name', %s::text, 'cron_fire_time', (now() - make_interval(secs => %s))::text))"
+        " RETURNING id", (name, fire_offset_s)).fetchone()
+    assert row is not None
+    conn.execute("UPDATE awa.jobs SET state = %s, finalized_at = now() WHERE id = %s", (state, row["id"]))
+
+
+def run_check(dsn: str, *args: str) -> tuple[int, list[str]]:
+    result = awa("check", "--dsn", dsn, *args)
+    assert "Traceback" not in result.stderr
+    return result.returncode, result.stdout.splitlines()
+
+
+def test_all_ok_exits_0(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader()
+    fresh(client, conn, "fine")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    assert (code, lines) == (0, ["OK: 0 unhealthy of 1 schedules; leader ok"])
+
+
+def test_late_exits_1(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader()
+    late(client, conn, "slow", max_lateness=60)
+    fresh(client, conn, "fine")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    assert code == 1
+    assert len(lines) == 2
+    assert lines[0].startswith("WARNING late slow (queue default) since ")
+    assert lines[0].endswith("was not enqueued within 60 s (max_lateness)")
+    assert lines[1] == "WARNING: 1 unhealthy of 2 schedules (late 1); leader ok"
+
+
+@pytest.mark.parametrize("case", ["failing", "missed", "broken", "autopaused"])
+def test_critical_schedules_exit_2(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any,
+                                   case: str) -> None:
+    leader()
+    if case == "failing":
+        fresh(client, conn, "x")
+        failed_job(conn, "x")
+    elif case == "missed":
+        fresh(client, conn, "x", expect_success_within=30)
+        failed_job(conn, "x", fire_offset_s=120, state="cancelled")
+    elif case == "broken":
+        fresh(client, conn, "x")
+        conn.execute("UPDATE awa.cron_jobs SET cron_expr = '99 * * * *' WHERE name = 'x'")
+    else:
+        fresh(client, conn, "x", pause_after_failures=1)
+        failed_job(conn, "x")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    health = "paused" if case == "autopaused" else case
+    assert code == 2, lines
+    assert lines[0].startswith(f"CRITICAL {health} x (queue default) since ")
+    expected = {"failing": "failing 1", "missed": "missed 1", "broken": "broken 1", "autopaused": "autopaused 1"}
+    assert lines[-1] == f"CRITICAL: 1 unhealthy of 1 schedules ({expected[case]}); leader ok"
+
+
+def test_no_leader_exits_2(client: Any, conn: psycopg.Connection[Any], dsn: str) -> None:
+    fresh(client, conn, "fine")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    assert (code, lines) == (2, [
+        "CRITICAL fleet no_leader: no live leader: no runtime holds the leader lock",
+        "CRITICAL: 0 unhealthy of 1 schedules; 1 fleet problem(s)",
+    ])
+
+
+def test_stalled_leader_exits_2(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader(start=db_now(conn) - timedelta(hours=2))  # its one-hour lease expired an hour ago
+    fresh(client, conn, "fine")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    assert code == 2
+    assert lines[0].startswith("CRITICAL fleet stalled: leader stalled: its lease expired at ")
+
+
+def test_stale_health_evaluation_exits_2(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader()
+    fresh(client, conn, "fine")
+    client.evaluate_health(now=db_now(conn) - timedelta(seconds=45))
+    code, lines = run_check(dsn)
+    assert code == 2
+    assert lines[0].startswith("CRITICAL fleet stale_health: leader stalled: health last evaluated 4")
+    assert lines[0].endswith(" s ago")
+
+
+def test_a_runtime_on_another_schema_version_exits_2(client: Any, conn: psycopg.Connection[Any], dsn: str,
+                                                     leader: Any) -> None:
+    leader()
+    client.publish()
+    conn.execute("UPDATE awa.runtime_instances SET schema_version = 7, hostname = 'old-host', pid = 42")
+    client.evaluate_health()
+    code, lines = run_check(dsn)
+    assert code == 2
+    assert lines[0] == "CRITICAL fleet schema: runtime old-host:42 runs schema 7, the database is at 8"
+
+
+def test_unreachable_database_exits_3() -> None:
+    result = awa("check", "--dsn", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert result.returncode == 3
+    assert result.stdout.startswith("UNKNOWN: ") and len(result.stdout.splitlines()) == 1
+    assert result.stderr == "error: " + result.stdout.removeprefix("UNKNOWN: ")
+
+
+def test_unknown_schedule_exits_3(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader()
+    result = awa("check", "--dsn", dsn, "--schedule", "nope")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        3, "UNKNOWN: unknown schedule 'nope'\n", "error: unknown schedule 'nope'\n")
+
+
+def test_a_database_without_the_schema_exits_3(empty_dsn: str) -> None:
+    result = awa("check", "--dsn", empty_dsn)
+    assert (result.returncode, result.stderr) == (3, "error: the database has no awa schema; run `awa-tui migrate`\n")
+
+
+def test_selection_by_owner_schedule_and_tag(client: Any, conn: psycopg.Connection[Any], dsn: str,
+                                             leader: Any) -> None:
+    leader()
+    late(client, conn, "slow", tags=["nightly"])
+    fresh(client, conn, "fine", tags=["hourly"])
+    force(conn, "UPDATE awa.cron_jobs SET owner = 'billing' WHERE name = 'fine'")
+    client.evaluate_health()
+    assert run_check(dsn, "--owner", "billing") == (0, ["OK: 0 unhealthy of 1 schedules; leader ok"])
+    assert run_check(dsn, "--schedule", "fine")[0] == 0
+    assert run_check(dsn, "--schedule", "slow")[0] == 1
+    assert run_check(dsn, "--tag", "hourly")[0] == 0
+    assert run_check(dsn, "--tag", "nightly")[0] == 1
+
+
+def test_json_report(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> None:
+    leader()
+    late(client, conn, "slow")
+    client.evaluate_health()
+    result = awa("check", "--dsn", dsn, "--json")
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert (data["status"], data["exit_code"], data["checked"], data["fleet"]) == ("warning", 1, 1, [])
+    assert data["counts"] == {"ok": 0, "late": 1, "failing": 0, "missed": 0, "paused": 0, "retired": 0,
+                              "broken": 0, "finished": 0}
+    assert [(s["name"], s["health"]) for s in data["unhealthy"]] == [("slow", "late")]
