@@ -102,7 +102,8 @@ mark AS (
     UPDATE awa.cron_jobs c
     SET last_enqueued_at = p.new_last, next_fire_at = p.next_hint,
         fires_count = c.fires_count + d.k,
-        finished_at = CASE WHEN p.ends OR c.fires_count + d.k >= c.max_fires THEN coalesce(%(now)s::timestamptz, clock_timestamp()) END
+        finished_at = CASE WHEN p.ends OR c.fires_count + d.k >= c.max_fires
+                           THEN coalesce(%(now)s::timestamptz, clock_timestamp()) END
     FROM plan p JOIN decide d ON d.name = p.name
     WHERE c.name = p.name
       AND c.name IN (SELECT name FROM locked)

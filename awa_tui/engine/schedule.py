@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from operator import attrgetter
 from typing import Any
@@ -92,7 +92,7 @@ class Schedule:
                 continue
             if not isinstance(value, datetime) or value.utcoffset() is None:
                 raise ValidationError(f"{fname}: must be a timezone-aware datetime, got {_short(value)}")
-            object.__setattr__(self, fname, value.astimezone(timezone.utc))
+            object.__setattr__(self, fname, value.astimezone(UTC))
         if self.start_at is not None and self.end_at is not None and self.start_at > self.end_at:
             raise ValidationError(
                 f"start_at: {self.start_at.isoformat()} is after end_at {self.end_at.isoformat()}"
@@ -153,7 +153,7 @@ class Schedule:
 
 def instant_text(value: datetime | None) -> str | None:
     """A definition instant as JSON carries it; the same text as awa.instant_text (v009)."""
-    return None if value is None else value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 # Schedule's fields are named like the columns they are stored in (one registry).
