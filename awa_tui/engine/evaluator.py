@@ -257,7 +257,9 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
         following = cron.next_after(start - ONE_MICROSECOND).at
     fires = [f for f in fires if start is None or f.at >= start]
     if remaining is not None and row.get("overlap", "allow") == "allow" and len(fires) > remaining:
-        fires = fires[:remaining]  # the count finishes the schedule in the same statement
+        # The count finishes the schedule in this statement; the token stays on its last fire.
+        fires = fires[:remaining]
+        new_last = fires[-1].at
     ends = end is not None and following > end
     return _plan(row, fires, new_last, following, ends=ends), following
 
