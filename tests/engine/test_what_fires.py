@@ -256,7 +256,8 @@ def test_max_fires_cuts_a_catch_up_replay(client: Client, conn: Any, register: A
     row = schedule_row(conn, "mc")
     assert (row["fires_count"], row["finished_at"]) == (3, at("2025-01-01T00:05:00"))
     # The ledger shows no due instant after the count ran out.
-    assert [v.instant for v in client.ledger("mc", since=at("2025-01-01T00:00:30"), now=at("2025-01-01T00:05:00"))] == [
+    verdicts = client.ledger("mc", since=at("2025-01-01T00:00:30"), now=at("2025-01-01T00:05:00"))
+    assert [v.instant for v in verdicts] == [
         at("2025-01-01T00:01:00"), at("2025-01-01T00:02:00"), at("2025-01-01T00:03:00")]
 
 
