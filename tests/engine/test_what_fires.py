@@ -223,7 +223,8 @@ def test_end_at_with_coalesce_fires_the_last_instant_within_it(client: Client, c
 def test_end_at_one_microsecond_before_an_instant_finishes_after_the_previous(
     client: Client, conn: Any, register: Any
 ) -> None:
-    register("e2", "* * * * *", last="2025-01-01T00:00:00", end_at=at("2025-01-01T00:02:00") - timedelta(microseconds=1))
+    register("e2", "* * * * *", last="2025-01-01T00:00:00",
+             end_at=at("2025-01-01T00:02:00") - timedelta(microseconds=1))
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:01:00")).jobs] == ["2025-01-01T00:01:00Z"]
     # The next instant (00:02) is past the end: finished in the same statement as the fire.
     assert schedule_row(conn, "e2")["finished_at"] == at("2025-01-01T00:01:00")
