@@ -71,6 +71,8 @@ WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND
 # Bounds are planned in Python (plan_fires): `ends` marks a plan past end_at; the count
 # of scheduled fires moves by `k` and reaching max_fires finishes the schedule too.
 FIRE_BATCH_SQL = f"""
+-- awa fire batch: UPDATE awa.cron_jobs (CAS) + INSERT INTO awa.jobs, one statement.
+-- (First, so pg_stat_activity, which keeps 1024 bytes of a query, names it.)
 WITH plan AS (
     SELECT * FROM unnest(%(names)s::text[], %(expected)s::timestamptz[],
                          %(new_last)s::timestamptz[], %(next_hint)s::timestamptz[],
