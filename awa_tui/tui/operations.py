@@ -165,20 +165,20 @@ def backfill(row: AnySchedule) -> Operation:
     name = row.name
     if row.state == "retired":
         raise NotPossible(f"{name} is RETIRED: restore it before a backfill (u)")
-    span: dict[str, datetime] = {}
+    span: dict[str, datetime] = {}  # the previewed range, and the clock it was checked against
 
     def preview(client: ConsoleBackend, now: datetime | None) -> str:
         hi = now or client.db_time()
-        span["from"], span["to"] = hi - BACKFILL_SPAN, hi
-        result = client.backfill(name, span["from"], span["to"], dry_run=True, now=now)
+        span["from"], span["to"], span["now"] = hi - BACKFILL_SPAN, hi, hi
+        result = client.backfill(name, span["from"], span["to"], dry_run=True, now=hi)
         return (f"{result.count} job{'s' if result.count != 1 else ''} would be enqueued for "
-                f"{utc(span['from'])} .. {utc(span['to'])} UTC ({result.already_fired} already fired, "
+                f"{utc(span['from'])} .. {utc(span['to'])} ({result.already_fired} already fired, "
                 f"{result.left_to_scheduler} left to the scheduler).")
 
     def run(client: ConsoleBackend, _value: str) -> str:
         if not span:
             raise NotPossible("no preview was read: nothing was done")
-        result = client.backfill(name, span["from"], span["to"])
+        result = client.backfill(name, span["from"], span["to"], now=span["now"])
         return f"backfilled {name}: {result.count} job{'s' if result.count != 1 else ''}"
 
     return _schedule_op(
