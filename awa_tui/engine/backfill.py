@@ -90,7 +90,7 @@ def check_range(from_at: datetime, to_at: datetime, now: datetime, horizon: time
         raise ValidationError(f"backfill range in the future: to {iso_utc(to_at)} is after now {iso_utc(now)}")
     if from_at < now - horizon:
         raise ValidationError(
-            f"backfill range older than the job-retention horizon ({horizon.days} days): from {iso_utc(from_at)} "
+            f"backfill range older than the job-retention horizon ({_span(horizon)}): from {iso_utc(from_at)} "
             f"is before {iso_utc(now - horizon)}; older instants cannot be checked"
         )
 
@@ -148,6 +148,14 @@ def backfill(
         schedule=name, from_at=from_at, to_at=to_at, dry_run=dry_run, instants=tuple(todo),
         already_fired=len(passed) - len(todo), left_to_scheduler=len(instants) - len(passed), job_ids=job_ids,
     )
+
+
+def _span(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} seconds"
 
 
 def _refuse_pruned(conn: psycopg.Connection[Any], name: str, from_at: datetime) -> None:

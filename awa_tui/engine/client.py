@@ -387,7 +387,7 @@ class Client:
             ops.require_writable(self.read_only, "backfill")
         with self.db.connection() as conn:
             return backfills.backfill(conn, name, from_at, to_at, self.operator if operator is None else operator,
-                                      dry_run=dry_run, max_count=max_count, now=now)
+                                      dry_run=dry_run, max_count=max_count, now=now, horizon=self.job_retention)
 
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""

@@ -20,6 +20,7 @@ COUNT_ENV = "AWA_REL_COUNT"
 EXPR_ENV = "AWA_REL_EXPR"
 POLICY_ENV = "AWA_REL_POLICY"
 PREFIX_ENV = "AWA_REL_PREFIX"
+OVERLAP_ENV = "AWA_REL_OVERLAP"  # the schedules' overlap policy (default allow)
 FAULT_ENV = "AWA_REL_FAULT"
 NO_PAUSE_GUARD = "no_pause_guard"
 
@@ -59,4 +60,5 @@ def setup(client: Any) -> None:
     expr = os.environ.get(EXPR_ENV, "* * * * * *")
     policy = os.environ.get(POLICY_ENV, "catch_up")
     for name in schedule_names(count, os.environ.get(PREFIX_ENV, "rel")):
-        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy)
+        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy,
+                        overlap=os.environ.get(OVERLAP_ENV, "allow"))
