@@ -12,6 +12,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import backfill as backfills
+from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
 from awa_tui.engine.db import ConnectionSource
@@ -379,8 +380,8 @@ class Client:
         return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
 
     def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
-                 max_count: int = backfills.BACKFILL_LIMIT, operator: str | None = None,
-                 now: datetime | None = None) -> backfills.BackfillResult:
+                 max_count: int = BACKFILL_LIMIT, operator: str | None = None,
+                 now: datetime | None = None) -> BackfillResult:
         """One job per instant of [from_at, to_at] that never fired (engine/backfill.py); a
         dry run only counts them (and works on a read-only client)."""
         if not dry_run:
