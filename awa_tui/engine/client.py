@@ -12,9 +12,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import backfill as backfills
-from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
+from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.ledger import jobs as ledger_jobs

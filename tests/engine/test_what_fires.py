@@ -320,3 +320,19 @@ def test_declared_bounds_agree_with_the_stored_row(client: Client, conn: Any) ->
     row = schedule_row(conn, "agree")
     assert (row["start_at"], row["end_at"], row["max_fires"], row["overlap"]) == (
         at("2025-01-01T00:00:00") + timedelta(microseconds=500000), at("2026-01-01T00:00:00"), 7, "buffer_one")
+
+
+def test_skip_records_past_the_horizon_are_pruned_and_read_unknown(
+    client: Client, conn: psycopg.Connection[Any], register: Any
+) -> None:
+    register("old", "* * * * *", last="2025-01-01T00:00:00", overlap="skip", missed_fire_policy="catch_up")
+    client.evaluate(now=at("2025-01-01T00:03:00"))
+    assert _skips(conn, "old") == ["2025-01-01T00:02:00Z", "2025-01-01T00:03:00Z"]
+    conn.execute("UPDATE awa.fire_skips SET skipped_at = now() - interval '15 days'")
+    client.prune_jobs(timedelta(days=14))
+    assert _skips(conn, "old") == []
+    mark = conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = 'old'").fetchone()
+    assert mark == {"pruned_through": at("2025-01-01T00:03:00")}
+    assert [(v.verdict, v.reason) for v in client.ledger("old", since=at("2025-01-01T00:01:30"),
+                                                          now=at("2025-01-01T00:03:30"))] == [
+        ("unknown", "pruned"), ("unknown", "pruned")]
