@@ -336,3 +336,16 @@ def test_skip_records_past_the_horizon_are_pruned_and_read_unknown(
     assert [(v.verdict, v.reason) for v in client.ledger("old", since=at("2025-01-01T00:01:30"),
                                                           now=at("2025-01-01T00:03:30"))] == [
         ("unknown", "pruned"), ("unknown", "pruned")]
+
+
+def test_a_finished_schedule_is_neither_active_nor_late_in_filters(client: Client, conn: Any, register: Any) -> None:
+    from awa_tui.filters import parse
+
+    register("done", "* * * * *", last="2025-01-01T00:00:00", max_fires=1)
+    register("stuck", "* * * * *", last="2025-01-01T00:00:00")
+    client.evaluate(now=at("2025-01-01T00:01:00"))  # fires both; `done` finishes
+    conn.execute("UPDATE awa.cron_jobs SET next_fire_at = '2025-01-01T00:02:00Z'")
+    later = at("2025-01-01T01:00:00")  # both hints long past: `stuck` is late, `done` is not
+    names = {q: [r.name for r in client.list_schedules(where=parse(q), now=later)]
+             for q in ("late", "active", "state:finished", "finished")}
+    assert names == {"late": ["stuck"], "active": ["stuck"], "state:finished": ["done"], "finished": ["done"]}
