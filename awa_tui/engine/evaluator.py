@@ -84,7 +84,8 @@ busy AS (
     SELECT j.metadata ->> 'cron_name' AS name, count(*) AS active,
            count(*) FILTER (WHERE j.state <> 'running') AS waiting
     FROM awa.jobs j
-    WHERE j.metadata ->> 'cron_name' = ANY(%(guarded)s::text[])
+    WHERE cardinality(%(guarded)s::text[]) > 0  -- folded at planning: no guarded plan, no scan
+      AND j.metadata ->> 'cron_name' = ANY(%(guarded)s::text[])
       AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'
     GROUP BY 1
 ),

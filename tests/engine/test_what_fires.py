@@ -174,7 +174,8 @@ def test_an_unknown_overlap_policy_is_refused_in_code_and_in_sql(
     with pytest.raises(ValidationError, match=r"^overlap: must be 'allow', 'skip' or 'buffer_one', got 'sometimes'$"):
         client.periodic("bad", "* * * * *", "k", overlap="sometimes")
     register("good", "* * * * *")
-    with pytest.raises(psycopg.errors.CheckViolation, match="cron_jobs_overlap_is_allow_skip_or_buffer_one"):
+    with pytest.raises(psycopg.errors.CheckViolation,
+                       match=r"^overlap: must be 'allow', 'skip' or 'buffer_one', got \"sometimes\""):
         conn.execute("UPDATE awa.cron_jobs SET overlap = 'sometimes' WHERE name = 'good'")
     assert schedule_row(conn, "good")["overlap"] == "allow"
 
@@ -293,9 +294,9 @@ def test_changed_bounds_reopen_a_finished_schedule(client: Client, conn: Any, re
 
 def test_bounds_are_refused_with_one_line_naming_the_value() -> None:
     with pytest.raises(ValidationError, match=r"^start_at: 2025-01-02T00:00:00\+00:00 is after end_at "
-                                              r"2025-01-01T00:00:00\+00:00$"):
+                                              r"2025-01-01T00:00:00\+00:00"):
         Schedule.build("b", "* * * * *", "k", start_at=at("2025-01-02T00:00:00"), end_at=at("2025-01-01T00:00:00"))
-    with pytest.raises(ValidationError, match=r"^max_fires: must be an integer 1\.\.2147483647, got 0$"):
+    with pytest.raises(ValidationError, match=r"^max_fires: must be an integer 1\.\.2147483647, got 0"):
         Schedule.build("b", "* * * * *", "k", max_fires=0)
     with pytest.raises(ValidationError, match=r"^end_at: must be a timezone-aware datetime"):
         Schedule.build("b", "* * * * *", "k", end_at=at("2025-01-01T00:00:00").replace(tzinfo=None))
@@ -303,11 +304,12 @@ def test_bounds_are_refused_with_one_line_naming_the_value() -> None:
 
 def test_a_hand_written_bad_bound_is_refused_by_the_database(conn: Any, register: Any) -> None:
     register("hb", "* * * * *")
-    with pytest.raises(psycopg.errors.CheckViolation, match="cron_jobs_max_fires_at_least_1"):
+    with pytest.raises(psycopg.errors.CheckViolation, match=r"^max_fires: must be an integer 1\.\.2147483647, got 0"):
         conn.execute("UPDATE awa.cron_jobs SET max_fires = 0 WHERE name = 'hb'")
-    with pytest.raises(psycopg.errors.CheckViolation, match="cron_jobs_start_at_not_after_end_at"):
+    with pytest.raises(psycopg.errors.CheckViolation, match=r"^start_at: 2025-02-01 00:00:00\+00 is after end_at "
+                                                            r"2025-01-01 00:00:00\+00"):
         conn.execute("UPDATE awa.cron_jobs SET start_at = '2025-02-01Z', end_at = '2025-01-01Z' WHERE name = 'hb'")
-    with pytest.raises(psycopg.errors.CheckViolation, match="cron_jobs_bounds_loadable"):
+    with pytest.raises(psycopg.errors.CheckViolation, match=r"^start_at/end_at: outside the supported range"):
         conn.execute("UPDATE awa.cron_jobs SET end_at = 'infinity' WHERE name = 'hb'")
 
 
