@@ -19,11 +19,12 @@ from awa_tui import Client
 SCHEDULE_COLUMNS = [
     "name", "cron_expr", "timezone", "kind", "queue", "priority", "max_attempts", "missed_fire_policy",
     "last_enqueued_at", "next_fire_at", "created_at", "updated_at", "paused_at", "paused_by", "owner",
-    "retired_at", "retired_by", "fault",
+    "retired_at", "retired_by", "fault", "overlap", "start_at", "end_at", "max_fires", "fires_count", "finished_at",
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
     "missed_fire_policy", "last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by",
+    "overlap", "start_at", "end_at", "max_fires", "finished_at",
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
 OWNER_CHANGE = ["owner", "at", "names", "count"]
