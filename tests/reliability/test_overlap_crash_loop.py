@@ -155,3 +155,18 @@ def test_overlap_crash_loop(dsn: str, log_dir: Path, scale: int, summary: harnes
     assert [dict(v) for v in violations] == []
     assert counts["jobs"] > 0 and counts["skips"] > 0  # both outcomes happened
     assert not problems, "\n".join(problems)
+
+
+def test_overlap_crash_loop_catches_a_fire_statement_without_the_check(dsn: str, log_dir: Path) -> None:
+    """The negative control: the same fleet with the overlap decision removed from the fire
+    statement (reliability/app.py, a test-only fault) is caught by the same checks."""
+    conn = harness.connect(dsn)
+    conn.execute(OVERLAP_GUARD_SQL)  # type: ignore[arg-type]  # literal test SQL
+    fault = {rel_app.OVERLAP_ENV: "skip", rel_app.FAULT_ENV: rel_app.NO_OVERLAP_GUARD}
+    with harness.fleet(dsn, log_dir, count=5) as f:
+        f.spawn(env=fault)
+        harness.settle(conn, f.names)
+        wait_for(lambda: conn.execute("SELECT count(*) AS n FROM rel.overlap_violation").fetchone()["n"] > 0, 30,
+                 what="the guard to record a schedule with two jobs going")
+        f.stop_all()
+    assert conn.execute("SELECT count(*) AS n FROM awa.fire_skips").fetchone()["n"] == 0
