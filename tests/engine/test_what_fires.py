@@ -288,6 +288,10 @@ def test_changed_bounds_reopen_a_finished_schedule(client: Client, conn: Any, re
         redeclared.close()
     row = schedule_row(conn, "again")
     assert (row["finished_at"], row["next_fire_at"], row["max_fires"]) == (None, None, 2)
+    audit = conn.execute("SELECT operator, action, before, after FROM awa.audit_log WHERE target = 'again' "
+                         "ORDER BY id").fetchall()
+    assert [(a["operator"], a["action"], a["before"], a["after"]) for a in audit] == [
+        ("awa-sync", "sync_definition", {"max_fires": 1}, {"max_fires": 2})]
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:02:00")).jobs] == ["2025-01-01T00:02:00Z"]
     assert schedule_row(conn, "again")["finished_at"] == at("2025-01-01T00:02:00")
 

@@ -75,6 +75,33 @@ CREATE TRIGGER cron_jobs_bounds_changed
     WHEN ((OLD.start_at, OLD.end_at, OLD.max_fires) IS DISTINCT FROM (NEW.start_at, NEW.end_at, NEW.max_fires))
     EXECUTE FUNCTION awa.cron_jobs_bounds_changed();
 
+-- A change of these definition columns is audited like any redefinition (v006 audits the
+-- others): the columns that changed, before and after, under the declared sync label.
+CREATE FUNCTION awa.cron_jobs_audit_what_fires() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    old_def jsonb := jsonb_build_object('overlap', OLD.overlap, 'start_at', OLD.start_at, 'end_at', OLD.end_at,
+                                        'max_fires', OLD.max_fires);
+    new_def jsonb := jsonb_build_object('overlap', NEW.overlap, 'start_at', NEW.start_at, 'end_at', NEW.end_at,
+                                        'max_fires', NEW.max_fires);
+    before jsonb;
+    after jsonb;
+BEGIN
+    SELECT jsonb_object_agg(k, old_def -> k), jsonb_object_agg(k, new_def -> k) INTO before, after
+    FROM jsonb_object_keys(new_def) AS k WHERE old_def -> k IS DISTINCT FROM new_def -> k;
+    PERFORM awa.audit_insert(
+        CASE WHEN current_setting('awa.action', true) = 'sync_definition' THEN 'sync_definition' ELSE 'redefine' END,
+        NEW.name, before, after, awa.audit_context_detail());
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER cron_jobs_audit_what_fires
+    AFTER UPDATE OF overlap, start_at, end_at, max_fires ON awa.cron_jobs
+    FOR EACH ROW
+    WHEN ((OLD.overlap, OLD.start_at, OLD.end_at, OLD.max_fires)
+          IS DISTINCT FROM (NEW.overlap, NEW.start_at, NEW.end_at, NEW.max_fires))
+    EXECUTE FUNCTION awa.cron_jobs_audit_what_fires();
+
 -- An instant as definitions carry it in JSON (Schedule.definition): UTC, microseconds,
 -- in any session time zone, so stored and declared bounds compare as text.
 CREATE FUNCTION awa.instant_text(t timestamptz) RETURNS text
