@@ -1,4 +1,4 @@
-"""Leader crash loop with overlap schedules (S41, S7, S11): kill -9 the leader again and
+"""Leader crash loop with overlap schedules (S45, S7, S11): kill -9 the leader again and
 again while a stand-in worker finishes jobs at its own pace. For every schedule, every
 due instant from its first fire on is either enqueued exactly once or recorded as
 skipped_overlap (awa.fire_skips) — never both, never neither — and a `skip` schedule never
