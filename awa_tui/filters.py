@@ -49,8 +49,8 @@ class PanelGrammar:
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
         fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
-        flags=("active", "paused", "retired", "broken", "late", "unowned"),
-        states=("active", "paused", "retired", "broken"),
+        flags=("active", "paused", "retired", "broken", "late", "unowned", "finished"),
+        states=("active", "paused", "retired", "broken", "finished"),
         substring_fields=("name", "kind"),
         choices=(("health", HEALTHS),),
     ),

@@ -16,7 +16,7 @@ app = typer.Typer(
 
 
 def main() -> None:
-    from awa_tui.cli import console, core, cron, grants, health, jobs, ledger, owners, queue  # noqa: F401  (register commands)
+    from awa_tui.cli import backfill, console, core, cron, grants, health, jobs, ledger, owners, queue  # noqa: F401  (register commands)
     from awa_tui.cli.common import add_dsn_file_option
     from awa_tui.printable import printable
 

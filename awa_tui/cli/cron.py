@@ -53,6 +53,9 @@ def cron_list(
 def _state_text(row: AnySchedule) -> str:
     if row.state == "retired":
         text = f"RETIRED by {row.retired_by}"
+    elif row.state == "finished":
+        # Past end_at or max_fires (v009): nothing more fires; not broken, not late.
+        text = f"FINISHED at {fmt(row.finished_at)}"
     elif row.state == "paused":
         text = f"PAUSED by {row.paused_by} since {fmt(row.paused_at)}"
     else:

@@ -13,8 +13,10 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
+from awa_tui.engine import backfill as backfills
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
+from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.health import check as health_check
@@ -424,6 +426,17 @@ class Client:
 
     def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob:
         return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
+
+    def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
+                 max_count: int = BACKFILL_LIMIT, operator: str | None = None,
+                 now: datetime | None = None) -> BackfillResult:
+        """One job per instant of [from_at, to_at] that never fired (engine/backfill.py); a
+        dry run only counts them (and works on a read-only client)."""
+        if not dry_run:
+            ops.require_writable(self.read_only, "backfill")
+        with self.db.connection() as conn:
+            return backfills.backfill(conn, name, from_at, to_at, self.operator if operator is None else operator,
+                                      dry_run=dry_run, max_count=max_count, now=now, horizon=self.job_retention)
 
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""

@@ -20,22 +20,25 @@ DEFINITION_TYPES = {
     # Expectations (issue 14, pause on failure of issue 15): seconds and counts, NULL = none.
     "max_lateness": "integer", "expect_success_within": "integer", "max_consecutive_failures": "integer",
     "pause_after_failures": "integer",
+    # What fires (v009): the overlap policy and the bounds.
+    "overlap": "text", "start_at": "timestamptz", "end_at": "timestamptz", "max_fires": "integer",
 }
 # The expectation columns, for the health rules (engine/health.py) and the definition views.
 EXPECTATIONS = ("max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures")
 DEFINITION = tuple(DEFINITION_TYPES)
-STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by")
-BOOKKEEPING = ("next_fire_at", "created_at", "updated_at")
+STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by", "finished_at")
+BOOKKEEPING = ("next_fire_at", "created_at", "updated_at", "fires_count")
 # Definition columns holding documents (jsonb, text[]), which views load apart as text.
 DOCUMENTS = ("args", "tags", "metadata")
 # timestamptz columns: a hand-written row may hold an instant Python cannot load (S15).
-INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", *BOOKKEEPING})
+INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", "next_fire_at", "created_at", "updated_at",
+                      "start_at", "end_at", "finished_at"})
+# Definition instants travel in JSON as awa.instant_text writes them (schedule.instant_text).
+DEFINITION_INSTANTS = ("start_at", "end_at")
 
 # The definition columns a fired job copies from its schedule.
-# (Expectations stay with the schedule: the fire statement never carries them.)
-JOB_COPIES = tuple(
-    c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy", *EXPECTATIONS)
-)
+# (Expectations, overlap and bounds stay with the schedule: a job never carries them.)
+JOB_COPIES = ("kind", "queue", "args", "priority", "max_attempts", "tags", "metadata")
 # What an operator action returns (before and after): the key, definition and state.
 ACTION_ROW = (KEY, *DEFINITION, *STATE)
 # What the console's views list for each schedule, in the order they show it.
@@ -74,6 +77,11 @@ def typed_input(alias: str) -> str:
 
 def definition_json(alias: str) -> str:
     """A stored definition as one jsonb object, keyed like `Schedule.definition()` (no name)."""
-    return "jsonb_build_object({})".format(", ".join(
-        f"'{c}', to_jsonb({alias}.{c})" if c == "tags" else f"'{c}', {alias}.{c}" for c in DEFINITION
-    ))
+    def value(c: str) -> str:
+        if c == "tags":
+            return f"to_jsonb({alias}.{c})"
+        if c in DEFINITION_INSTANTS:
+            return f"awa.instant_text({alias}.{c})"
+        return f"{alias}.{c}"
+
+    return "jsonb_build_object({})".format(", ".join(f"'{c}', {value(c)}" for c in DEFINITION))

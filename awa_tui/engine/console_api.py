@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine.models import (
     AuditEntry,
     OwnerChange,
@@ -77,6 +78,10 @@ class ConsoleBackend(Protocol):
     def resume(self, name: str, *, operator: str | None = None) -> ScheduleState: ...
 
     def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob: ...
+
+    def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
+                 max_count: int = BACKFILL_LIMIT, operator: str | None = None,
+                 now: datetime | None = None) -> BackfillResult: ...
 
     def adopt(
         self, name: str, owner: str, *, operator: str | None = None, now: datetime | None = None

@@ -42,30 +42,58 @@ FAULT_SQL = (
 # column says why; check_stored then skips that row only.
 DUE_COLUMNS = (
     safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
-                 "created_at"))
+                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count"))
     + f", {FAULT_SQL} AS fault"
 )
 
 DUE_SQL = f"""
 SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
-WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at <= %(now)s
+WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at <= %(now)s
 UNION ALL
 SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
-WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at IS NULL
+WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at IS NULL
 """
 
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
 # lets the planner see the batch size, which it needs to pick hash joins.
+#
+# Overlap (v009), decided here, under the row lock, in the statement that inserts: no
+# window between check and insert. `busy` counts the waiting and running jobs of the
+# schedules whose policy is not `allow` (`guarded`, empty in the common case: one probe of
+# an empty array), through jobs_cron_active_idx. `decide` says how many of a plan's fires
+# are enqueued (`k`): all for allow; for skip the first when nothing is waiting or
+# running; for buffer_one the first when nothing is waiting. The rest of the plan's fires
+# (catch_up replays overlap each other) go to awa.fire_skips: the ledger's skipped_overlap.
+# Bounds are planned in Python (plan_fires): `ends` marks a plan past end_at; the count
+# of scheduled fires moves by `k` and reaching max_fires finishes the schedule too.
 FIRE_BATCH_SQL = f"""
+-- awa fire batch: UPDATE awa.cron_jobs (CAS) + INSERT INTO awa.jobs, one statement.
+-- (First, so pg_stat_activity, which keeps 1024 bytes of a query, names it.)
 WITH plan AS (
     SELECT * FROM unnest(%(names)s::text[], %(expected)s::timestamptz[],
                          %(new_last)s::timestamptz[], %(next_hint)s::timestamptz[],
-                         %(exprs)s::text[], %(zones)s::text[])
-        AS p(name, expected, new_last, next_hint, cron_expr, timezone)
+                         %(exprs)s::text[], %(zones)s::text[], %(overlaps)s::text[],
+                         %(counts)s::int[], %(ends)s::boolean[])
+        AS p(name, expected, new_last, next_hint, cron_expr, timezone, overlap, n, ends)
+),
+busy AS (
+    SELECT j.metadata ->> 'cron_name' AS name, count(*) AS active,
+           count(*) FILTER (WHERE j.state <> 'running') AS waiting
+    FROM awa.jobs j
+    WHERE cardinality(%(guarded)s::text[]) > 0  -- folded at planning: no guarded plan, no scan
+      AND j.metadata ->> 'cron_name' = ANY(%(guarded)s::text[])
+      AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'
+    GROUP BY 1
+),
+decide AS (
+    SELECT p.name, CASE p.overlap WHEN 'skip' THEN least(p.n, (coalesce(b.active, 0) = 0)::int)
+                                  WHEN 'buffer_one' THEN least(p.n, (coalesce(b.waiting, 0) = 0)::int)
+                                  ELSE p.n END AS k
+    FROM plan p LEFT JOIN busy b ON b.name = p.name
 ),
 locked AS (
     SELECT c.name FROM awa.cron_jobs c
@@ -75,27 +103,45 @@ locked AS (
 ),
 mark AS (
     UPDATE awa.cron_jobs c
-    SET last_enqueued_at = p.new_last, next_fire_at = p.next_hint
-    FROM plan p
+    SET last_enqueued_at = p.new_last, next_fire_at = p.next_hint,
+        fires_count = c.fires_count + d.k,
+        finished_at = CASE WHEN p.ends OR c.fires_count + d.k >= c.max_fires
+                           THEN coalesce(%(now)s::timestamptz, clock_timestamp()) END
+    FROM plan p JOIN decide d ON d.name = p.name
     WHERE c.name = p.name
       AND c.name IN (SELECT name FROM locked)
       AND c.last_enqueued_at IS NOT DISTINCT FROM p.expected
       AND c.paused_at IS NULL
       AND c.retired_at IS NULL
-      AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone
-    RETURNING c.name, {listed(JOB_COPIES, "c")}
+      AND c.finished_at IS NULL
+      AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone AND c.overlap = p.overlap
+    RETURNING c.name, d.k, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
-    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[]) WITH ORDINALITY
-        AS f(name, fire_iso, seq)
+    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_rank)s::int[]) WITH ORDINALITY
+        AS f(name, fire_iso, rank, seq)
+),
+ins AS (
+    INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
+    SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
+           m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
+           m.tags
+    FROM mark m JOIN fires f ON f.name = m.name
+    WHERE f.rank <= m.k
+    ORDER BY f.seq
+    RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time
+),
+skips AS (
+    INSERT INTO awa.fire_skips (cron_name, fire_time)
+    SELECT m.name, f.fire_iso::timestamptz FROM mark m JOIN fires f ON f.name = m.name
+    WHERE f.rank > m.k
+    ON CONFLICT DO NOTHING
+    RETURNING cron_name, fire_time
 )
-INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
-SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
-       m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
-       m.tags
-FROM mark m JOIN fires f ON f.name = m.name
-ORDER BY f.seq
-RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time
+SELECT id, name, fire_time, 'job' AS outcome FROM ins
+UNION ALL SELECT NULL, cron_name, awa.instant_text(fire_time), 'skip' FROM skips
+-- A plan that enqueued nothing (all skipped, or only finished) still won its CAS.
+UNION ALL SELECT NULL, name, NULL, 'mark' FROM mark WHERE k = 0
 """
 
 # Hints for rows that are not due yet; guarded so a concurrent fire or edit wins.
@@ -137,10 +183,13 @@ def _array(values: Iterable[str | datetime | None]) -> str:
 class FirePlan:
     name: str
     expected: datetime | None
-    fires: list[Fire]
+    fires: list[Fire]  # may be empty: instants consumed outside the bounds, or a finish
     next_hint: datetime
     cron_expr: str
     timezone: str
+    overlap: str = "allow"
+    new_last: datetime | None = None  # the CAS token after the plan (default: the last fire)
+    ends: bool = False  # the next instant is past end_at: the schedule finishes
 
 
 @dataclass
@@ -148,6 +197,7 @@ class FiredJob:
     id: int
     name: str
     fire_time: str
+    outcome: str = "job"  # job | skip (skipped_overlap, id None) | mark (CAS won, nothing enqueued)
 
 
 @dataclass
@@ -158,6 +208,7 @@ class PassResult:
     jobs: list[FiredJob] = field(default_factory=list)
     lost_races: int = 0  # schedules whose CAS matched nothing (fired elsewhere, paused...)
     errors: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, instant): skipped_overlap
 
     @property
     def fired(self) -> int:
@@ -177,48 +228,86 @@ def first_candidate(row: dict[str, Any]) -> datetime:
 
 
 def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple[FirePlan | None, datetime]:
-    """Fires due for one row at `now`, and the row's next hint. Raises on a bad row."""
+    """Fires due for one row at `now`, and the row's next hint. Raises on a bad row.
+
+    Bounds (v009): instants before start_at or after end_at are not due; at most
+    max_fires - fires_count fires are planned (for `allow`: the statement enqueues every
+    planned fire; skip and buffer_one enqueue at most one per pass)."""
     cron = check_stored(row)
+    start, end = row.get("start_at"), row.get("end_at")
     hint = row["next_fire_at"] or cron.next_after(first_candidate(row)).at
+    if start is not None and hint < start:
+        hint = cron.next_after(start - ONE_MICROSECOND).at
+    remaining = None if row.get("max_fires") is None else row["max_fires"] - row.get("fires_count", 0)
+    if (end is not None and hint > end) or (remaining is not None and remaining <= 0):
+        # Nothing more can fire: finish (one statement, like a fire, under the same CAS).
+        return _plan(row, [], row["last_enqueued_at"], hint, ends=True), hint
     if hint > now:
         return None, hint
     last = row["last_enqueued_at"]
+    upto = now if end is None else min(now, end)
     if last is None or row["missed_fire_policy"] == "coalesce":
         # Coalesce and first fire: the most recent due fire, one computation (S13).
-        latest = cron.latest_at_or_before(now)
+        latest = cron.latest_at_or_before(upto)
         fires = [latest] if latest is not None and latest.at >= hint else []
     else:
-        fires = cron.between(last, now, catch_up_limit)
+        fires = cron.between(last, upto, catch_up_limit)
     if not fires:
         return None, hint
-    following = cron.next_after(fires[-1].at).at
-    return FirePlan(row["name"], last, fires, following, row["cron_expr"], row["timezone"]), following
+    new_last = fires[-1].at
+    following = cron.next_after(new_last).at
+    if start is not None and following < start:
+        following = cron.next_after(start - ONE_MICROSECOND).at
+    fires = [f for f in fires if start is None or f.at >= start]
+    if remaining is not None and row.get("overlap", "allow") == "allow" and len(fires) > remaining:
+        # The count finishes the schedule in this statement; the token stays on its last fire.
+        fires = fires[:remaining]
+        new_last = fires[-1].at
+    ends = end is not None and following > end
+    return _plan(row, fires, new_last, following, ends=ends), following
 
 
-def _batch_params(plans: list[FirePlan]) -> dict[str, str]:
+def _plan(row: dict[str, Any], fires: list[Fire], new_last: datetime | None, hint: datetime, *,
+          ends: bool) -> FirePlan:
+    return FirePlan(row["name"], row["last_enqueued_at"], fires, hint, row["cron_expr"], row["timezone"],
+                    row.get("overlap", "allow"), new_last, ends)
+
+
+def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str, str | None]:
     """Parameters of FIRE_BATCH_SQL for plans already sorted by name (lock order)."""
     fire_names: list[str] = []
     fire_iso: list[str] = []
+    fire_rank: list[str] = []
     for plan in plans:
-        for fire in plan.fires:
+        for rank, fire in enumerate(plan.fires, 1):
             fire_names.append(plan.name)
             fire_iso.append(iso_utc(fire.at))
+            fire_rank.append(_RANKS[rank] if rank < len(_RANKS) else str(rank))
     return {
         "names": _array(p.name for p in plans),
         "expected": _array(p.expected for p in plans),
-        "new_last": _array(p.fires[-1].at for p in plans),
+        "new_last": _array(p.new_last if p.new_last is not None or not p.fires else p.fires[-1].at for p in plans),
         "next_hint": _array(p.next_hint for p in plans),
         "exprs": _array(p.cron_expr for p in plans),
         "zones": _array(p.timezone for p in plans),
+        "overlaps": _array(p.overlap for p in plans),
+        "counts": _array(str(len(p.fires)) for p in plans),
+        "ends": _array("t" if p.ends else "f" for p in plans),
+        "guarded": _array(p.name for p in plans if p.overlap != "allow"),
         "fire_names": _array(fire_names),
         "fire_iso": _array(fire_iso),
+        "fire_rank": _array(fire_rank),
+        "now": now.isoformat() if isinstance(now, datetime) else now,  # finished_at (NULL: DB time)
     }
+
+
+_RANKS = tuple(str(i) for i in range(CATCH_UP_LIMIT + 1))  # rank strings, built once
 
 
 HASH_JOINS_FROM = 500  # plans per batch from which nested loops are switched off
 
 
-def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str], size: int) -> list[FiredJob]:
+def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str | None], size: int) -> list[FiredJob]:
     # Never prepared: after ten runs Postgres would switch to a generic plan that cannot
     # see the batch size and turns a 0.1 s chunk into 1 s (bench/README.md, profiles).
     if size < HASH_JOINS_FROM:
@@ -230,14 +319,15 @@ def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str], size: int)
         with conn.transaction():
             conn.execute("SET LOCAL enable_nestloop = off")
             rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
-    return [FiredJob(r["id"], r["name"], r["fire_time"]) for r in rows]
+    return [FiredJob(r["id"], r["name"], r["fire_time"], r["outcome"]) for r in rows]
 
 
-def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan]) -> list[FiredJob]:
+def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan], now: datetime | None = None) -> list[FiredJob]:
     """CAS-mark every planned schedule and insert its jobs, in one statement (S11)."""
     if not plans:
         return []
-    return _run_batch(conn, _batch_params(sorted(plans, key=lambda p: p.name)), len(plans))
+    rows = _run_batch(conn, _batch_params(sorted(plans, key=lambda p: p.name), now), len(plans))
+    return [r for r in rows if r.outcome == "job"]
 
 
 # SQLSTATE classes that blame the data of some rows: data exception, integrity, a PL/pgSQL
@@ -247,7 +337,7 @@ REFUSED_ROWS_MAX = 32  # per chunk: past this the refusal is systemic, not a few
 
 
 def _fire_isolating(
-    conn: psycopg.Connection[Any], params: dict[str, str], plans: list[FirePlan]
+    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan]
 ) -> tuple[list[FiredJob], list[str]]:
     """Fire one chunk; if Postgres refuses it for its data, bisect to the refusing rows.
 
@@ -263,7 +353,7 @@ def _fire_isolating(
 
 
 def _fire_bisecting(
-    conn: psycopg.Connection[Any], params: dict[str, str], plans: list[FirePlan], errors: list[str]
+    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan], errors: list[str]
 ) -> list[FiredJob]:
     try:
         return _run_batch(conn, params, len(plans))
@@ -275,8 +365,8 @@ def _fire_bisecting(
             errors.append(f"schedule {plans[0].name!r} skipped: the database refused its fire: {lines[0]!r}")
             return []
     half = len(plans) // 2
-    jobs = _fire_bisecting(conn, _batch_params(plans[:half]), plans[:half], errors)
-    return jobs + _fire_bisecting(conn, _batch_params(plans[half:]), plans[half:], errors)
+    jobs = _fire_bisecting(conn, _batch_params(plans[:half], params["now"]), plans[:half], errors)
+    return jobs + _fire_bisecting(conn, _batch_params(plans[half:], params["now"]), plans[half:], errors)
 
 
 class _BatchSender:
@@ -289,13 +379,14 @@ class _BatchSender:
 
     def __init__(self, conn: psycopg.Connection[Any], result: PassResult, overlap: bool) -> None:
         self.conn = conn
+        self.now = result.now
         self.result = result
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="awa-fire") if overlap else None
         self.pending: tuple[Future[tuple[list[FiredJob], list[str]]], int] | None = None
 
     def send(self, plans: list[FirePlan]) -> None:
         plans = sorted(plans, key=lambda p: p.name)
-        params = _batch_params(plans)
+        params = _batch_params(plans, self.now)
         self.wait()
         if self.pool is None:
             self._record(_fire_isolating(self.conn, params, plans), len(plans))
@@ -312,10 +403,11 @@ class _BatchSender:
             self.pool.shutdown(wait=True)
 
     def _record(self, outcome: tuple[list[FiredJob], list[str]], planned: int) -> None:
-        jobs, errors = outcome
-        self.result.jobs.extend(jobs)
+        rows, errors = outcome
+        self.result.jobs.extend(r for r in rows if r.outcome == "job")
+        self.result.skipped.extend((r.name, r.fire_time) for r in rows if r.outcome == "skip")
         self.result.errors.extend(errors)
-        self.result.lost_races += planned - len(errors) - len({j.name for j in jobs})
+        self.result.lost_races += planned - len(errors) - len({r.name for r in rows})
 
 
 def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any], datetime]]) -> None:

@@ -51,10 +51,12 @@ _BROKEN = (
     "OR c.timezone = ANY(%(flt_bad_zones)s::text[]) "
     "OR NOT coalesce(c.missed_fire_policy = ANY(%(flt_policies)s::text[]), false))"
 )
-_LIVE = "c.paused_at IS NULL AND c.retired_at IS NULL"
+# A finished schedule (v009) is neither active nor late: it fires nothing more.
+_LIVE = "c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL"
 _FLAGS = {
     "retired": "c.retired_at IS NOT NULL",
-    "paused": "c.paused_at IS NOT NULL AND c.retired_at IS NULL",
+    "paused": "c.paused_at IS NOT NULL AND c.retired_at IS NULL AND c.finished_at IS NULL",
+    "finished": "c.finished_at IS NOT NULL AND c.retired_at IS NULL",
     "broken": _BROKEN,
     "active": f"{_LIVE} AND NOT {_BROKEN}",
     # Due for more than LATE_AFTER_SECONDS at `now` and still not written: see filters.py.

@@ -36,6 +36,7 @@ _PREFIX_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 # pause, ownership, retirement, and the token/hint a restore resets.
 RUNTIME_SCHEDULE_COLUMNS = (
     *DEFINITION, "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by",
+    "fires_count", "finished_at",  # the fire statement counts fires and finishes (v009)
 )
 OPERATOR_SCHEDULE_COLUMNS = (
     "paused_at", "paused_by", "owner", "retired_at", "retired_by", "last_enqueued_at", "next_fire_at", "updated_at",
@@ -66,6 +67,8 @@ WRITES: dict[str, dict[str, str]] = {
     "leader_terms": {},  # written by the lease's trigger (SECURITY DEFINER) only
     "ledger_meta": {},
     "ledger_pruned": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE"},
+    # The fire statement records skipped_overlap instants; retention prunes them.
+    "fire_skips": {"runtime": "INSERT, DELETE", "operator": "DELETE"},
     "audit_log": {},
     "schema_migrations": {},
     # Health (S42): the leader's duty judges, records transitions and counts fires; the

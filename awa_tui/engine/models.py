@@ -51,6 +51,13 @@ class _ScheduleColumns(CronDefinition):
     retired_at: datetime | None
     retired_by: str | None
     fault: str | None  # why the row is BROKEN (S15), or None
+    # What fires (v009): overlap policy, bounds, scheduled fires so far, when it finished.
+    overlap: str
+    start_at: datetime | None
+    end_at: datetime | None
+    max_fires: int | None
+    fires_count: int
+    finished_at: datetime | None
     # Expectations (S41): seconds and counts as declared, None = not declared.
     max_lateness: int | None = field(default=None, kw_only=True)
     expect_success_within: int | None = field(default=None, kw_only=True)
@@ -64,7 +71,7 @@ class ScheduleRow(_ScheduleColumns):
 
     queue_paused: bool
     queue_paused_by: str | None
-    state: str  # active | paused | retired
+    state: str  # active | paused | retired | finished
 
 
 @dataclass(frozen=True)
@@ -307,6 +314,11 @@ class ScheduleState:
     owner: str | None
     retired_at: datetime | None
     retired_by: str | None
+    overlap: str
+    start_at: datetime | None
+    end_at: datetime | None
+    max_fires: int | None
+    finished_at: datetime | None
     max_lateness: int | None = field(default=None, kw_only=True)
     expect_success_within: int | None = field(default=None, kw_only=True)
     max_consecutive_failures: int | None = field(default=None, kw_only=True)

@@ -20,7 +20,8 @@ from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
 
 # The evaluator's own columns (safe instants and the S15 fault verdict), plus the states.
 ROW_SQL = f"""
-SELECT {evaluator.DUE_COLUMNS}, awa.safe_ts(c.paused_at) AS paused_at, awa.safe_ts(c.retired_at) AS retired_at
+SELECT {evaluator.DUE_COLUMNS}, awa.safe_ts(c.paused_at) AS paused_at, awa.safe_ts(c.retired_at) AS retired_at,
+       c.finished_at
 FROM awa.cron_jobs c WHERE c.name = %s
 """
 
@@ -78,11 +79,14 @@ def resume_preview(
     if row["retired_at"] is not None:
         return ResumePreview(name, policy, now, 0, None, None, None, (), False, None,
                              "retired: resuming fires nothing until the schedule is restored")
+    if row["finished_at"] is not None:
+        return ResumePreview(name, policy, now, 0, None, None, None, (), False, None,
+                             "finished (past end_at or max_fires): resuming fires nothing")
     try:
         plan, hint = evaluator.plan_fires(row, now, catch_up_limit)
     except (AwaError, ValueError, OverflowError) as exc:  # the evaluator would skip it (S15)
         raise ValidationError(f"schedule {name!r} cannot be evaluated: {exc}") from None
-    if plan is None:
+    if plan is None or not plan.fires:  # nothing due, or nothing due within the bounds (v009)
         return ResumePreview(name, policy, now, 0, None, None, None, (), False, hint,
                              f"nothing missed: resuming fires nothing now; the next fire is {iso_utc(hint)}")
     instants = tuple(f.at for f in plan.fires)

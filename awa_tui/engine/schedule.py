@@ -9,12 +9,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from operator import attrgetter
 from typing import Any
 
-from awa_tui.engine.columns import DEFINITION, KEY
+from awa_tui.engine.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
@@ -23,6 +23,8 @@ POLICIES = ("coalesce", "catch_up")
 # S41: a due instant must be enqueued within this unless the schedule or its client says
 # otherwise (a stored NULL means this too).
 DEFAULT_MAX_LATENESS_S = 60
+OVERLAPS = ("allow", "skip", "buffer_one")  # what a due instant does while a job is still going
+MAX_FIRES_LIMIT = 2**31 - 1  # the column is an integer
 # Bidi controls and zero-width characters: a name holding them can read as another name
 # in a confirm dialog. The database refuses the same set (migration v004).
 _LOOKALIKE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]")
@@ -50,6 +52,10 @@ class Schedule:
     expect_success_within: int | None = None
     max_consecutive_failures: int | None = None
     pause_after_failures: int | None = None
+    overlap: str = "allow"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_fires: int | None = None
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
@@ -87,6 +93,28 @@ class Schedule:
             object.__setattr__(self, fname, check_seconds(fname, getattr(self, fname)))
         for fname in ("max_consecutive_failures", "pause_after_failures"):
             object.__setattr__(self, fname, check_count(fname, getattr(self, fname)))
+        self._check_what_fires()
+
+    def _check_what_fires(self) -> None:
+        """Overlap policy and bounds (v009), refused with one line naming the value."""
+        if self.overlap not in OVERLAPS:
+            raise ValidationError(f"overlap: must be 'allow', 'skip' or 'buffer_one', got {_short(self.overlap)}")
+        for fname in ("start_at", "end_at"):
+            value = getattr(self, fname)
+            if value is None:
+                continue
+            if not isinstance(value, datetime) or value.utcoffset() is None:
+                raise ValidationError(f"{fname}: must be a timezone-aware datetime, got {_short(value)}")
+            object.__setattr__(self, fname, value.astimezone(UTC))
+        if self.start_at is not None and self.end_at is not None and self.start_at > self.end_at:
+            raise ValidationError(
+                f"start_at: {self.start_at.isoformat()} is after end_at {self.end_at.isoformat()}"
+            )
+        if self.max_fires is not None and (
+            isinstance(self.max_fires, bool) or not isinstance(self.max_fires, int)
+            or not 1 <= self.max_fires <= MAX_FIRES_LIMIT
+        ):
+            raise ValidationError(f"max_fires: must be an integer 1..{MAX_FIRES_LIMIT}, got {_short(self.max_fires)}")
 
     @classmethod
     def build(
@@ -107,6 +135,10 @@ class Schedule:
         expect_success_within: timedelta | int | None = None,
         max_consecutive_failures: int | None = None,
         pause_after_failures: int | None = None,
+        overlap: str = "allow",
+        start_at: datetime | None = None,
+        end_at: datetime | None = None,
+        max_fires: int | None = None,
     ) -> Schedule:
         """The `periodic()` signature of S1."""
         return cls(
@@ -125,13 +157,24 @@ class Schedule:
             expect_success_within=expect_success_within,  # type: ignore[arg-type]
             max_consecutive_failures=max_consecutive_failures,
             pause_after_failures=pause_after_failures,
+            overlap=overlap,
+            start_at=start_at,
+            end_at=end_at,
+            max_fires=max_fires,
         )
 
     def definition(self) -> dict[str, Any]:
         """The definition columns, canonical (used for sync and manifests)."""
         out = dict(zip(_DEFINITION_KEYS, _definition_values(self), strict=True))
         out["tags"] = list(self.tags)  # JSON has no tuples
+        for fname in DEFINITION_INSTANTS:
+            out[fname] = instant_text(out[fname])
         return out
+
+
+def instant_text(value: datetime | None) -> str | None:
+    """A definition instant as JSON carries it; the same text as awa.instant_text (v009)."""
+    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
 # Schedule's fields are named like the columns they are stored in (one registry).
@@ -261,6 +304,8 @@ def check_stored(row: Mapping[str, Any]) -> CronExpression:
     cron = compile_cron(row["cron_expr"], row["timezone"])
     if row["missed_fire_policy"] not in POLICIES:
         raise ValidationError(f"missed_fire_policy: unknown policy {_short(row['missed_fire_policy'])}")
+    if row.get("overlap", "allow") not in OVERLAPS:  # v009 refuses it too; a row read before the check
+        raise ValidationError(f"overlap: unknown policy {_short(row['overlap'])}")
     return cron
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -43,12 +43,17 @@ SCHEDULE_COLUMNS = f"{safe_listed(VIEW_ROW)}, {FAULT_SQL} AS fault"
 _JOB_CREATED = "awa.safe_ts({j}.created_at)"
 _JOB_FIRE = "awa.try_timestamptz({j}.metadata ->> 'cron_fire_time')"
 
+# A finished schedule (past end_at or max_fires, v009) fires nothing more; paused or
+# not, FINISHED is what an operator needs to know about it.
+STATE_SQL = (
+    "CASE WHEN c.retired_at IS NOT NULL THEN 'retired' WHEN c.finished_at IS NOT NULL THEN 'finished' "
+    "WHEN c.paused_at IS NOT NULL THEN 'paused' ELSE 'active' END"
+)
+
 SCHEDULES_SQL = f"""
 SELECT {SCHEDULE_COLUMNS},
        coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
-       CASE WHEN c.retired_at IS NOT NULL THEN 'retired'
-            WHEN c.paused_at IS NOT NULL THEN 'paused'
-            ELSE 'active' END AS state
+       {STATE_SQL} AS state
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 WHERE (%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s
@@ -101,15 +106,13 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
         f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
         "array_replace(c.tags, NULL, 'NULL') AS tags, "
         "coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by, "
-        "c.retired_at IS NOT NULL AS retired, c.paused_at IS NOT NULL AS paused "
+        f"{STATE_SQL} AS state "
         "FROM awa.cron_jobs c LEFT JOIN awa.queue_meta q ON q.queue = c.queue WHERE c.name = %s",
         (name,),
     ).fetchone()
     if row is None:
         raise NotFound(f"unknown schedule {name!r}")
     row["args"], row["metadata"] = _json_value(row["args"]), _json_value(row["metadata"])
-    retired, paused = row.pop("retired"), row.pop("paused")
-    row["state"] = "retired" if retired else "paused" if paused else "active"
     row["fault"] = row_fault(row)
     return ScheduleInfo(**row)
 
@@ -133,11 +136,19 @@ def next_fires(
 
 
 def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
+    """The next `count` fires, within the schedule's bounds (v009): none once finished."""
+    if row.state == "finished":
+        return []
+    if row.start_at is not None and after < row.start_at:
+        after = row.start_at - timedelta(microseconds=1)
+    if row.max_fires is not None:
+        count = max(0, min(count, row.max_fires - row.fires_count))
     zone = parse_timezone(row.timezone)
     return [
         NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark)
         for f in upcoming_fires(row.cron_expr, row.timezone, after, count)
-    ]
+        if row.end_at is None or f.at <= row.end_at
+    ] if count else []
 
 
 def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> list[Fire]:
@@ -261,7 +272,8 @@ SCHEDULE_SORTS = {
     "name": "c.name",
     "next": "c.next_fire_at",
     "last": "c.last_enqueued_at",
-    "state": "(CASE WHEN c.retired_at IS NOT NULL THEN 0 WHEN c.paused_at IS NOT NULL THEN 1 ELSE 2 END)",
+    "state": "(CASE WHEN c.retired_at IS NOT NULL THEN 0 WHEN c.finished_at IS NOT NULL THEN 1 "
+             "WHEN c.paused_at IS NOT NULL THEN 2 ELSE 3 END)",
     "queue": "c.queue",
     "owner": "c.owner",
     # S42: worst first (broken, failing, missed, late), then the rest.
@@ -287,9 +299,7 @@ SCHEDULE_PAGE_SQL = f"""
 SELECT {SCHEDULE_COLUMNS},
        coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
        q.paused_at AS queue_paused_at,
-       CASE WHEN c.retired_at IS NOT NULL THEN 'retired'
-            WHEN c.paused_at IS NOT NULL THEN 'paused'
-            ELSE 'active' END AS state,
+       {STATE_SQL} AS state,
        j.state AS last_job_state,
        {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness,
        coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS health_since,
@@ -316,7 +326,7 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
     is due (or, for a paused schedule, will fire on resume). Without a hint the next fire
     after `now` is computed, once per (expression, zone) for the whole page.
     """
-    if row["state"] == "retired" or row["fault"]:
+    if row["state"] in ("retired", "finished") or row["fault"]:
         return None, False  # a BROKEN row (S15) fires nothing until it is repaired
     hint = row["next_fire_at"]
     if hint is not None:
@@ -395,8 +405,8 @@ def schedule_detail(
     now = now or db_time(conn)
     row = get_schedule(conn, name)
     start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
-    # A retired or BROKEN row has no next fires.
-    upcoming = _upcoming(row, start, fires) if row.state != "retired" and not row.fault else []
+    # A retired, finished or BROKEN row has no next fires.
+    upcoming = _upcoming(row, start, fires) if row.state not in ("retired", "finished") and not row.fault else []
     return ScheduleDetail(
         now=now,
         schedule=row,

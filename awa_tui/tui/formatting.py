@@ -90,8 +90,11 @@ def pretty_json(value: Any) -> str:
 STATE_WORDS = {"paused": "PAUSED", "retired": "RETIRED"}
 
 
+FINISHED = "FINISHED"  # past end_at or max_fires: nothing more fires; not broken, not late
+
+
 def state_word(state: str) -> str:
-    return STATE_WORDS.get(state, "active")
+    return STATE_WORDS.get(state, FINISHED if state == "finished" else "active")
 
 
 def state_by(row: AnySchedule) -> tuple[str | None, datetime | None]:
@@ -104,6 +107,8 @@ def state_by(row: AnySchedule) -> tuple[str | None, datetime | None]:
 def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
     """'PAUSED by ops since 2026-03-08 12:00:00Z (3m ago)', 'RETIRED by ops at ... (...)' or 'active'."""
     word = state_word(row.state)
+    if row.state == "finished" and row.finished_at is not None:
+        return Text(word, style=style).append(f" at {utc(row.finished_at)} ({relative(row.finished_at, now)})")
     if row.state not in STATE_WORDS:
         return Text(word)
     by, at = state_by(row)

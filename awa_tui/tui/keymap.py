@@ -96,6 +96,8 @@ ACTS: tuple[Act, ...] = (
         mutation=True, footer=False, palette="schedule: retire"),
     Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
         mutation=True, footer=False, palette="schedule: restore"),
+    Act("schedules", "b", "backfill", "backfill", "backfill the last 24 hours: one job per instant that never fired "
+        "(the dialog shows the count first)", mutation=True, footer=False, palette="schedule: backfill"),
     # Owners panel.
     Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
         footer=False, palette="owner: show its schedules"),
@@ -125,6 +127,8 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
     Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
     Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
+    Act("detail", "b", "backfill", "backfill", "backfill the last 24 hours (shows the count first)", mutation=True,
+        footer=False),
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
     Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),

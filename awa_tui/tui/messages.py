@@ -183,6 +183,9 @@ class ScheduleActions(Widget):
         console: ConsoleApp = self.app  # type: ignore[assignment]
         self._on_schedule(lambda row: operations.adopt_or_transfer(row, console.known_owners))
 
+    def action_backfill(self) -> None:
+        self._on_schedule(operations.backfill)
+
     def action_retire(self) -> None:
         self._on_schedule(operations.retire)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from awa_tui.engine.console_api import ConsoleBackend
@@ -152,6 +153,40 @@ def trigger(row: AnySchedule) -> Operation:
             ["Enqueues one job now (metadata triggered_manually=true); the fire schedule is unchanged.", *notes]
         ),
         run=run,
+    )
+
+
+BACKFILL_SPAN = timedelta(hours=24)  # the console's range; any other range: `cron backfill`
+
+
+def backfill(row: AnySchedule) -> Operation:
+    """Backfill the last 24 hours: the preview counts (a dry run) before the dialog opens,
+    and the confirmed run uses the same range; only instants that never fired get a job."""
+    name = row.name
+    if row.state == "retired":
+        raise NotPossible(f"{name} is RETIRED: restore it before a backfill (u)")
+    span: dict[str, datetime] = {}  # the previewed range, and the clock it was checked against
+
+    def preview(client: ConsoleBackend, now: datetime | None) -> str:
+        hi = now or client.db_time()
+        span["from"], span["to"], span["now"] = hi - BACKFILL_SPAN, hi, hi
+        result = client.backfill(name, span["from"], span["to"], dry_run=True, now=hi)
+        return (f"{result.count} job{'s' if result.count != 1 else ''} would be enqueued for "
+                f"{utc(span['from'])} .. {utc(span['to'])} ({result.already_fired} already fired, "
+                f"{result.left_to_scheduler} left to the scheduler).")
+
+    def run(client: ConsoleBackend, _value: str) -> str:
+        if not span:
+            raise NotPossible("no preview was read: nothing was done")
+        result = client.backfill(name, span["from"], span["to"], now=span["now"])
+        return f"backfilled {name}: {result.count} job{'s' if result.count != 1 else ''}"
+
+    return _schedule_op(
+        row, title="Backfill schedule", verb="Backfill",
+        consequence=("Enqueues one job (metadata backfill=true) per due instant of the last 24 hours that "
+                     "never fired and that the scheduler has passed; never a second job for an instant. "
+                     "Other ranges: awa-tui cron backfill NAME --from --to."),
+        run=run, preview=preview,
     )
 
 

@@ -102,7 +102,7 @@ def test_single_name_forms_are_unchanged(dsn: str, fleet: Client) -> None:
      "tag, health", 1),
     (("cron", "list", "--filter", 'name:"x'), "error: filter: unterminated quote in 'name:\"x'", 1),
     (("cron", "resume", "--filter", "state:asleep", "--dry-run"),
-     "error: filter: state: unknown state 'asleep'; states are active, paused, retired, broken", 1),
+     "error: filter: state: unknown state 'asleep'; states are active, paused, retired, broken, finished", 1),
     (("cron", "trigger", "--filter", "\x1b[2J"),
      "error: filter: control characters are not allowed, got '\\x1b[2J'", 1),
     (("cron", "retire", "--filter", " "), "error: filter: empty; to select every schedule say so: name:*", 1),

@@ -83,7 +83,8 @@ def test_each_panel_has_its_own_fields() -> None:
     ("owner:x -HOST:y", "audit",
      "filter: unknown field 'owner' on audit; fields are operator, action, target"),
     ("-host:a", "queues", "filter: unknown field 'host' on queues; fields are name, state"),
-    ("state:sleepy", "schedules", "filter: state: unknown state 'sleepy'; states are active, paused, retired, broken"),
+    ("state:sleepy", "schedules", "filter: state: unknown state 'sleepy'; states are active, paused, retired, broken, "
+     "finished"),
     ("state:retired", "queues", "filter: state: unknown state 'retired'; states are active, paused"),
     ("owner:", "schedules", 'filter: owner: needs a value (owner:VALUE, "quoted" if it has spaces)'),
     ('nightly "billing', "schedules", "filter: unterminated quote in '\"billing'"),

@@ -22,11 +22,13 @@ SCHEDULE_COLUMNS = [
     "retired_at", "retired_by", "fault",
     # S41: the expectations (seconds and counts, null when not declared).
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
+    "overlap", "start_at", "end_at", "max_fires", "fires_count", "finished_at",
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
     "missed_fire_policy", "last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by",
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
+    "overlap", "start_at", "end_at", "max_fires", "finished_at",
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
 OWNER_CHANGE = ["owner", "at", "names", "count"]

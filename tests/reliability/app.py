@@ -20,8 +20,10 @@ COUNT_ENV = "AWA_REL_COUNT"
 EXPR_ENV = "AWA_REL_EXPR"
 POLICY_ENV = "AWA_REL_POLICY"
 PREFIX_ENV = "AWA_REL_PREFIX"
+OVERLAP_ENV = "AWA_REL_OVERLAP"  # the schedules' overlap policy (default allow)
 FAULT_ENV = "AWA_REL_FAULT"
 NO_PAUSE_GUARD = "no_pause_guard"
+NO_OVERLAP_GUARD = "no_overlap_guard"
 
 
 def app_name(pid: int) -> str:
@@ -45,10 +47,25 @@ def remove_pause_guard() -> None:
     logging.getLogger("awa_tui").warning("reliability fault injected: fire statements without the pause guard")
 
 
+def remove_overlap_guard() -> None:
+    """Enqueue every due instant whatever the overlap policy: the negative control of the
+    overlap crash loop. Fails loudly if the fire statement no longer decides it there."""
+    from awa_tui.engine import evaluator
+
+    fire = evaluator.FIRE_BATCH_SQL.replace("WHEN 'skip' THEN", "WHEN 'skip (disabled)' THEN").replace(
+        "WHEN 'buffer_one' THEN", "WHEN 'buffer_one (disabled)' THEN")
+    if fire.count("(disabled)") != 2:
+        raise RuntimeError("reliability fault: the overlap decision is not where the control expects it")
+    evaluator.FIRE_BATCH_SQL = fire
+    logging.getLogger("awa_tui").warning("reliability fault injected: fire statements without the overlap check")
+
+
 def setup(client: Any) -> None:
     fault = os.environ.get(FAULT_ENV, "")
     if fault == NO_PAUSE_GUARD:
         remove_pause_guard()
+    elif fault == NO_OVERLAP_GUARD:
+        remove_overlap_guard()
     elif fault:
         raise ValueError(f"unknown {FAULT_ENV}: {fault!r}")
     label = app_name(os.getpid())
@@ -59,4 +76,5 @@ def setup(client: Any) -> None:
     expr = os.environ.get(EXPR_ENV, "* * * * * *")
     policy = os.environ.get(POLICY_ENV, "catch_up")
     for name in schedule_names(count, os.environ.get(PREFIX_ENV, "rel")):
-        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy)
+        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy,
+                        overlap=os.environ.get(OVERLAP_ENV, "allow"))

@@ -32,6 +32,7 @@ def _row() -> SchedulePageRow:
         updated_at=NOW, paused_at=NOW, paused_by=HOSTILE, owner=HOSTILE, retired_at=None, retired_by=None,
         fault=None, queue_paused=True, queue_paused_by=HOSTILE, state="paused", queue_paused_at=NOW,
         last_job_state=HOSTILE, lateness=timedelta(seconds=2), next_fire=NOW, next_fire_due=True,
+        overlap="allow", start_at=None, end_at=None, max_fires=None, fires_count=0, finished_at=None,
     )
 
 

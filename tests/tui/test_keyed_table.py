@@ -42,6 +42,7 @@ def schedule(i: int) -> SchedulePageRow:
         # Not shown in the table's cells:
         kind="k", priority=2, max_attempts=25, next_fire_at=None, created_at=NOW, updated_at=NOW, fault=None,
         queue_paused_by=None, queue_paused_at=None, last_job_state=None,
+        overlap="allow", start_at=None, end_at=None, max_fires=None, fires_count=0, finished_at=None,
     )
 
 

@@ -75,6 +75,7 @@ def test_operations_refuse_nonsense_at_keypress():
         missed_fire_policy="coalesce", last_enqueued_at=None, next_fire_at=None, created_at=NOW, updated_at=NOW,
         paused_at=None, paused_by=None, owner=None, retired_at=NOW, retired_by="bob", fault=None,
         queue_paused=False, queue_paused_by=None, state="retired",
+        overlap="allow", start_at=None, end_at=None, max_fires=None, fires_count=0, finished_at=None,
     )
     with pytest.raises(operations.NotPossible, match="restore it first"):
         operations.toggle_pause(retired)

@@ -49,7 +49,7 @@ JUDGE_SQL = f"""
 SELECT j.*,
     CASE
         WHEN j.retired THEN 'retired'
-        -- FINISHED (issue 15, bounds): WHEN <past its bounds> THEN 'finished'
+        WHEN j.finished_at IS NOT NULL THEN 'finished'  -- past its bounds (S46): not late, not failing
         WHEN j.fault IS NOT NULL THEN 'broken'
         WHEN j.paused THEN 'paused'
         WHEN j.failures > coalesce(j.max_failures, 0) THEN 'failing'
@@ -62,7 +62,7 @@ FROM (
            coalesce({FAULT_SQL}, b.fault) AS fault, c.paused_at IS NOT NULL AS paused, c.paused_by,
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
            c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
-           c.next_fire_at, {_LATENESS} AS max_lateness
+           c.next_fire_at, {_LATENESS} AS max_lateness, c.finished_at, c.fires_count, c.max_fires
     FROM awa.cron_jobs c
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
     LEFT JOIN awa.cron_health h ON h.name = c.name
@@ -74,6 +74,9 @@ REASON_SQL = f"""
     CASE health
         WHEN 'retired' THEN 'retired by ' || coalesce(retired_by, 'unknown')
         WHEN 'broken' THEN fault
+        WHEN 'finished' THEN format('finished at %%s: %%s', to_char(finished_at AT TIME ZONE 'UTC', {_UTC}),
+            CASE WHEN fires_count >= max_fires THEN format('%%s of max_fires %%s', fires_count, max_fires)
+                 ELSE 'past end_at' END)
         WHEN 'paused' THEN CASE WHEN paused_by = 'awa-autopause'
             THEN format('paused by awa-autopause after %%s consecutive failed jobs (pause_after_failures %%s)',
                         failures, pause_after_failures)

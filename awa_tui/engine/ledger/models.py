@@ -19,7 +19,10 @@ SKIPPED_RETIRED = "skipped_retired"
 NO_LEADER = "no_leader"
 PENDING = "pending"  # due, not fired yet, and no later fire: the next pass decides
 UNKNOWN = "unknown"  # history that would decide it is gone (pruned, or before the ledger)
-VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER, PENDING, UNKNOWN)
+SKIPPED_OVERLAP = "skipped_overlap"  # the overlap policy kept it out (awa.fire_skips, v009)
+BACKFILLED = "backfilled"  # fired later by an operator's backfill
+VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER, PENDING, UNKNOWN,
+            SKIPPED_OVERLAP, BACKFILLED)
 
 
 def job_result(state: str) -> str:

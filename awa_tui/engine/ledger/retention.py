@@ -87,6 +87,26 @@ marks AS (
 
 DRY_RUN_SQL = f"WITH {_CANDIDATES}\n{_CURSOR.format(gone='doomed')}"
 
+# skipped_overlap records (awa.fire_skips, v009) past the horizon, one bounded batch per
+# prune: the schedule's pruned mark moves over them, so such an instant then reads
+# `unknown (pruned)` like one whose job was pruned, never a wrong verdict.
+SKIPS_PRUNE_SQL = """
+WITH gone AS (
+    DELETE FROM awa.fire_skips s
+    WHERE (s.cron_name, s.fire_time) IN (
+        SELECT cron_name, fire_time FROM awa.fire_skips WHERE skipped_at < %(cutoff)s
+        ORDER BY skipped_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED)
+    RETURNING s.cron_name, s.fire_time
+),
+marks AS (
+    INSERT INTO awa.ledger_pruned AS p (cron_name, pruned_through)
+    SELECT cron_name, max(fire_time) FROM gone GROUP BY cron_name
+    ON CONFLICT (cron_name) DO UPDATE SET pruned_through = greatest(p.pruned_through, EXCLUDED.pruned_through)
+    RETURNING 1
+)
+SELECT count(*) AS n FROM gone
+"""
+
 
 def check_keep(keep: int) -> int:
     if not isinstance(keep, int) or not 0 <= keep <= MAX_KEEP:
@@ -157,6 +177,8 @@ def prune_jobs(
         params["after_at"], params["after_id"] = row["last_at"], row["last_id"]
         if duty < 1:
             time.sleep(took * (1 - duty) / duty)  # pacing, not synchronisation: yield the database
+    if done and not dry_run:
+        conn.execute(SKIPS_PRUNE_SQL, {"cutoff": cutoff, "batch": batch}, prepare=False)
     if operator is not None and not dry_run:
         with conn.transaction():
             begin_action(conn, operator, "jobs_prune", detail)

@@ -7,10 +7,14 @@ Nothing is written per fire besides the job: the ledger is computed at read time
   `skipped_paused`, `skipped_retired`;
 - leadership terms (awa.leader_terms, one row per term, v007): `no_leader`;
 - the later fire an unfired instant was folded into: `coalesced`;
+- backfill jobs (metadata `backfill`): `backfilled`; instants the overlap policy kept out
+  (awa.fire_skips, written by the fire statement, v009): `skipped_overlap`;
+- bounds (v009): instants before start_at, after end_at, or after the schedule finished
+  are not due at all;
 - what retention pruned (awa.ledger_pruned) and since when leadership is recorded
   (awa.ledger_meta): `unknown`, never a guess.
-Precedence, first match wins: fired, skipped_retired, skipped_paused, unknown,
-no_leader, coalesced, pending.
+Precedence, first match wins: fired (or backfilled), skipped_overlap, skipped_retired,
+skipped_paused, unknown, no_leader, coalesced, pending.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.evaluator import FIRST_FIRE_LOOKBACK
 from awa_tui.engine.ledger.models import (
+    BACKFILLED,
     COALESCED,
     FIRED,
     MANUAL,
     NO_LEADER,
     PENDING,
+    SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
     UNKNOWN,
@@ -78,7 +84,8 @@ class Term:
 SCHEDULE_SQL = """
 SELECT name, cron_expr, timezone, queue, missed_fire_policy, awa.safe_ts(created_at) AS created_at,
        awa.safe_ts(paused_at) AS paused_at, paused_by, awa.safe_ts(retired_at) AS retired_at, retired_by,
-       awa.safe_ts(last_enqueued_at) AS last_enqueued_at
+       awa.safe_ts(last_enqueued_at) AS last_enqueued_at,
+       start_at, end_at, finished_at
 FROM awa.cron_jobs WHERE name = %s
 """
 
@@ -184,6 +191,8 @@ def _jobs(conn: psycopg.Connection[Any], name: str, lo: datetime) -> list[dict[s
         "SELECT j.id, j.state, awa.safe_ts(j.created_at) AS created_at, "
         "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time, "
         "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
+        "coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill, "
+        "j.metadata ->> 'backfilled_by' AS backfilled_by, "
         "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
         "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error "
         "FROM awa.jobs j WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %s AND j.id > %s "
@@ -256,6 +265,7 @@ def ledger(
     # FOLD_LOOKBACK more instants are judged than shown, so an instant folded into a fire
     # is counted with the ones before the window that were folded into the same fire.
     instants, _ = due_instants(segments, born, hi, limit + FOLD_LOOKBACK)
+    instants = [t for t in instants if _within_bounds(row, t)]
     shown = [t for t in instants if t >= lo][-limit:]
     shown_from = shown[0] if shown else hi
     window_lo = instants[0] if instants else hi
@@ -271,6 +281,9 @@ def ledger(
     pruned_through = mark["pruned_through"] if mark else None
     queue = conn.execute("SELECT paused, paused_by FROM awa.queue_meta WHERE queue = %s", (row["queue"],)).fetchone()
     queue_paused_by = (queue["paused_by"] or "?") if queue and queue["paused"] else None
+    skipped = {r["fire_time"] for r in conn.execute(
+        "SELECT fire_time FROM awa.fire_skips WHERE cron_name = %s AND fire_time >= %s AND fire_time <= %s",
+        (name, window_lo, hi))} if instants else set()
 
     out: list[Verdict] = []
     for t in instants:
@@ -278,11 +291,15 @@ def ledger(
         if job is not None:
             waiting = job["state"] in ("available", "retryable")
             out.append(Verdict(
-                name, t, FIRED, job_id=job["id"], job_state=job["state"], result=job_result(job["state"]),
+                name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
+                by=job["backfilled_by"], job_state=job["state"], result=job_result(job["state"]),
                 lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
                 error=job["error"] if job["state"] in ("retryable", "discarded") else None,
                 queue=job["queue"],
                 queue_paused_by=queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+            continue
+        if t in skipped:
+            out.append(Verdict(name, t, SKIPPED_OVERLAP))
             continue
         if t < row["created_at"]:
             continue  # the first fire's lookback (S13): only an instant that fired counts
@@ -315,8 +332,8 @@ def ledger(
     known = set(instants)
     for t, job in fired.items():
         if t not in known and shown_from <= t <= hi:
-            out.append(Verdict(name, t, FIRED, job_id=job["id"], job_state=job["state"],
-                               result=job_result(job["state"]), queue=job["queue"],
+            out.append(Verdict(name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
+                               job_state=job["state"], result=job_result(job["state"]), queue=job["queue"],
                                lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
                                error=job["error"] if job["state"] in ("retryable", "discarded") else None))
     for j in jobs:
@@ -326,6 +343,17 @@ def ledger(
                                error=j["error"] if j["state"] in ("retryable", "discarded") else None))
     out.sort(key=lambda v: v.instant)
     return out
+
+
+def _within_bounds(row: dict[str, Any], t: datetime) -> bool:
+    """Whether `t` is a due instant under the schedule's bounds (v009). A finished
+    schedule's instants after its last fire are not due (it stopped by its count)."""
+    if row["start_at"] is not None and t < row["start_at"]:
+        return False
+    if row["end_at"] is not None and t > row["end_at"]:
+        return False
+    finished_after = row["last_enqueued_at"] or row["created_at"]
+    return row["finished_at"] is None or t <= finished_after
 
 
 def _count_folds(verdicts: list[Verdict], fired: dict[datetime, dict[str, Any]]) -> list[Verdict]:

@@ -10,11 +10,13 @@ import psycopg
 from awa_tui.engine.cron.expression import iso_utc
 from awa_tui.engine.db import db_now
 from awa_tui.engine.ledger.models import (
+    BACKFILLED,
     COALESCED,
     FIRED,
     MANUAL,
     NO_LEADER,
     PENDING,
+    SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
     Verdict,
@@ -59,6 +61,10 @@ def describe(v: Verdict) -> str:
         if v.folded:
             text += f"; {v.folded} earlier instant{'s' if v.folded != 1 else ''} folded into it"
         return text + "."
+    if v.verdict == BACKFILLED:
+        return f"{at}: backfilled by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
+    if v.verdict == SKIPPED_OVERLAP:
+        return f"{at}: not fired: skipped by the overlap policy (a previous job was still waiting or running)."
     if v.verdict == MANUAL:
         return f"{at}: triggered by hand by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
     if v.verdict == SKIPPED_PAUSED:

@@ -56,7 +56,7 @@ COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line
 
 
 def state_cell(row: SchedulePageRow) -> Text:
-    style = {"paused": "bold yellow", "retired": "bold red"}.get(row.state, "")
+    style = {"paused": "bold yellow", "retired": "bold red", "finished": "bold cyan"}.get(row.state, "")
     if row.fault:
         # S15: it cannot fire until repaired; the summary line below says why.
         text = Text("BROKEN", style="bold red reverse", no_wrap=True, overflow="ellipsis", end="")
@@ -130,6 +130,7 @@ SIGNATURE = attrgetter(
     "state", "fault", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
     "health",
+    "finished_at",
 )
 
 
