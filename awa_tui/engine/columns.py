@@ -17,9 +17,17 @@ DEFINITION_TYPES = {
     "cron_expr": "text", "timezone": "text", "kind": "text", "queue": "text", "args": "jsonb",
     "priority": "smallint", "max_attempts": "smallint", "tags": "jsonb", "metadata": "jsonb",
     "missed_fire_policy": "text",
+    # Issue 16 (migration v010): the expression as written when it uses H (cron_expr holds
+    # it resolved, so every reader of cron_expr needs no name), and the jitter.
+    "cron_written": "text", "jitter_ms": "bigint",
 }
 DEFINITION = tuple(DEFINITION_TYPES)
 STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by")
+# While an operator overrides a definition (migration v010), the main columns hold the
+# effective values and this jsonb object the code's values of the overridden columns.
+OVERRIDDEN = "overridden"
+# What an operator may override; cron_written goes with cron_expr (the text behind H).
+OVERRIDE_COLUMNS = ("cron_expr", "cron_written", "timezone", "args", "queue", "priority")
 BOOKKEEPING = ("next_fire_at", "created_at", "updated_at")
 # Definition columns holding documents (jsonb, text[]), which views load apart as text.
 DOCUMENTS = ("args", "tags", "metadata")
@@ -27,13 +35,14 @@ DOCUMENTS = ("args", "tags", "metadata")
 INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", *BOOKKEEPING})
 
 # The definition columns a fired job copies from its schedule.
-JOB_COPIES = tuple(c for c in DEFINITION if c not in ("cron_expr", "timezone", "missed_fire_policy"))
+JOB_COPIES = tuple(c for c in DEFINITION if c not in (
+    "cron_expr", "timezone", "missed_fire_policy", "cron_written", "jitter_ms"))
 # What an operator action returns (before and after): the key, definition and state.
-ACTION_ROW = (KEY, *DEFINITION, *STATE)
+ACTION_ROW = (KEY, *DEFINITION, *STATE, OVERRIDDEN)
 # What the console's views list for each schedule, in the order they show it.
 VIEW_ROW = (
     KEY, *(c for c in DEFINITION if c not in DOCUMENTS), "last_enqueued_at", *BOOKKEEPING,
-    *(c for c in STATE if c != "last_enqueued_at"),
+    *(c for c in STATE if c != "last_enqueued_at"), OVERRIDDEN,
 )
 
 
@@ -69,3 +78,44 @@ def definition_json(alias: str) -> str:
     return "jsonb_build_object({})".format(", ".join(
         f"'{c}', to_jsonb({alias}.{c})" if c == "tags" else f"'{c}', {alias}.{c}" for c in DEFINITION
     ))
+
+
+def code_definition_json(alias: str) -> str:
+    """The code's definition of a stored row as jsonb: the effective one with the values an
+    operator override replaced put back (`overridden` holds them, migration v010)."""
+    return f"({definition_json(alias)} || coalesce({alias}.{OVERRIDDEN}, '{{}}'::jsonb))"
+
+
+def code_value(alias: str, column: str) -> str:
+    typ = DEFINITION_TYPES[column]
+    raw = f"{alias}.{OVERRIDDEN} -> '{column}'"
+    if column == "tags":
+        value = f"ARRAY(SELECT jsonb_array_elements_text({raw}))"
+    elif typ == "jsonb":
+        value = raw
+    else:
+        value = f"({alias}.{OVERRIDDEN} ->> '{column}')::{typ}"
+    return f"CASE WHEN {alias}.{OVERRIDDEN} ? '{column}' THEN {value} ELSE {alias}.{column} END"
+
+
+def code_listed(alias: str) -> str:
+    """Like `listed(DEFINITION, alias)`, the code's values (see code_definition_json)."""
+    return ", ".join(code_value(alias, c) for c in DEFINITION)
+
+
+def keep_overridden_set(target: str, source: str) -> str:
+    """The SET list of a definition write from code (sync, reconciliation) into `target`:
+    overridden columns keep the operator's value, and `overridden` takes the code's new
+    value of each (a row without an override is written as before)."""
+    sets = [f"{c} = {kept(target, source, c)}" for c in DEFINITION]
+    sets.append(
+        f"{OVERRIDDEN} = CASE WHEN {target}.{OVERRIDDEN} IS NOT NULL THEN "
+        f"(SELECT jsonb_object_agg(k, {definition_json(source)} -> k) "
+        f"FROM jsonb_object_keys({target}.{OVERRIDDEN}) AS k) END"
+    )
+    return ", ".join(sets)
+
+
+def kept(target: str, source: str, column: str) -> str:
+    """The value a code write leaves in `column`: the operator's while overridden."""
+    return f"CASE WHEN {target}.{OVERRIDDEN} ? '{column}' THEN {target}.{column} ELSE {source}.{column} END"

@@ -18,6 +18,7 @@ import psycopg
 
 from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
+from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
@@ -42,7 +43,7 @@ FAULT_SQL = (
 # column says why; check_stored then skips that row only.
 DUE_COLUMNS = (
     safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
-                 "created_at"))
+                 "created_at", "jitter_ms"))
     + f", {FAULT_SQL} AS fault"
 )
 
@@ -86,13 +87,14 @@ mark AS (
     RETURNING c.name, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
-    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[]) WITH ORDINALITY
-        AS f(name, fire_iso, seq)
+    -- run_at: the jittered run time (issue 16), NULL for an unjittered fire (runs now).
+    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_run_at)s::timestamptz[])
+        WITH ORDINALITY AS f(name, fire_iso, run_at, seq)
 )
-INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
+INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags, run_at)
 SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
        m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
-       m.tags
+       m.tags, coalesce(f.run_at, now())
 FROM mark m JOIN fires f ON f.name = m.name
 ORDER BY f.seq
 RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time
@@ -141,6 +143,7 @@ class FirePlan:
     next_hint: datetime
     cron_expr: str
     timezone: str
+    jitter_ms: int = 0  # issue 16: each job's run_at is delayed by [0, jitter_ms)
 
 
 @dataclass
@@ -192,17 +195,23 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
     if not fires:
         return None, hint
     following = cron.next_after(fires[-1].at).at
-    return FirePlan(row["name"], last, fires, following, row["cron_expr"], row["timezone"]), following
+    plan = FirePlan(row["name"], last, fires, following, row["cron_expr"], row["timezone"], row["jitter_ms"] or 0)
+    return plan, following
 
 
 def _batch_params(plans: list[FirePlan]) -> dict[str, str]:
     """Parameters of FIRE_BATCH_SQL for plans already sorted by name (lock order)."""
     fire_names: list[str] = []
     fire_iso: list[str] = []
+    fire_run_at: list[datetime | None] = []
     for plan in plans:
         for fire in plan.fires:
             fire_names.append(plan.name)
-            fire_iso.append(iso_utc(fire.at))
+            iso = iso_utc(fire.at)
+            fire_iso.append(iso)
+            # Issue 16: the job of a jittered fire runs at instant + a stable offset.
+            fire_run_at.append(fire.at + timedelta(milliseconds=jitter_offset_ms(plan.name, iso, plan.jitter_ms))
+                               if plan.jitter_ms else None)
     return {
         "names": _array(p.name for p in plans),
         "expected": _array(p.expected for p in plans),
@@ -212,6 +221,7 @@ def _batch_params(plans: list[FirePlan]) -> dict[str, str]:
         "zones": _array(p.timezone for p in plans),
         "fire_names": _array(fire_names),
         "fire_iso": _array(fire_iso),
+        "fire_run_at": _array(fire_run_at),
     }
 
 

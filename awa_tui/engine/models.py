@@ -11,7 +11,7 @@ branched on by key beyond `code`, `name`, `message`, `changes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -51,6 +51,11 @@ class _ScheduleColumns(CronDefinition):
     retired_at: datetime | None
     retired_by: str | None
     fault: str | None  # why the row is BROKEN (S15), or None
+    _: KW_ONLY  # issue 16, with defaults: models built by hand need not name them
+    cron_written: str | None = None  # the expression as written when it uses H (cron_expr: resolved)
+    jitter_ms: int = 0
+    # While overridden by an operator: the code's values of the overridden columns.
+    overridden: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,9 @@ class ScheduleState:
     owner: str | None
     retired_at: datetime | None
     retired_by: str | None
+    cron_written: str | None = None  # issue 16 (see _ScheduleColumns)
+    jitter_ms: int = 0
+    overridden: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,16 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import SYNC_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, listed, record_type, typed_input
+from awa_tui.engine.columns import (
+    DEFINITION,
+    OVERRIDDEN,
+    code_listed,
+    keep_overridden_set,
+    kept,
+    listed,
+    record_type,
+    typed_input,
+)
 from awa_tui.engine.schedule import Schedule
 
 # The input rows, typed, from one jsonb parameter (one round trip for 100k rows).
@@ -24,12 +33,18 @@ input AS (
     FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({record_type()})
 )"""
 
-_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in DEFINITION)
-_DIFFERS = f"({listed(DEFINITION, 'c')}) IS DISTINCT FROM ({listed(DEFINITION, 'EXCLUDED')})"
-_CHANGED = (
-    f"(cur.owner IS NULL AND cur.retired_at IS NULL AND ({listed(DEFINITION, 'cur')}) "
-    f"IS DISTINCT FROM ({listed(DEFINITION, 'i')}))"
-)
+# Issue 16: an overridden row (`overridden` not NULL) is compared and written on its code
+# side only (columns.keep_overridden_set); a row without an override takes the plain
+# comparison, as before, so the steady state costs the same.
+def _code_differs(alias: str, other: str) -> str:
+    return (f"CASE WHEN {alias}.{OVERRIDDEN} IS NULL "
+            f"THEN ({listed(DEFINITION, alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) "
+            f"ELSE ({code_listed(alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) END")
+
+
+_SET = keep_overridden_set("c", "EXCLUDED")
+_DIFFERS = _code_differs("c", "EXCLUDED")
+_CHANGED = f"(cur.owner IS NULL AND cur.retired_at IS NULL AND {_code_differs('cur', 'i')})"
 
 UPSERT_SQL = f"""
 WITH {INPUT_CTE}
@@ -44,7 +59,7 @@ ON CONFLICT (name) DO UPDATE SET {_SET},
     updated_at = now(),
     -- Only the expression and zone decide fire instants; keep the hint otherwise.
     next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM
-                             (EXCLUDED.cron_expr, EXCLUDED.timezone)
+                             ({kept("c", "EXCLUDED", "cron_expr")}, {kept("c", "EXCLUDED", "timezone")})
                         THEN NULL ELSE c.next_fire_at END
 WHERE c.owner IS NULL AND c.retired_at IS NULL AND {_DIFFERS}
 RETURNING (xmax = 0) AS inserted

@@ -15,7 +15,14 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, definition_json, listed, record_type, typed_input
+from awa_tui.engine.columns import (
+    DEFINITION,
+    code_definition_json,
+    code_listed,
+    listed,
+    record_type,
+    typed_input,
+)
 from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
 
@@ -47,10 +54,13 @@ desired AS (
 DIFF_SQL = f"""
 WITH {DESIRED_CTE}
 SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_at,
-       CASE WHEN c.name IS NOT NULL THEN {definition_json("c")} END AS current
+       CASE WHEN c.name IS NOT NULL THEN {code_definition_json("c")} END AS current
 FROM desired d LEFT JOIN awa.cron_jobs c ON c.name = d.name
 WHERE c.name IS NULL OR c.owner IS DISTINCT FROM %(owner)s OR c.retired_at IS NOT NULL
-   OR ({listed(DEFINITION, "c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")})
+   -- An overridden row is compared on its code side: still declared as is (issue 16).
+   OR CASE WHEN c.overridden IS NULL
+           THEN ({listed(DEFINITION, "c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")})
+           ELSE ({code_listed("c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")}) END
 ORDER BY d.name
 """
 
