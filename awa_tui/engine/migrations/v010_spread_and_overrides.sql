@@ -129,3 +129,83 @@ CREATE TRIGGER cron_jobs_audit
             NEW.tags, NEW.metadata, NEW.missed_fire_policy, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
     )
     EXECUTE FUNCTION awa.cron_jobs_audit();
+
+-- The update fence of v002, with the new definition columns, and one more way through:
+-- an operator's override of an owned row, or its reset (declared by begin_action). Code
+-- still reaches an owned row through its owner's reconciliation only.
+CREATE OR REPLACE FUNCTION awa.cron_jobs_fence() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    operator_ctx text := coalesce(current_setting('awa.operator', true), '');
+    manager_ctx  text := coalesce(current_setting('awa.manager', true), '');
+    redefined boolean :=
+        (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority,
+         NEW.max_attempts, NEW.tags, NEW.metadata, NEW.missed_fire_policy,
+         NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+        IS DISTINCT FROM
+        (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority,
+         OLD.max_attempts, OLD.tags, OLD.metadata, OLD.missed_fire_policy,
+         OLD.cron_written, OLD.jitter_ms, OLD.overridden);
+    lifecycle boolean :=
+        NEW.retired_at IS DISTINCT FROM OLD.retired_at
+        OR NEW.retired_by IS DISTINCT FROM OLD.retired_by
+        OR NEW.owner IS DISTINCT FROM OLD.owner;
+BEGIN
+    IF lifecycle THEN
+        IF operator_ctx <> '' THEN
+            IF redefined THEN
+                RAISE EXCEPTION 'schedule %: a lifecycle change must not redefine it', OLD.name;
+            END IF;
+            RETURN NEW;  -- adopt, transfer, retire, restore (audited by the engine)
+        END IF;
+        IF manager_ctx <> '' AND manager_ctx = OLD.owner AND NEW.owner = OLD.owner
+           AND OLD.retired_at IS NULL AND NEW.retired_at IS NOT NULL AND NOT redefined THEN
+            RETURN NEW;  -- automatic retirement by the owner's reconciliation (S26)
+        END IF;
+        IF OLD.retired_at IS NOT NULL THEN
+            RETURN NULL;  -- reviving a tombstone without the operator context: no-op
+        END IF;
+        RAISE EXCEPTION 'schedule %: changing owner or retirement requires the operator context (use awa-tui)',
+            OLD.name USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF OLD.retired_at IS NOT NULL THEN
+        -- A tombstone never fires and is never redefined. Only an operator may change
+        -- its pause bookkeeping (pause is kept across restore, S28).
+        IF operator_ctx <> '' AND NOT redefined
+           AND NEW.last_enqueued_at IS NOT DISTINCT FROM OLD.last_enqueued_at
+           AND NEW.next_fire_at IS NOT DISTINCT FROM OLD.next_fire_at THEN
+            RETURN NEW;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF redefined AND OLD.owner IS NOT NULL AND operator_ctx <> ''
+       AND current_setting('awa.action', true) IN ('override', 'override_reset') THEN
+        RETURN NEW;  -- issue 16: an operator's override of an owned row (or its reset)
+    END IF;
+    IF redefined AND OLD.owner IS NOT NULL AND manager_ctx IS DISTINCT FROM OLD.owner THEN
+        RETURN NULL;  -- S5: an additive or older UPSERT of an owned row is a quiet no-op
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+DROP TRIGGER cron_jobs_fence ON awa.cron_jobs;
+CREATE TRIGGER cron_jobs_fence
+    BEFORE UPDATE ON awa.cron_jobs
+    FOR EACH ROW
+    WHEN (
+        OLD.retired_at IS NOT NULL
+        OR NEW.retired_at IS NOT NULL
+        OR NEW.retired_by IS DISTINCT FROM OLD.retired_by
+        OR NEW.owner IS DISTINCT FROM OLD.owner
+        OR (OLD.owner IS NOT NULL
+            AND (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority,
+                 NEW.max_attempts, NEW.tags, NEW.metadata, NEW.missed_fire_policy,
+                 NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+                IS DISTINCT FROM
+                (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority,
+                 OLD.max_attempts, OLD.tags, OLD.metadata, OLD.missed_fire_policy,
+                 OLD.cron_written, OLD.jitter_ms, OLD.overridden))
+    )
+    EXECUTE FUNCTION awa.cron_jobs_fence();
+
