@@ -19,9 +19,11 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from awa_tui.engine.models import AnySchedule
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
+from awa_tui.tui.screens.override import OverrideScreen
 
 if TYPE_CHECKING:
     from awa_tui.tui.app import ConsoleApp
@@ -188,3 +190,25 @@ class ScheduleActions(Widget):
 
     def action_restore(self) -> None:
         self._on_schedule(operations.restore)
+
+    def action_override(self) -> None:
+        """Issue 16: the override form, then the usual confirmation."""
+        try:
+            row = self.acted_schedule()
+        except operations.NotPossible as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            return
+        if row is None:
+            return
+        if row.state == "retired":
+            self.notify(f"{row.name} is RETIRED: restore it before overriding it", severity="warning", markup=False)
+            return
+
+        def filled(request: OverrideRequest | None) -> None:
+            if request is not None:
+                request_operation(self, lambda: operations.override(row, request), self.after_operation)
+
+        self.app.push_screen(OverrideScreen(row), filled)
+
+    def action_reset_override(self) -> None:
+        self._on_schedule(operations.reset_override)

@@ -20,10 +20,12 @@ SCHEDULE_COLUMNS = [
     "name", "cron_expr", "timezone", "kind", "queue", "priority", "max_attempts", "missed_fire_policy",
     "last_enqueued_at", "next_fire_at", "created_at", "updated_at", "paused_at", "paused_by", "owner",
     "retired_at", "retired_by", "fault",
+    "cron_written", "jitter_ms", "overridden",  # issue 16: H as written, jitter, an operator override
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
     "missed_fire_policy", "last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by",
+    "cron_written", "jitter_ms", "overridden",  # issue 16
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
 OWNER_CHANGE = ["owner", "at", "names", "count"]

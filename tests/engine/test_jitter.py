@@ -8,16 +8,15 @@ pinned literals for fixed names and instants.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from datetime import timedelta
 from typing import Any
 
-import uuid
-
 import psycopg
 import pytest
+from engine_helpers import at, force
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from engine_helpers import at, force
 from psycopg.rows import dict_row
 
 from awa_tui import Client
@@ -30,7 +29,8 @@ def other_dsn(pg_admin_dsn: str, template_db: str) -> Any:
     """A second migrated database: the second leader's own deployment."""
     name = f"awa_t_jitter_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db)))
+        admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(template_db)))
     yield make_conninfo(pg_admin_dsn, dbname=name)
     with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -87,7 +87,7 @@ def test_two_leaders_and_a_restart_plan_the_same_run_times(
             assert leader.evaluate(now=at("2025-01-01T00:05:01")).fired == 2
             leader.close()
         # A restart: new processes, same databases, the next instant.
-        for c_dsn, c, who in ((dsn, conn, "a2@test"), (other_dsn, other, "b2@test")):
+        for c_dsn, who in ((dsn, "a2@test"), (other_dsn, "b2@test")):
             restarted = _deploy(c_dsn, who)
             assert restarted.evaluate(now=at("2025-01-01T00:10:00")).fired == 2
             restarted.close()
