@@ -62,14 +62,16 @@ def state_cell(row: SchedulePageRow) -> Text:
         if row.state != "active":
             text.append(", ")
             text.append(state_word(row.state), style=style)
+    elif row.overridden and row.state == "active":  # issue 16: "active" would not fit beside it
+        text = Text("OVERRIDDEN", style="bold magenta", no_wrap=True, overflow="ellipsis", end="")
     else:
         text = Text(state_word(row.state), style=style, no_wrap=True, overflow="ellipsis", end="")
+    if row.overridden and (row.fault or row.state != "active"):
+        text.append(", ")
+        text.append("OVERRIDDEN", style="bold magenta")
     if row.queue_paused:
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
-    if row.overridden:  # issue 16: an operator's values are in force
-        text.append(", ")
-        text.append("OVERRIDDEN", style="bold magenta")
     return text
 
 

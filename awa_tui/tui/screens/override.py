@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
@@ -59,10 +59,11 @@ class OverrideScreen(ModalScreen[OverrideRequest | None]):
                 lines.append(("Code", ", ".join(f"{k} {v}" for k, v in sorted(code.items()) if k != "cron_written")))
             lines.append(("Keeps", "sync never overwrites an override; reset (E) returns to the code"))
             yield Static(facts(lines), id="dialog-facts")
-            for key, label in FIELDS:
-                yield Static(Text(f"{label}:"), classes="prompt")
-                yield Input(printable(self.start[key]), id=f"override-{key}",
-                            placeholder="unchanged" if key == "args" else "")
+            with Grid(id="override-fields"):
+                for key, label in FIELDS:
+                    yield Static(Text(f"{label}:"))
+                    yield Input(printable(self.start[key]), id=f"override-{key}",
+                                placeholder="unchanged" if key == "args" else "")
             yield Static(id="dialog-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button(Text("Override [enter]"), id="yes", variant="error")
