@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import timedelta
 from typing import Any
 
 COUNT_ENV = "AWA_REL_COUNT"
@@ -21,6 +22,7 @@ EXPR_ENV = "AWA_REL_EXPR"
 POLICY_ENV = "AWA_REL_POLICY"
 PREFIX_ENV = "AWA_REL_PREFIX"
 FAULT_ENV = "AWA_REL_FAULT"
+JITTER_ENV = "AWA_REL_JITTER_MS"  # issue 16: jittered schedules (0 = none)
 NO_PAUSE_GUARD = "no_pause_guard"
 
 
@@ -58,5 +60,6 @@ def setup(client: Any) -> None:
     count = int(os.environ.get(COUNT_ENV, "10"))
     expr = os.environ.get(EXPR_ENV, "* * * * * *")
     policy = os.environ.get(POLICY_ENV, "catch_up")
+    jitter = timedelta(milliseconds=int(os.environ.get(JITTER_ENV, "0")))
     for name in schedule_names(count, os.environ.get(PREFIX_ENV, "rel")):
-        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy)
+        client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy, jitter=jitter or None)
