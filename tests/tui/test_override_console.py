@@ -121,3 +121,20 @@ def test_override_form_snapshot(snap_compare, console_factory, seeded):
         await pilot.pause()
 
     assert snap_compare(console_factory(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_detail_shows_the_written_expression_and_the_code_values(seeded):
+    from rich.console import Console
+    from tui_seed import NOW
+
+    from awa_tui.tui.screens.detail import definition
+
+    _overridden(seeded)
+    with Client(seeded, operator="alice@ops") as client:
+        info = client.get_schedule("metrics.rollup")
+    console = Console(width=200, record=True)
+    console.print(definition(info, NOW))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert "written    H/10 * * * * (H, resolved for this name)" in lines
+    assert ("OVERRIDDEN cron_expr code: */5 * * * *, priority code: 2, queue code: default  (reset: E)"
+            in lines)
