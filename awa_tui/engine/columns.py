@@ -22,6 +22,9 @@ DEFINITION_TYPES = {
     "cron_written": "text", "jitter_ms": "bigint",
 }
 DEFINITION = tuple(DEFINITION_TYPES)
+# The value of a definition column added after a manifest format was published, for a
+# manifest (or input row) that predates it: an older runtime's during a rolling deploy.
+DEFINITION_DEFAULTS = {"cron_written": None, "jitter_ms": 0}
 STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by")
 # While an operator overrides a definition (migration v010), the main columns hold the
 # effective values and this jsonb object the code's values of the overridden columns.
@@ -67,10 +70,15 @@ def record_type(*, with_key: bool = True) -> str:
 
 def typed_input(alias: str) -> str:
     """The definition columns of such a record, typed like awa.cron_jobs."""
-    return ", ".join(
-        f"ARRAY(SELECT jsonb_array_elements_text({alias}.{c})) AS {c}" if c == "tags" else f"{alias}.{c}"
-        for c in DEFINITION
-    )
+    return ", ".join(_typed(alias, c) for c in DEFINITION)
+
+
+def _typed(alias: str, column: str) -> str:
+    if column == "tags":
+        return f"ARRAY(SELECT jsonb_array_elements_text({alias}.{column})) AS {column}"
+    if DEFINITION_DEFAULTS.get(column) is not None:  # NOT NULL with a default (jitter_ms)
+        return f"coalesce({alias}.{column}, {DEFINITION_DEFAULTS[column]}) AS {column}"
+    return f"{alias}.{column}"
 
 
 def definition_json(alias: str) -> str:

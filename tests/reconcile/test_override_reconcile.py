@@ -51,3 +51,25 @@ def test_an_overridden_owned_row_is_declared_and_survives_reconciliation(dsn, co
     assert (back["cron_expr"], back["priority"], back["overridden"]) == ("30 * * * *", 2, None)
     assert owner_plan(leader, "billing", now=t0 + timedelta(seconds=1)).updates == []
     changed.close()
+
+
+def test_a_manifest_published_before_v010_reads_with_the_defaults(dsn, conn, leader):
+    """An older runtime's manifest (no cron_written, no jitter_ms) during a rolling deploy:
+    no spurious update of existing rows, and a new schedule is inserted unjittered."""
+    t0 = db_now(conn)
+    first = declare(dsn, "billing", {"invoice": "0 * * * *"})
+    first.sync()
+    first.close()
+    old = declare(dsn, "billing", {"invoice": "0 * * * *", "dunning": "0 10 * * *"})
+    old.publish(now=t0)
+    conn.execute("UPDATE awa.runtime_instances SET manifest = (SELECT jsonb_object_agg(key, value - 'cron_written' "
+                 "- 'jitter_ms') FROM jsonb_each(manifest)) WHERE manifest IS NOT NULL")
+    assert conn.execute("SELECT count(*) AS n FROM awa.runtime_instances, jsonb_each(manifest) e "
+                        "WHERE e.value ? 'jitter_ms'").fetchone() == {"n": 0}
+    plan = owner_plan(leader, "billing", now=t0)
+    assert (plan.updates, [i["name"] for i in plan.inserts]) == ([], ["dunning"])
+    result = result_for(leader.reconcile(now=t0), "billing")
+    assert (result["updated"], result["inserted"]) == ([], ["dunning"])
+    added = row(conn, "dunning")
+    assert (added["cron_expr"], added["cron_written"], added["jitter_ms"]) == ("0 10 * * *", None, 0)
+    old.close()

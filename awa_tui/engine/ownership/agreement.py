@@ -17,6 +17,7 @@ import psycopg
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.columns import (
     DEFINITION,
+    DEFINITION_DEFAULTS,
     code_definition_json,
     code_listed,
     listed,
@@ -242,8 +243,8 @@ def classify(state: OwnerState, row: dict[str, Any]) -> None:
     else:
         current, desired = row["current"], row["definition"]
         changes = {
-            col: {"from": current[col], "to": desired[col]}
-            for col in DEFINITION if current[col] != desired[col]
+            col: {"from": current[col], "to": desired.get(col, DEFINITION_DEFAULTS.get(col))}
+            for col in DEFINITION if current[col] != desired.get(col, DEFINITION_DEFAULTS.get(col))
         }
         state.updates.append({"name": name, "changes": changes})
 
