@@ -46,7 +46,7 @@ class PanelGrammar:
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
         fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag"),
-        flags=("active", "paused", "retired", "broken", "late", "unowned"),
+        flags=("active", "paused", "retired", "broken", "late", "unowned", "overridden"),
         states=("active", "paused", "retired", "broken"),
         substring_fields=("name", "kind"),
     ),

@@ -111,6 +111,15 @@ def code_listed(alias: str) -> str:
     return ", ".join(code_value(alias, c) for c in DEFINITION)
 
 
+def code_differs(alias: str, other: str) -> str:
+    """Whether stored row `alias` differs from the definition `other` on its code side. A
+    row without an override takes the plain row comparison (the steady state costs what it
+    did before overrides existed)."""
+    return (f"CASE WHEN {alias}.{OVERRIDDEN} IS NULL "
+            f"THEN ({listed(DEFINITION, alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) "
+            f"ELSE ({code_listed(alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) END")
+
+
 def keep_overridden_set(target: str, source: str) -> str:
     """The SET list of a definition write from code (sync, reconciliation) into `target`:
     overridden columns keep the operator's value, and `overridden` takes the code's new

@@ -14,16 +14,7 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import SYNC_LABEL, declare_actor
-from awa_tui.engine.columns import (
-    DEFINITION,
-    OVERRIDDEN,
-    code_listed,
-    keep_overridden_set,
-    kept,
-    listed,
-    record_type,
-    typed_input,
-)
+from awa_tui.engine.columns import DEFINITION, code_differs, keep_overridden_set, kept, listed, record_type, typed_input
 from awa_tui.engine.schedule import Schedule
 
 # The input rows, typed, from one jsonb parameter (one round trip for 100k rows).
@@ -33,18 +24,10 @@ input AS (
     FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({record_type()})
 )"""
 
-# Issue 16: an overridden row (`overridden` not NULL) is compared and written on its code
-# side only (columns.keep_overridden_set); a row without an override takes the plain
-# comparison, as before, so the steady state costs the same.
-def _code_differs(alias: str, other: str) -> str:
-    return (f"CASE WHEN {alias}.{OVERRIDDEN} IS NULL "
-            f"THEN ({listed(DEFINITION, alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) "
-            f"ELSE ({code_listed(alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) END")
-
-
+# Issue 16: an overridden row is compared and written on its code side only (columns.py).
 _SET = keep_overridden_set("c", "EXCLUDED")
-_DIFFERS = _code_differs("c", "EXCLUDED")
-_CHANGED = f"(cur.owner IS NULL AND cur.retired_at IS NULL AND {_code_differs('cur', 'i')})"
+_DIFFERS = code_differs("c", "EXCLUDED")
+_CHANGED = f"(cur.owner IS NULL AND cur.retired_at IS NULL AND {code_differs('cur', 'i')})"
 
 UPSERT_SQL = f"""
 WITH {INPUT_CTE}

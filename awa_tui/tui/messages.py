@@ -23,7 +23,6 @@ from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
-from awa_tui.tui.screens.override import OverrideScreen
 
 if TYPE_CHECKING:
     from awa_tui.tui.app import ConsoleApp
@@ -107,6 +106,16 @@ class SortMenuRequested(Message):
         self.options = options
         self.current = current
         self.chosen = chosen
+
+
+class OverrideFormRequested(Message):
+    """Show the override form for this schedule (issue 16); `filled` gets the request
+    (None: cancelled)."""
+
+    def __init__(self, row: AnySchedule, filled: Callable[[OverrideRequest | None], None]) -> None:
+        super().__init__()
+        self.row = row
+        self.filled = filled
 
 
 class CopyRequested(Message):
@@ -208,7 +217,7 @@ class ScheduleActions(Widget):
             if request is not None:
                 request_operation(self, lambda: operations.override(row, request), self.after_operation)
 
-        self.app.push_screen(OverrideScreen(row), filled)
+        self.post_message(OverrideFormRequested(row, filled))
 
     def action_reset_override(self) -> None:
         self._on_schedule(operations.reset_override)

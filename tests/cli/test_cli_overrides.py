@@ -54,6 +54,11 @@ def test_override_then_reset(dsn: str, conn: psycopg.Connection[Any], deployed: 
                        "args": {"v": 1}, "queue": "default", "priority": 2}}
     listed = awa("cron", "list", "--dsn", dsn)
     assert "active OVERRIDDEN (args, cron_expr, cron_written, priority, queue, timezone)" in listed.stdout
+    deployed.periodic("plain", "0 * * * *", "k")
+    deployed.sync()
+    assert [r["name"] for r in awa_json("cron", "list", "--filter", "overridden", "--dsn", dsn)] == [
+        "billing.invoices"]
+    assert [r["name"] for r in awa_json("cron", "list", "--filter", "-overridden", "--dsn", dsn)] == ["plain"]
     reset = awa_json("cron", "reset", "billing.invoices", "--dsn", dsn, "--operator", "alice@ops")
     assert (reset["cron_expr"], reset["cron_written"], reset["queue"], reset["overridden"]) == (
         "9,24,39,54 * * * *", "H/15 * * * *", "default", None)

@@ -19,8 +19,7 @@ from awa_tui.engine.columns import (
     DEFINITION,
     DEFINITION_DEFAULTS,
     code_definition_json,
-    code_listed,
-    listed,
+    code_differs,
     record_type,
     typed_input,
 )
@@ -59,9 +58,7 @@ SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_a
 FROM desired d LEFT JOIN awa.cron_jobs c ON c.name = d.name
 WHERE c.name IS NULL OR c.owner IS DISTINCT FROM %(owner)s OR c.retired_at IS NOT NULL
    -- An overridden row is compared on its code side: still declared as is (issue 16).
-   OR CASE WHEN c.overridden IS NULL
-           THEN ({listed(DEFINITION, "c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")})
-           ELSE ({code_listed("c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")}) END
+   OR {code_differs("c", "d")}
 ORDER BY d.name
 """
 
