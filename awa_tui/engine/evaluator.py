@@ -57,6 +57,7 @@ FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.next_fire_at IS NULL
 """
 
+# Issue 16: f.run_at is a jittered fire's run time, NULL for an unjittered one (runs now).
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
@@ -87,7 +88,6 @@ mark AS (
     RETURNING c.name, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
-    -- run_at: the jittered run time (issue 16), NULL for an unjittered fire (runs now).
     SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_run_at)s::timestamptz[])
         WITH ORDINALITY AS f(name, fire_iso, run_at, seq)
 )
