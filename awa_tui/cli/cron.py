@@ -217,9 +217,10 @@ def cron_override(
 ) -> None:
     """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
     with errors_as_lines():
+        # Bad JSON is refused before any connection; "nothing to change" by the engine,
+        # after the schema check (a database without it says to migrate, like every command).
         request = OverrideRequest(cron=cron, timezone=timezone, args=_args_json(args), queue=queue,  # type: ignore[arg-type]
                                   priority=priority)
-        request.changes()  # nothing to change: refused before any connection
     run_action(dsn, operator, as_json, lambda client: client.override(name, request),
                lambda row: f"overridden {name}: {', '.join(sorted(row.overridden or {}))} "
                            f"(effective: {row.cron_expr} {row.timezone}, queue {row.queue}, priority {row.priority})")

@@ -58,10 +58,10 @@ def effective_schedule(row: dict[str, Any], changes: dict[str, Any]) -> Schedule
 def override(conn: psycopg.Connection[Any], name: str, operator: str, request: OverrideRequest) -> dict[str, Any]:
     """Override some of a schedule's definition; returns the row after."""
     operator = check_operator(operator)
-    changes = request.changes()
     with conn.transaction():
         begin_action(conn, operator, "override")
         before = lock_schedule(conn, name)
+        changes = request.changes()  # after the schema is known to be there (one error at a time)
         if before["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; restore it before overriding it")
         wanted = effective_schedule(before, changes).definition()
