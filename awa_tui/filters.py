@@ -49,7 +49,7 @@ class PanelGrammar:
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
         fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
-        flags=("active", "paused", "retired", "broken", "late", "unowned", "finished"),
+        flags=("active", "paused", "retired", "broken", "late", "unowned", "finished", "overridden"),
         states=("active", "paused", "retired", "broken", "finished"),
         substring_fields=("name", "kind"),
         choices=(("health", HEALTHS),),

@@ -1,7 +1,9 @@
-"""`awa-tui cron ...`: list, show, next, pause, resume, trigger, remove (S38)."""
+"""`awa-tui cron ...`: list, show, next, pause, resume, trigger, remove (S38), override and
+reset (issue 16)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -22,8 +24,9 @@ from awa_tui.cli.common import (
     run_action,
     say,
 )
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.engine.models import AnySchedule
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.filters import parse
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
@@ -60,6 +63,9 @@ def _state_text(row: AnySchedule) -> str:
         text = f"PAUSED by {row.paused_by} since {fmt(row.paused_at)}"
     else:
         text = "active"
+    if row.overridden:
+        # Issue 16: an operator's values are in force; `cron show` lists the code's.
+        text += f" OVERRIDDEN ({', '.join(sorted(row.overridden))})"
     if row.fault:
         # S15: the row cannot fire until repaired; the reason is the evaluator's own words.
         text = f"BROKEN: {row.fault}" + ("" if text == "active" else f"; {text}")
@@ -125,9 +131,13 @@ def cron_next(
     """The next fires in the schedule's zone and in UTC, with DST gap/fold marks."""
     with errors_as_lines():
         start = _parse_instant(after) if after is not None else None
-        fires = make_client(dsn, read_only=True).next_fires(name, count, after=start)
+        client = make_client(dsn, read_only=True)
+        fires = client.next_fires(name, count, after=start)
+        row = client.get_schedule(name)
 
         def render() -> None:
+            if row.cron_written:  # issue 16: H, resolved for this name
+                say(f"{name}: {row.cron_written} resolves to {row.cron_expr}")
             if fires:
                 say(f"next fires of {name} (zone {fires[0].timezone}; local time, then UTC):")
             for f in fires:
@@ -186,3 +196,42 @@ def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
 def cron_remove(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a schedule row (S6); code that registers it brings it back at the next sync."""
     run_action(dsn, operator, as_json, lambda client: client.remove(name), lambda _: f"removed {name}")
+
+
+def _args_json(text: str | None) -> dict[str, object] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"--args: not valid JSON ({exc.msg}): {short_repr(text)}") from None
+    return value  # Schedule validation names a value that is not an object
+
+
+@cron_app.command("override")
+def cron_override(
+    name: NameArg,
+    cron: Annotated[str | None, typer.Option("--cron", help="Cron expression (H allowed).")] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="IANA time zone.")] = None,
+    args: Annotated[str | None, typer.Option("--args", metavar="JSON", help="Job args, a JSON object.")] = None,
+    queue: Annotated[str | None, typer.Option("--queue", metavar="Q")] = None,
+    priority: Annotated[int | None, typer.Option("--priority", metavar="N", help="1..4.")] = None,
+    dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
+    with errors_as_lines():
+        # Bad JSON is refused before any connection; "nothing to change" by the engine,
+        # after the schema check (a database without it says to migrate, like every command).
+        request = OverrideRequest(cron=cron, timezone=timezone, args=_args_json(args), queue=queue,  # type: ignore[arg-type]
+                                  priority=priority)
+    run_action(dsn, operator, as_json, lambda client: client.override(name, request),
+               lambda row: f"overridden {name}: {', '.join(sorted(row.overridden or {}))} "
+                           f"(effective: {row.cron_expr} {row.timezone}, queue {row.queue}, priority {row.priority})")
+
+
+@cron_app.command("reset")
+def cron_reset(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """End an override: the schedule returns to its code definition."""
+    run_action(dsn, operator, as_json, lambda client: client.reset_override(name),
+               lambda row: f"reset {name} to its code definition ({row.cron_expr} {row.timezone}, "
+                           f"queue {row.queue}, priority {row.priority})")

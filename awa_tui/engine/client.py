@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import backfill as backfills
 from awa_tui.engine import bulk as bulk_ops
-from awa_tui.engine import evaluator, migrations, ops, views
+from awa_tui.engine import evaluator, migrations, ops, overrides, views
 from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
@@ -441,6 +441,16 @@ class Client:
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""
         return ScheduleState(**self._op("remove", ops.remove, name, operator=operator))
+
+    def override(self, name: str, request: overrides.OverrideRequest, *,
+                 operator: str | None = None) -> ScheduleState:
+        """Override the expression, zone, args, queue or priority (issue 16); the row after."""
+        return ScheduleState(**self._op("override", lambda conn, n, op: overrides.override(conn, n, op, request),
+                                        name, operator=operator))
+
+    def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        """Return an overridden schedule to its code definition; the row after."""
+        return ScheduleState(**self._op("reset", overrides.reset, name, operator=operator))
 
     # --- owner lifecycle (S23, S27-S29, S31) ------------------------------------------------
 

@@ -22,11 +22,22 @@ DEFINITION_TYPES = {
     "pause_after_failures": "integer",
     # What fires (v009): the overlap policy and the bounds.
     "overlap": "text", "start_at": "timestamptz", "end_at": "timestamptz", "max_fires": "integer",
+    # Issue 16 (migration v010): the expression as written when it uses H (cron_expr holds
+    # it resolved, so every reader of cron_expr needs no name), and the jitter.
+    "cron_written": "text", "jitter_ms": "bigint",
 }
 # The expectation columns, for the health rules (engine/health.py) and the definition views.
 EXPECTATIONS = ("max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures")
 DEFINITION = tuple(DEFINITION_TYPES)
+# The value of a definition column added after a manifest format was published, for a
+# manifest (or input row) that predates it: an older runtime's during a rolling deploy.
+DEFINITION_DEFAULTS: dict[str, object] = {"cron_written": None, "jitter_ms": 0, "overlap": "allow"}
 STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by", "finished_at")
+# While an operator overrides a definition (migration v010), the main columns hold the
+# effective values and this jsonb object the code's values of the overridden columns.
+OVERRIDDEN = "overridden"
+# What an operator may override; cron_written goes with cron_expr (the text behind H).
+OVERRIDE_COLUMNS = ("cron_expr", "cron_written", "timezone", "args", "queue", "priority")
 BOOKKEEPING = ("next_fire_at", "created_at", "updated_at", "fires_count")
 # Definition columns holding documents (jsonb, text[]), which views load apart as text.
 DOCUMENTS = ("args", "tags", "metadata")
@@ -40,11 +51,11 @@ DEFINITION_INSTANTS = ("start_at", "end_at")
 # (Expectations, overlap and bounds stay with the schedule: a job never carries them.)
 JOB_COPIES = ("kind", "queue", "args", "priority", "max_attempts", "tags", "metadata")
 # What an operator action returns (before and after): the key, definition and state.
-ACTION_ROW = (KEY, *DEFINITION, *STATE)
+ACTION_ROW = (KEY, *DEFINITION, *STATE, OVERRIDDEN)
 # What the console's views list for each schedule, in the order they show it.
 VIEW_ROW = (
     KEY, *(c for c in DEFINITION if c not in DOCUMENTS), "last_enqueued_at", *BOOKKEEPING,
-    *(c for c in STATE if c != "last_enqueued_at"),
+    *(c for c in STATE if c != "last_enqueued_at"), OVERRIDDEN,
 )
 
 
@@ -69,10 +80,17 @@ def record_type(*, with_key: bool = True) -> str:
 
 def typed_input(alias: str) -> str:
     """The definition columns of such a record, typed like awa.cron_jobs."""
-    return ", ".join(
-        f"ARRAY(SELECT jsonb_array_elements_text({alias}.{c})) AS {c}" if c == "tags" else f"{alias}.{c}"
-        for c in DEFINITION
-    )
+    return ", ".join(_typed(alias, c) for c in DEFINITION)
+
+
+def _typed(alias: str, column: str) -> str:
+    if column == "tags":
+        return f"ARRAY(SELECT jsonb_array_elements_text({alias}.{column})) AS {column}"
+    default = DEFINITION_DEFAULTS.get(column)
+    if default is not None:  # NOT NULL with a default (jitter_ms, overlap)
+        literal = f"'{default}'" if isinstance(default, str) else str(default)
+        return f"coalesce({alias}.{column}, {literal}) AS {column}"
+    return f"{alias}.{column}"
 
 
 def definition_json(alias: str) -> str:
@@ -85,3 +103,53 @@ def definition_json(alias: str) -> str:
         return f"{alias}.{c}"
 
     return "jsonb_build_object({})".format(", ".join(f"'{c}', {value(c)}" for c in DEFINITION))
+
+
+def code_definition_json(alias: str) -> str:
+    """The code's definition of a stored row as jsonb: the effective one with the values an
+    operator override replaced put back (`overridden` holds them, migration v010)."""
+    return f"({definition_json(alias)} || coalesce({alias}.{OVERRIDDEN}, '{{}}'::jsonb))"
+
+
+def code_value(alias: str, column: str) -> str:
+    typ = DEFINITION_TYPES[column]
+    raw = f"{alias}.{OVERRIDDEN} -> '{column}'"
+    if column == "tags":
+        value = f"ARRAY(SELECT jsonb_array_elements_text({raw}))"
+    elif typ == "jsonb":
+        value = raw
+    else:
+        value = f"({alias}.{OVERRIDDEN} ->> '{column}')::{typ}"
+    return f"CASE WHEN {alias}.{OVERRIDDEN} ? '{column}' THEN {value} ELSE {alias}.{column} END"
+
+
+def code_listed(alias: str) -> str:
+    """Like `listed(DEFINITION, alias)`, the code's values (see code_definition_json)."""
+    return ", ".join(code_value(alias, c) for c in DEFINITION)
+
+
+def code_differs(alias: str, other: str) -> str:
+    """Whether stored row `alias` differs from the definition `other` on its code side. A
+    row without an override takes the plain row comparison (the steady state costs what it
+    did before overrides existed)."""
+    return (f"CASE WHEN {alias}.{OVERRIDDEN} IS NULL "
+            f"THEN ({listed(DEFINITION, alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) "
+            f"ELSE ({code_listed(alias)}) IS DISTINCT FROM ({listed(DEFINITION, other)}) END")
+
+
+def keep_overridden_set(target: str, source: str) -> str:
+    """The SET list of a definition write from code (sync, reconciliation) into `target`:
+    overridden columns keep the operator's value, and `overridden` takes the code's new
+    value of each (a row without an override is written as before)."""
+    sets = [f"{c} = {kept(target, source, c)}" for c in DEFINITION]
+    sets.append(
+        f"{OVERRIDDEN} = CASE WHEN {target}.{OVERRIDDEN} IS NOT NULL THEN "
+        f"(SELECT jsonb_object_agg(k, {definition_json(source)} -> k) "
+        f"FROM jsonb_object_keys({target}.{OVERRIDDEN}) AS k) END"
+    )
+    return ", ".join(sets)
+
+
+def kept(target: str, source: str, column: str) -> str:
+    """The value a code write leaves in `column`: the operator's while overridden."""
+    return f"CASE WHEN {target}.{OVERRIDDEN} ? '{column}' THEN {target}.{column} ELSE {source}.{column} END"

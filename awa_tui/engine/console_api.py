@@ -28,6 +28,7 @@ from awa_tui.engine.models import (
     ScheduleState,
     TriggeredJob,
 )
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.engine.runtime.leader import Leadership
 
 
@@ -102,6 +103,10 @@ class ConsoleBackend(Protocol):
     def restore_owner(
         self, owner: str, *, operator: str | None = None, now: datetime | None = None
     ) -> OwnerChange: ...
+
+    def override(self, name: str, request: OverrideRequest, *, operator: str | None = None) -> ScheduleState: ...
+
+    def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState: ...
 
     def queue_pause(self, queue: str, *, operator: str | None = None) -> QueueState: ...
 

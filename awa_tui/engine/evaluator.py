@@ -18,6 +18,7 @@ import psycopg
 
 from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
+from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
@@ -42,7 +43,7 @@ FAULT_SQL = (
 # column says why; check_stored then skips that row only.
 DUE_COLUMNS = (
     safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
-                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count"))
+                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count", "jitter_ms"))
     + f", {FAULT_SQL} AS fault"
 )
 
@@ -56,6 +57,7 @@ FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at IS NULL
 """
 
+# Issue 16: f.run_at is a jittered fire's run time, NULL for an unjittered one (runs now).
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
@@ -118,14 +120,15 @@ mark AS (
     RETURNING c.name, d.k, {listed(JOB_COPIES, "c")}
 ),
 fires AS (
-    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_rank)s::int[]) WITH ORDINALITY
-        AS f(name, fire_iso, rank, seq)
+    SELECT * FROM unnest(%(fire_names)s::text[], %(fire_iso)s::text[], %(fire_rank)s::int[],
+                         %(fire_run_at)s::timestamptz[]) WITH ORDINALITY
+        AS f(name, fire_iso, rank, run_at, seq)
 ),
 ins AS (
-    INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
+    INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags, run_at)
     SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
            m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
-           m.tags
+           m.tags, coalesce(f.run_at, now())
     FROM mark m JOIN fires f ON f.name = m.name
     WHERE f.rank <= m.k
     ORDER BY f.seq
@@ -190,6 +193,7 @@ class FirePlan:
     overlap: str = "allow"
     new_last: datetime | None = None  # the CAS token after the plan (default: the last fire)
     ends: bool = False  # the next instant is past end_at: the schedule finishes
+    jitter_ms: int = 0  # issue 16: each job's run_at is delayed by [0, jitter_ms)
 
 
 @dataclass
@@ -270,7 +274,7 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
 def _plan(row: dict[str, Any], fires: list[Fire], new_last: datetime | None, hint: datetime, *,
           ends: bool) -> FirePlan:
     return FirePlan(row["name"], row["last_enqueued_at"], fires, hint, row["cron_expr"], row["timezone"],
-                    row.get("overlap", "allow"), new_last, ends)
+                    row.get("overlap", "allow"), new_last, ends, row.get("jitter_ms") or 0)
 
 
 def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str, str | None]:
@@ -278,11 +282,16 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
     fire_names: list[str] = []
     fire_iso: list[str] = []
     fire_rank: list[str] = []
+    fire_run_at: list[datetime | None] = []
     for plan in plans:
         for rank, fire in enumerate(plan.fires, 1):
             fire_names.append(plan.name)
-            fire_iso.append(iso_utc(fire.at))
+            iso = iso_utc(fire.at)
+            fire_iso.append(iso)
             fire_rank.append(_RANKS[rank] if rank < len(_RANKS) else str(rank))
+            # Issue 16: the job of a jittered fire runs at instant + a stable offset.
+            fire_run_at.append(fire.at + timedelta(milliseconds=jitter_offset_ms(plan.name, iso, plan.jitter_ms))
+                               if plan.jitter_ms else None)
     return {
         "names": _array(p.name for p in plans),
         "expected": _array(p.expected for p in plans),
@@ -297,6 +306,7 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
         "fire_names": _array(fire_names),
         "fire_iso": _array(fire_iso),
         "fire_rank": _array(fire_rank),
+        "fire_run_at": _array(fire_run_at),
         "now": now.isoformat() if isinstance(now, datetime) else now,  # finished_at (NULL: DB time)
     }
 

@@ -62,6 +62,7 @@ _FLAGS = {
     # Due for more than LATE_AFTER_SECONDS at `now` and still not written: see filters.py.
     "late": f"{_LIVE} AND NOT {_BROKEN} AND awa.safe_ts(c.next_fire_at) < %(flt_late_before)s::timestamptz",
     "unowned": "c.owner IS NULL",
+    "overridden": "c.overridden IS NOT NULL",  # issue 16: an operator override in force
 }
 
 

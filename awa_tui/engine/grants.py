@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import DEFINITION
+from awa_tui.engine.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS
 from awa_tui.engine.db import connect, translate
 from awa_tui.engine.errors import ValidationError
 
@@ -33,13 +33,15 @@ _PREFIX_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
 
 # Columns each writer may UPDATE on awa.cron_jobs. The runtime: definitions (sync,
 # reconciliation), the fire path's token and hint, automatic retirement. The operator:
-# pause, ownership, retirement, and the token/hint a restore resets.
+# pause, ownership, retirement, and the token/hint a restore resets; an override (issue
+# 16) writes the definition columns it replaces and `overridden`.
 RUNTIME_SCHEDULE_COLUMNS = (
-    *DEFINITION, "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by",
+    *DEFINITION, "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by", OVERRIDDEN,
     "fires_count", "finished_at",  # the fire statement counts fires and finishes (v009)
 )
 OPERATOR_SCHEDULE_COLUMNS = (
     "paused_at", "paused_by", "owner", "retired_at", "retired_by", "last_enqueued_at", "next_fire_at", "updated_at",
+    *OVERRIDE_COLUMNS, OVERRIDDEN,
 )
 OWNER_BOOKKEEPING_COLUMNS = (
     "certificate_hash", "certificate_size", "certified_at", "agreement_hash", "agreement_since",

@@ -11,7 +11,7 @@ branched on by key beyond `code`, `name`, `message`, `changes`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -58,11 +58,16 @@ class _ScheduleColumns(CronDefinition):
     max_fires: int | None
     fires_count: int
     finished_at: datetime | None
+    _: KW_ONLY  # with defaults: models built by hand need not name them
     # Expectations (S41): seconds and counts as declared, None = not declared.
     max_lateness: int | None = field(default=None, kw_only=True)
     expect_success_within: int | None = field(default=None, kw_only=True)
     max_consecutive_failures: int | None = field(default=None, kw_only=True)
     pause_after_failures: int | None = field(default=None, kw_only=True)
+    cron_written: str | None = None  # the expression as written when it uses H (cron_expr: resolved)
+    jitter_ms: int = 0
+    # While overridden by an operator: the code's values of the overridden columns.
+    overridden: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -323,6 +328,9 @@ class ScheduleState:
     expect_success_within: int | None = field(default=None, kw_only=True)
     max_consecutive_failures: int | None = field(default=None, kw_only=True)
     pause_after_failures: int | None = field(default=None, kw_only=True)
+    cron_written: str | None = None  # issue 16 (see _ScheduleColumns)
+    jitter_ms: int = 0
+    overridden: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

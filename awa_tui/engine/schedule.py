@@ -16,6 +16,7 @@ from typing import Any
 
 from awa_tui.engine.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron
+from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
 
@@ -56,6 +57,10 @@ class Schedule:
     start_at: datetime | None = None
     end_at: datetime | None = None
     max_fires: int | None = None
+    # Issue 16: cron_expr as written when it uses H (cron_expr then holds it resolved for
+    # this name), else None; and the jitter of each fire's run_at, in milliseconds.
+    cron_written: str | None = None
+    jitter_ms: int = 0
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
@@ -63,7 +68,10 @@ class Schedule:
             raise ValidationError(
                 f"name: must not contain bidi controls or zero-width characters: {_short(self.name)}"
             )
-        compile_cron(self.cron_expr, self.timezone)
+        self._resolve_spread()
+        cron = compile_cron(self.cron_expr, self.timezone)
+        check_jitter(self.jitter_ms, cron.spec.croniter_expr, cron.spec.has_seconds,
+                     self.cron_written or self.cron_expr)
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
         if isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4:
@@ -116,6 +124,23 @@ class Schedule:
         ):
             raise ValidationError(f"max_fires: must be an integer 1..{MAX_FIRES_LIMIT}, got {_short(self.max_fires)}")
 
+    def _resolve_spread(self) -> None:
+        """Store H resolved in cron_expr and the written text in cron_written. A definition
+        read back (manifest, stored row) carries both: they must still agree."""
+        if self.cron_written is None:
+            if has_spread(self.cron_expr):
+                object.__setattr__(self, "cron_written", self.cron_expr)
+                object.__setattr__(self, "cron_expr", resolve_spread(self.cron_expr, self.name))
+            return
+        if not isinstance(self.cron_written, str) or not has_spread(self.cron_written):
+            raise ValidationError(f"cron_written: expected an expression with H, got {_short(self.cron_written)}")
+        resolved = resolve_spread(self.cron_written, self.name)
+        if self.cron_expr != resolved:
+            raise ValidationError(
+                f"cron_expr: {_short(self.cron_expr)} is not {_short(self.cron_written)} resolved for "
+                f"{_short(self.name)} ({_short(resolved)})"
+            )
+
     @classmethod
     def build(
         cls,
@@ -139,8 +164,9 @@ class Schedule:
         start_at: datetime | None = None,
         end_at: datetime | None = None,
         max_fires: int | None = None,
+        jitter: Any = None,
     ) -> Schedule:
-        """The `periodic()` signature of S1."""
+        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16)."""
         return cls(
             name=name,
             cron_expr=cron_expr,
@@ -161,6 +187,7 @@ class Schedule:
             start_at=start_at,
             end_at=end_at,
             max_fires=max_fires,
+            jitter_ms=jitter_ms_of(jitter),
         )
 
     def definition(self) -> dict[str, Any]:

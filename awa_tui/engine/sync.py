@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import SYNC_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, listed, record_type, typed_input
+from awa_tui.engine.columns import DEFINITION, code_differs, keep_overridden_set, kept, listed, record_type, typed_input
 from awa_tui.engine.schedule import Schedule
 
 # The input rows, typed, from one jsonb parameter (one round trip for 100k rows).
@@ -24,12 +24,10 @@ input AS (
     FROM jsonb_to_recordset(%(rows)s::jsonb) AS x({record_type()})
 )"""
 
-_SET = ", ".join(f"{c} = EXCLUDED.{c}" for c in DEFINITION)
-_DIFFERS = f"({listed(DEFINITION, 'c')}) IS DISTINCT FROM ({listed(DEFINITION, 'EXCLUDED')})"
-_CHANGED = (
-    f"(cur.owner IS NULL AND cur.retired_at IS NULL AND ({listed(DEFINITION, 'cur')}) "
-    f"IS DISTINCT FROM ({listed(DEFINITION, 'i')}))"
-)
+# Issue 16: an overridden row is compared and written on its code side only (columns.py).
+_SET = keep_overridden_set("c", "EXCLUDED")
+_DIFFERS = code_differs("c", "EXCLUDED")
+_CHANGED = f"(cur.owner IS NULL AND cur.retired_at IS NULL AND {code_differs('cur', 'i')})"
 
 UPSERT_SQL = f"""
 WITH {INPUT_CTE}
@@ -44,7 +42,7 @@ ON CONFLICT (name) DO UPDATE SET {_SET},
     updated_at = now(),
     -- Only the expression and zone decide fire instants; keep the hint otherwise.
     next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM
-                             (EXCLUDED.cron_expr, EXCLUDED.timezone)
+                             ({kept("c", "EXCLUDED", "cron_expr")}, {kept("c", "EXCLUDED", "timezone")})
                         THEN NULL ELSE c.next_fire_at END
 WHERE c.owner IS NULL AND c.retired_at IS NULL AND {_DIFFERS}
 RETURNING (xmax = 0) AS inserted

@@ -36,6 +36,7 @@ from awa_tui.tui.messages import (
     InfoRequested,
     MutationKeyPressed,
     OperationRequested,
+    OverrideFormRequested,
     OwnersSeen,
     PanelsResumed,
     RefreshRequested,
@@ -53,6 +54,7 @@ from awa_tui.tui.screens.help import HelpScreen
 from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
+from awa_tui.tui.screens.override import OverrideScreen
 from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
@@ -421,6 +423,9 @@ class ConsoleApp(App[None]):
         panel = self.main.panel("schedules")
         assert isinstance(panel, SchedulesPanel)
         panel.apply_filter(message.text)
+
+    def on_override_form_requested(self, message: OverrideFormRequested) -> None:
+        self.push_screen(OverrideScreen(message.row), message.filled)
 
     def on_sort_menu_requested(self, message: SortMenuRequested) -> None:
         self.push_screen(SortScreen(message.options, message.current), message.chosen)

@@ -98,6 +98,10 @@ ACTS: tuple[Act, ...] = (
         mutation=True, footer=False, palette="schedule: restore"),
     Act("schedules", "b", "backfill", "backfill", "backfill the last 24 hours: one job per instant that never fired "
         "(the dialog shows the count first)", mutation=True, footer=False, palette="schedule: backfill"),
+    Act("schedules", "e", "override", "override", "override the expression, zone, queue, priority or args "
+        "without a deploy (a form; sync keeps it)", mutation=True, footer=False, palette="schedule: override"),
+    Act("schedules", "E", "reset_override", "reset", "reset an OVERRIDDEN schedule to its code definition",
+        mutation=True, footer=False, palette="schedule: reset override"),
     # Owners panel.
     Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
         footer=False, palette="owner: show its schedules"),
@@ -129,6 +133,9 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
     Act("detail", "b", "backfill", "backfill", "backfill the last 24 hours (shows the count first)", mutation=True,
         footer=False),
+    Act("detail", "e", "override", "override", "override (a form)", mutation=True, footer=False),
+    Act("detail", "E", "reset_override", "reset", "reset an override to the code definition", mutation=True,
+        footer=False),
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
     Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
@@ -144,6 +151,8 @@ ACTS: tuple[Act, ...] = (
     Act("dialog", "n,escape", "", "", "no: cancel, nothing is done", bound=False),
     Act("dialog", "enter", "", "", "confirm what was typed (a name to retire, an owner to adopt)", bound=False),
     Act("dialog", "right", "", "", "accept the suggested owner (at the end of the text)", bound=False),
+    Act("dialog", "tab", "", "", "next field of the override form (shift+tab: previous; enter: override)",
+        bound=False),
     # The help screen.
     Act("help", "escape,question_mark,q", "", "", "close this help", bound=False),
     # Textual's command palette.

@@ -19,6 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from awa_tui.engine.models import AnySchedule
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
@@ -107,6 +108,16 @@ class SortMenuRequested(Message):
         self.chosen = chosen
 
 
+class OverrideFormRequested(Message):
+    """Show the override form for this schedule (issue 16); `filled` gets the request
+    (None: cancelled)."""
+
+    def __init__(self, row: AnySchedule, filled: Callable[[OverrideRequest | None], None]) -> None:
+        super().__init__()
+        self.row = row
+        self.filled = filled
+
+
 class CopyRequested(Message):
     """Copy this value to the terminal's clipboard (OSC 52) and say what was copied."""
 
@@ -191,3 +202,25 @@ class ScheduleActions(Widget):
 
     def action_restore(self) -> None:
         self._on_schedule(operations.restore)
+
+    def action_override(self) -> None:
+        """Issue 16: the override form, then the usual confirmation."""
+        try:
+            row = self.acted_schedule()
+        except operations.NotPossible as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            return
+        if row is None:
+            return
+        if row.state == "retired":
+            self.notify(f"{row.name} is RETIRED: restore it before overriding it", severity="warning", markup=False)
+            return
+
+        def filled(request: OverrideRequest | None) -> None:
+            if request is not None:
+                request_operation(self, lambda: operations.override(row, request), self.after_operation)
+
+        self.post_message(OverrideFormRequested(row, filled))
+
+    def action_reset_override(self) -> None:
+        self._on_schedule(operations.reset_override)

@@ -18,6 +18,7 @@ from typing import Any
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.errors import Conflict, NotFound
 from awa_tui.engine.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
 
 
@@ -253,6 +254,34 @@ def adopt_or_transfer(row: AnySchedule, owners: tuple[str, ...]) -> Operation:
         ),
         run=transfer,
         asks_owner=True,
+    )
+
+
+def override(row: AnySchedule, request: OverrideRequest) -> Operation:
+    """Issue 16: the values the override form changed, confirmed like every mutation."""
+    name = row.name
+    changes = ", ".join(f"{column} {value!r}" if column == "args" else f"{column} {value}"
+                        for column, value in request.changes().items())
+    return _schedule_op(
+        row, title="Override schedule", verb="Override",
+        consequence=(
+            f"Sets {changes}. The code's values are kept: sync and reconciliation never overwrite "
+            "an override; reset (E) returns to the code definition."
+        ),
+        run=lambda client, _v: f"overrode {name}: {', '.join(sorted(client.override(name, request).overridden or {}))}",
+    )
+
+
+def reset_override(row: AnySchedule) -> Operation:
+    name = row.name
+    if not row.overridden:
+        raise NotPossible(f"{name} is not overridden; nothing to reset")
+    code = ", ".join(f"{column} {value}" for column, value in sorted(row.overridden.items())
+                     if column != "cron_written")
+    return _schedule_op(
+        row, title="Reset schedule", verb="Reset",
+        consequence=f"Ends the override: back to the code definition ({code}).",
+        run=_then(lambda client: client.reset_override(name), f"reset {name} to its code definition"),
     )
 
 

@@ -101,7 +101,8 @@ def _fire_batch_in_flight(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute(
         "SELECT count(*) AS n FROM pg_stat_activity "
         "WHERE state = 'active' AND application_name = 'awa-tui run' AND query LIKE %s",
-        ("%INSERT INTO awa.jobs%",),
+        # The statement's start: pg_stat_activity keeps only its first 1024 bytes.
+        ("%WITH plan AS (%",),
     ).fetchone()
     return bool(row and row["n"])
 

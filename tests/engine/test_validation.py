@@ -36,7 +36,7 @@ BAD_DEFINITIONS: list[tuple[dict[str, Any], str, str]] = [
     ({"cron_expr": "0 0 L * *"}, "cron_expr", "'L'"),
     ({"cron_expr": "0 0 ? * *"}, "cron_expr", "'?'"),
     ({"cron_expr": "0 0 * * 1#2"}, "cron_expr", "'1#2'"),
-    ({"cron_expr": "H * * * *"}, "cron_expr", "'H'"),
+    ({"cron_expr": "H,5 * * * *"}, "cron_expr", "'H,5'"),  # H only as a whole field (issue 16)
     ({"cron_expr": "0 0 JAN * *"}, "cron_expr", "'JAN'"),
     ({"cron_expr": "0 0 * * JAN"}, "cron_expr", "'JAN'"),
     ({"cron_expr": "0 0 * MON *"}, "cron_expr", "'MON'"),

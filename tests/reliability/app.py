@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import timedelta
 from typing import Any
 
 COUNT_ENV = "AWA_REL_COUNT"
@@ -22,6 +23,7 @@ POLICY_ENV = "AWA_REL_POLICY"
 PREFIX_ENV = "AWA_REL_PREFIX"
 OVERLAP_ENV = "AWA_REL_OVERLAP"  # the schedules' overlap policy (default allow)
 FAULT_ENV = "AWA_REL_FAULT"
+JITTER_ENV = "AWA_REL_JITTER_MS"  # issue 16: jittered schedules (0 = none)
 NO_PAUSE_GUARD = "no_pause_guard"
 NO_OVERLAP_GUARD = "no_overlap_guard"
 
@@ -75,6 +77,7 @@ def setup(client: Any) -> None:
     count = int(os.environ.get(COUNT_ENV, "10"))
     expr = os.environ.get(EXPR_ENV, "* * * * * *")
     policy = os.environ.get(POLICY_ENV, "catch_up")
+    jitter = timedelta(milliseconds=int(os.environ.get(JITTER_ENV, "0")))
     for name in schedule_names(count, os.environ.get(PREFIX_ENV, "rel")):
         client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy,
-                        overlap=os.environ.get(OVERLAP_ENV, "allow"))
+                        overlap=os.environ.get(OVERLAP_ENV, "allow"), jitter=jitter or None)

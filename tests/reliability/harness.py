@@ -126,7 +126,7 @@ class Fleet:
     """The runtime processes of one scenario; whatever is left is killed at the end."""
 
     def __init__(self, dsn: str, log_dir: Path, *, count: int, expr: str = "* * * * * *",
-                 policy: str = "catch_up", prefix: str = "rel") -> None:
+                 policy: str = "catch_up", prefix: str = "rel", jitter_ms: int = 0) -> None:
         self.dsn = dsn
         self.log_dir = log_dir
         self.env = {
@@ -134,6 +134,7 @@ class Fleet:
             rel_app.EXPR_ENV: expr,
             rel_app.POLICY_ENV: policy,
             rel_app.PREFIX_ENV: prefix,
+            rel_app.JITTER_ENV: str(jitter_ms),
         }
         self.names = rel_app.schedule_names(count, prefix)
         self.expr = expr

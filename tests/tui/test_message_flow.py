@@ -73,7 +73,8 @@ def test_every_request_has_one_handler_and_it_is_the_app() -> None:
     ]
     assert sorted(cls.__name__ for cls in requests) == [
         "AuditDataRequested", "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
-        "MutationKeyPressed", "OperationRequested", "OwnersSeen", "PanelsResumed", "RefreshRequested",
+        "MutationKeyPressed", "OperationRequested", "OverrideFormRequested", "OwnersSeen", "PanelsResumed",
+        "RefreshRequested",
         "SchedulesFilterRequested", "SortMenuRequested",
     ]
     assert [cls.handler_name for cls in requests if not callable(getattr(ConsoleApp, cls.handler_name, None))] == []

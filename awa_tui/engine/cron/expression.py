@@ -15,11 +15,13 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from awa_tui.engine.cron.fields import CronError, cron_fields
+from awa_tui.engine.cron.spread import H_WORD
 from awa_tui.engine.cron.vocabulary import FIELD_NAMES_5, FIELD_NAMES_6, NAMES_BY_FIELD, NICKNAMES
 from awa_tui.engine.cron.zones import ONE_SECOND, fold_end, local_naive, resolve_local
 from awa_tui.engine.errors import ValidationError, short_repr
 
-# Plain cron only: numbers, month/day names, * , - /. No L, W, #, ?, H extensions.
+# Plain cron only: numbers, month/day names, * , - /. No L, W, #, ? extensions; H is
+# resolved per schedule name before parsing (cron/spread.py), never stored.
 _FIELD_RE = re.compile(r"^[0-9A-Za-z*,/\-]+$")
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CRON_EXPR_MAX = 256
@@ -57,6 +59,11 @@ def parse_cron(expr: str) -> CronSpec:
     text = " ".join(expr.split())
     if not text:
         raise ValidationError("cron_expr: empty expression")
+    if H_WORD.search(text):
+        raise ValidationError(
+            f"cron_expr: H in {short_repr(expr)} picks a value per schedule name: declare it with "
+            "periodic() or `cron override`, which store the resolved expression"
+        )
     if text.startswith("@"):
         nick = NICKNAMES.get(text.lower())
         if nick is None:

@@ -15,7 +15,14 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, definition_json, listed, record_type, typed_input
+from awa_tui.engine.columns import (
+    DEFINITION,
+    DEFINITION_DEFAULTS,
+    code_definition_json,
+    code_differs,
+    record_type,
+    typed_input,
+)
 from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
 
@@ -47,10 +54,11 @@ desired AS (
 DIFF_SQL = f"""
 WITH {DESIRED_CTE}
 SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_at,
-       CASE WHEN c.name IS NOT NULL THEN {definition_json("c")} END AS current
+       CASE WHEN c.name IS NOT NULL THEN {code_definition_json("c")} END AS current
 FROM desired d LEFT JOIN awa.cron_jobs c ON c.name = d.name
 WHERE c.name IS NULL OR c.owner IS DISTINCT FROM %(owner)s OR c.retired_at IS NOT NULL
-   OR ({listed(DEFINITION, "c")}) IS DISTINCT FROM ({listed(DEFINITION, "d")})
+   -- An overridden row is compared on its code side: still declared as is (issue 16).
+   OR {code_differs("c", "d")}
 ORDER BY d.name
 """
 
@@ -232,8 +240,8 @@ def classify(state: OwnerState, row: dict[str, Any]) -> None:
     else:
         current, desired = row["current"], row["definition"]
         changes = {
-            col: {"from": current[col], "to": desired[col]}
-            for col in DEFINITION if current[col] != desired[col]
+            col: {"from": current[col], "to": desired.get(col, DEFINITION_DEFAULTS.get(col))}
+            for col in DEFINITION if current[col] != desired.get(col, DEFINITION_DEFAULTS.get(col))
         }
         state.updates.append({"name": name, "changes": changes})
 

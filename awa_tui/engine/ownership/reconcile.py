@@ -19,7 +19,7 @@ import psycopg
 from psycopg import pq
 
 from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, listed
+from awa_tui.engine.columns import DEFINITION, keep_overridden_set, kept, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
 from awa_tui.engine.ownership import agreement
@@ -56,12 +56,13 @@ RETURNING name
 
 LOCK_ROWS_SQL = "SELECT name FROM awa.cron_jobs WHERE name = ANY(%(names)s::text[]) ORDER BY name FOR UPDATE"
 
-_SET = ", ".join(f"{c} = d.{c}" for c in DEFINITION)
+_SET = keep_overridden_set("c", "d")  # an operator override survives (issue 16)
 SYNC_SQL = f"""
 WITH {DESIRED_CTE}
 UPDATE awa.cron_jobs c SET {_SET},
     updated_at = now(),
-    next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM (d.cron_expr, d.timezone)
+    next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM
+                             ({kept("c", "d", "cron_expr")}, {kept("c", "d", "timezone")})
                         THEN NULL ELSE c.next_fire_at END
 FROM desired d
 WHERE c.name = d.name AND c.name = ANY(%(names)s::text[])

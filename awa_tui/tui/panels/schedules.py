@@ -7,6 +7,7 @@ next page; the keyed table keeps the cursor on the same schedule across refreshe
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -20,6 +21,7 @@ from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import SchedulePage, SchedulePageRow
+from awa_tui.engine.models import AnySchedule, SchedulePage, SchedulePageRow
 from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -63,8 +65,13 @@ def state_cell(row: SchedulePageRow) -> Text:
         if row.state != "active":
             text.append(", ")
             text.append(state_word(row.state), style=style)
+    elif row.overridden and row.state == "active":  # issue 16: "active" would not fit beside it
+        text = Text("OVERRIDDEN", style="bold magenta", no_wrap=True, overflow="ellipsis", end="")
     else:
         text = Text(state_word(row.state), style=style, no_wrap=True, overflow="ellipsis", end="")
+    if row.overridden and (row.fault or row.state != "active"):
+        text.append(", ")
+        text.append("OVERRIDDEN", style="bold magenta")
     if row.queue_paused:
         text.append(", ")
         text.append("Q PAUSED", style="bold yellow")
@@ -99,6 +106,23 @@ def attention_text(page: SchedulePage) -> Text | None:
     if others > 0:
         text.append(f" (+{others:,} more: filter health:…)")
     return text
+def cron_text(row: AnySchedule) -> str:
+    """The expression fired from, and beside it the written one when it uses H (issue 16)."""
+    return f"{row.cron_expr} (= {row.cron_written})" if row.cron_written else row.cron_expr
+
+
+def overridden_text(row: AnySchedule) -> str:
+    """'OVERRIDDEN queue urgent (code: default), ...': each effective value beside the code's."""
+    code = row.overridden or {}
+    effective = {"cron_expr": row.cron_expr, "timezone": row.timezone, "queue": row.queue, "priority": row.priority,
+                 "args": "set"}  # args: not loaded in the list (the detail shows them)
+    parts = [f"{column} {_shown(effective.get(column, '?'))} (code: {_shown(code[column])})"
+             for column in sorted(code) if column != "cron_written"]
+    return "OVERRIDDEN " + ", ".join(parts) + " · reset: E"
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": ")) if isinstance(value, (dict, list)) else str(value)
 
 
 def next_text(row: SchedulePageRow, now: datetime) -> str:
@@ -131,6 +155,7 @@ SIGNATURE = attrgetter(
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
     "health",
     "finished_at",
+    "cron_written", "overridden",
 )
 
 
@@ -144,7 +169,7 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
         LiveCell(row.last_enqueued_at, _last_live, clock),
         cell(lateness(row.lateness)),
-        cell(row.cron_expr),
+        cell(cron_text(row)),
         cell(describe(row.cron_expr)),
         cell(row.timezone),
         cell(row.missed_fire_policy),
@@ -164,7 +189,10 @@ def summary(row: SchedulePageRow, now: datetime) -> Text:
         text.append(" · ")
         text.append("BROKEN", style="bold")
         text.append(f" ({row.fault}): skipped until repaired")
-    text.append(f" · {row.cron_expr} ({describe(row.cron_expr)}) {row.timezone}")
+    text.append(f" · {cron_text(row)} ({describe(row.cron_expr)}) {row.timezone}")
+    if row.overridden:
+        text.append(" · ")
+        text.append(overridden_text(row), style="bold")
     text.append("\n")
     if row.state != "retired" and row.next_fire:
         prefix = "next fire if resumed" if row.state == "paused" else "next fire"

@@ -3,7 +3,7 @@ recent fires with their job states, and its audit entries. Actions work here too
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -60,8 +60,14 @@ def state_line(row: ScheduleInfo, now: datetime) -> Text:
 def definition(row: ScheduleInfo, now: datetime) -> Table:
     at = row.last_enqueued_at
     last = f"{utc(at)} ({relative(at, now)})" if at else "never"
+    spread = [("written", f"{row.cron_written} (H, resolved for this name)")] if row.cron_written else []
+    jitter = [("jitter", f"{timedelta(milliseconds=row.jitter_ms)}")] if row.jitter_ms else []
+    code = row.overridden or {}
+    overridden = [("OVERRIDDEN", ", ".join(f"{k} code: {v}" for k, v in sorted(code.items()) if k != "cron_written")
+                   + "  (reset: E)")] if code else []
     return facts([
         ("cron", f"{row.cron_expr}  ({describe(row.cron_expr)})"),
+        *spread, *jitter, *overridden,
         ("zone", row.timezone),
         ("kind", row.kind),
         ("queue", row.queue),
