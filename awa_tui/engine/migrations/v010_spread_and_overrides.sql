@@ -64,11 +64,17 @@ BEGIN
         'cron_expr', OLD.cron_expr, 'timezone', OLD.timezone, 'kind', OLD.kind, 'queue', OLD.queue,
         'args', OLD.args, 'priority', OLD.priority, 'max_attempts', OLD.max_attempts,
         'tags', to_jsonb(OLD.tags), 'metadata', OLD.metadata, 'missed_fire_policy', OLD.missed_fire_policy,
+        'max_lateness', OLD.max_lateness, 'expect_success_within', OLD.expect_success_within,
+        'max_consecutive_failures', OLD.max_consecutive_failures,
+        'pause_after_failures', OLD.pause_after_failures,
         'cron_written', OLD.cron_written, 'jitter_ms', OLD.jitter_ms, 'overridden', OLD.overridden);
     def_new := jsonb_build_object(
         'cron_expr', NEW.cron_expr, 'timezone', NEW.timezone, 'kind', NEW.kind, 'queue', NEW.queue,
         'args', NEW.args, 'priority', NEW.priority, 'max_attempts', NEW.max_attempts,
         'tags', to_jsonb(NEW.tags), 'metadata', NEW.metadata, 'missed_fire_policy', NEW.missed_fire_policy,
+        'max_lateness', NEW.max_lateness, 'expect_success_within', NEW.expect_success_within,
+        'max_consecutive_failures', NEW.max_consecutive_failures,
+        'pause_after_failures', NEW.pause_after_failures,
         'cron_written', NEW.cron_written, 'jitter_ms', NEW.jitter_ms, 'overridden', NEW.overridden);
     FOR col IN SELECT jsonb_object_keys(def_new) LOOP
         IF def_old -> col IS DISTINCT FROM def_new -> col THEN
@@ -116,17 +122,18 @@ DROP TRIGGER cron_jobs_audit ON awa.cron_jobs;
 CREATE TRIGGER cron_jobs_audit
     AFTER UPDATE OF paused_at, paused_by, retired_at, retired_by, owner,
                     cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata,
-                    missed_fire_policy, cron_written, jitter_ms, overridden
+                    missed_fire_policy, max_lateness, expect_success_within, max_consecutive_failures,
+                    pause_after_failures, cron_written, jitter_ms, overridden
     ON awa.cron_jobs
     FOR EACH ROW
     WHEN (
         (OLD.paused_at, OLD.paused_by, OLD.retired_at, OLD.retired_by, OLD.owner)
             IS DISTINCT FROM (NEW.paused_at, NEW.paused_by, NEW.retired_at, NEW.retired_by, NEW.owner)
         OR (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority, OLD.max_attempts,
-            OLD.tags, OLD.metadata, OLD.missed_fire_policy, OLD.cron_written, OLD.jitter_ms, OLD.overridden)
+            OLD.tags, OLD.metadata, OLD.missed_fire_policy, OLD.max_lateness, OLD.expect_success_within, OLD.max_consecutive_failures, OLD.pause_after_failures, OLD.cron_written, OLD.jitter_ms, OLD.overridden)
             IS DISTINCT FROM
            (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority, NEW.max_attempts,
-            NEW.tags, NEW.metadata, NEW.missed_fire_policy, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+            NEW.tags, NEW.metadata, NEW.missed_fire_policy, NEW.max_lateness, NEW.expect_success_within, NEW.max_consecutive_failures, NEW.pause_after_failures, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
     )
     EXECUTE FUNCTION awa.cron_jobs_audit();
 
@@ -141,11 +148,13 @@ DECLARE
     redefined boolean :=
         (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority,
          NEW.max_attempts, NEW.tags, NEW.metadata, NEW.missed_fire_policy,
-         NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+         NEW.max_lateness, NEW.expect_success_within, NEW.max_consecutive_failures,
+         NEW.pause_after_failures, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
         IS DISTINCT FROM
         (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority,
          OLD.max_attempts, OLD.tags, OLD.metadata, OLD.missed_fire_policy,
-         OLD.cron_written, OLD.jitter_ms, OLD.overridden);
+         OLD.max_lateness, OLD.expect_success_within, OLD.max_consecutive_failures,
+         OLD.pause_after_failures, OLD.cron_written, OLD.jitter_ms, OLD.overridden);
     lifecycle boolean :=
         NEW.retired_at IS DISTINCT FROM OLD.retired_at
         OR NEW.retired_by IS DISTINCT FROM OLD.retired_by
@@ -201,11 +210,13 @@ CREATE TRIGGER cron_jobs_fence
         OR (OLD.owner IS NOT NULL
             AND (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority,
                  NEW.max_attempts, NEW.tags, NEW.metadata, NEW.missed_fire_policy,
-                 NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+                 NEW.max_lateness, NEW.expect_success_within, NEW.max_consecutive_failures,
+                 NEW.pause_after_failures, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
                 IS DISTINCT FROM
                 (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority,
                  OLD.max_attempts, OLD.tags, OLD.metadata, OLD.missed_fire_policy,
-                 OLD.cron_written, OLD.jitter_ms, OLD.overridden))
+                 OLD.max_lateness, OLD.expect_success_within, OLD.max_consecutive_failures,
+                 OLD.pause_after_failures, OLD.cron_written, OLD.jitter_ms, OLD.overridden))
     )
     EXECUTE FUNCTION awa.cron_jobs_fence();
 

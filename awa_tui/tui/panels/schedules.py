@@ -20,7 +20,6 @@ from textual.widgets import DataTable, Input, Static
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
-from awa_tui.engine.models import SchedulePage, SchedulePageRow
 from awa_tui.engine.models import AnySchedule, SchedulePage, SchedulePageRow
 from awa_tui.filters import Filter, FilterError, parse
 from awa_tui.printable import printable, printable_row
