@@ -68,7 +68,7 @@ def test_each_panel_has_its_own_fields() -> None:
     # `late` is a schedules flag only: elsewhere it is a word.
     assert parse("late", "queues").terms == (Term("text", "", "late"),)
     assert {panel: g.fields for panel, g in GRAMMARS.items()} == {
-        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag"),
+        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
         "owners": ("name", "state"),
         "runtimes": ("host", "role", "owner"),
         "queues": ("name", "state"),

@@ -20,16 +20,16 @@ SCHEDULE_COLUMNS = [
     "name", "cron_expr", "timezone", "kind", "queue", "priority", "max_attempts", "missed_fire_policy",
     "last_enqueued_at", "next_fire_at", "created_at", "updated_at", "paused_at", "paused_by", "owner",
     "retired_at", "retired_by", "fault",
+    "overlap", "start_at", "end_at", "max_fires", "fires_count", "finished_at",
     # S41: the expectations (seconds and counts, null when not declared).
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
-    "overlap", "start_at", "end_at", "max_fires", "fires_count", "finished_at",
     "cron_written", "jitter_ms", "overridden",  # issue 16: H as written, jitter, an operator override
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
     "missed_fire_policy", "last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by",
-    "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "overlap", "start_at", "end_at", "max_fires", "finished_at",
+    "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "cron_written", "jitter_ms", "overridden",  # issue 16
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
