@@ -10,18 +10,21 @@ import psycopg
 from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.filter_sql import job_condition
 from awa_tui.engine.ledger.models import (
     FINISHED_STATES,
     JOB_STATES,
     WAITING_STATES,
     Attempt,
     JobDetail,
+    JobsPage,
     JobSummary,
     LastResult,
     job_result,
     stored_instant,
 )
 from awa_tui.engine.ops import check_operator
+from awa_tui.filters import Filter
 
 MAX_LIMIT = 10000
 
@@ -99,6 +102,20 @@ def list_jobs(
         {"schedule": schedule, "queue": queue, "state": state, "since": since, "limit": limit},
     ).fetchall()
     return [summary(r) for r in rows]
+
+
+def jobs_page(conn: psycopg.Connection[Any], where: Filter | None = None, *, limit: int = 200,
+              now: datetime | None = None) -> JobsPage:
+    """The newest `limit` jobs matching a jobs filter (awa_tui/filters.py), newest first:
+    the jobs index walked backwards, stopping at `limit` matches."""
+    check_limit(limit)
+    now = now or db_now(conn)
+    condition = job_condition(where)
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM {JOB_FROM} WHERE {condition.sql} ORDER BY j.id DESC LIMIT %(limit)s",
+        {**condition.params, "limit": limit + 1},  # one more: are there older ones?
+    ).fetchall()
+    return JobsPage(now=now, rows=tuple(summary(r) for r in rows[:limit]), more=len(rows) > limit)
 
 
 def _attempts(errors: Any) -> tuple[Attempt, ...]:
