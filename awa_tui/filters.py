@@ -62,7 +62,7 @@ GRAMMARS: dict[str, PanelGrammar] = {
         fields=("schedule", "queue", "state", "result", "kind"),
         flags=("failed", "manual"),
         states=JOB_STATES,
-        substring_fields=("schedule", "kind"),
+        substring_fields=("kind",),
     ),
 }
 

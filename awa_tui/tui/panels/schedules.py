@@ -19,12 +19,24 @@ from textual.widgets import DataTable, Input, Static
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.models import SchedulePage, SchedulePageRow
-from awa_tui.filters import Filter, FilterError, parse
+from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
-from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
+from awa_tui.tui.formatting import (
+    OUTCOME_LEGEND,
+    lateness,
+    outcome_strip,
+    relative,
+    result_text,
+    short_utc,
+    state_by,
+    state_text,
+    state_word,
+    utc,
+)
 from awa_tui.tui.messages import (
     DetailRequested,
+    JobsFilterRequested,
     RefreshRequested,
     ScheduleActions,
     SortMenuRequested,
@@ -35,21 +47,24 @@ from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
-SORTS = ("name", "next", "last", "state", "queue", "owner")
+SORTS = ("name", "next", "last", "state", "queue", "owner", "result", "fails")
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 19),
-    Column("next_at", "NEXT (UTC)", 14, priority=4),
-    Column("last", "LAST FIRE", 10, priority=2),
-    Column("late", "LATE", 6, priority=3),
-    Column("cron", "CRON", 16, priority=5),
-    Column("describe", "MEANING", 24, priority=9),
-    Column("zone", "ZONE", 18, priority=8),
-    Column("policy", "POLICY", 8, priority=10),
-    Column("owner", "OWNER", 12, priority=6),
-    Column("queue", "QUEUE", 14, priority=7),
-    Column("by", "PAUSED/RETIRED BY", 26, priority=11),
+    Column("result", "LAST RESULT", 11, priority=1),  # "which schedules are failing?" at 80 columns too
+    Column("fails", "FAILS 24h", 9, priority=2),
+    Column("strip", "LAST 20 JOBS", 20, priority=2),
+    Column("next_at", "NEXT (UTC)", 14, priority=5),
+    Column("last", "LAST FIRE", 10, priority=3),
+    Column("late", "LATE", 6, priority=4),
+    Column("cron", "CRON", 16, priority=6),
+    Column("describe", "MEANING", 24, priority=10),
+    Column("zone", "ZONE", 18, priority=9),
+    Column("policy", "POLICY", 8, priority=11),
+    Column("owner", "OWNER", 12, priority=7),
+    Column("queue", "QUEUE", 14, priority=8),
+    Column("by", "PAUSED/RETIRED BY", 26, priority=12),
 )
 
 
@@ -97,6 +112,7 @@ def _who_live(value: tuple[str | None, datetime | None], now: datetime) -> str:
 SIGNATURE = attrgetter(
     "state", "fault", "next_fire", "next_fire_due", "last_enqueued_at", "lateness", "cron_expr", "timezone",
     "missed_fire_policy", "owner", "queue", "queue_paused", "paused_by", "paused_at", "retired_by", "retired_at",
+    "last_result", "fails_24h", "outcomes",
 )
 
 
@@ -106,6 +122,9 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         cell(row.name),
         state_cell(row),
         LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
+        result_text(row.last_result),
+        cell(f"{row.fails_24h:,}", "bold red" if row.fails_24h else ""),
+        cell(outcome_strip(row.outcomes)),
         cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
         LiveCell(row.last_enqueued_at, _last_live, clock),
         cell(lateness(row.lateness)),
@@ -141,6 +160,13 @@ def summary(row: SchedulePageRow, now: datetime) -> Text:
     if row.queue_paused:
         text.append(" QUEUE PAUSED", style="bold")
         text.append(f" by {row.queue_paused_by}")
+    text.append("\nlast result ")
+    text.append_text(result_text(row.last_result))
+    if row.last_error:
+        text.append(f": {row.last_error}")
+    text.append(f" · {row.fails_24h} failed in 24h")
+    if row.outcomes:
+        text.append(f" · last {len(row.outcomes)} jobs {outcome_strip(row.outcomes)} ({OUTCOME_LEGEND})")
     return text
 
 
@@ -413,3 +439,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         row = self.selected_row()
         if row is not None:
             self.post_message(DetailRequested(row.name))
+
+    def action_show_jobs(self) -> None:
+        """v: the schedule's jobs (the jobs panel, filtered by schedule:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(JobsFilterRequested(str(Term("field", "schedule", row.name))))
