@@ -53,6 +53,9 @@ def seed_ledger(conn: psycopg.Connection[Any]) -> None:
         for term, start, end in TERMS:
             conn.execute("INSERT INTO awa.leader_terms (term, instance_id, acquired_at, held_until) "
                          "VALUES (%s, %s, %s, %s)", (term, RUNTIME_1, start, end))
+        # Term 2 holds the lease until the seeded leader (app-1, lease_seed) takes term 3 at NOW.
+        conn.execute("UPDATE awa.leader_lease SET term = 2, instance_id = %s, acquired_at = %s, renewed_at = %s, "
+                     "expires_at = %s", (RUNTIME_1, TERMS[1][1], TERMS[1][2], TERMS[1][2]))
         conn.execute("UPDATE awa.ledger_meta SET leadership_since = %s", (LEADERSHIP_SINCE,))
         conn.execute("UPDATE awa.jobs SET errors = %s, max_attempts = 5, attempted_at = %s WHERE id = 7",
                      (Jsonb(REPORTS_ERRORS), t("12:00:13")))
