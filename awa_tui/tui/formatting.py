@@ -115,7 +115,7 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
 # A job's state as one character of an outcome strip: readable without colour.
 OUTCOME_GLYPHS = {"completed": ".", "retryable": "r", "discarded": "x", "running": ">", "available": "w",
                   "cancelled": "c"}
-OUTCOME_LEGEND = ". ok  x failed  r failed, will retry  > running  w waiting  c cancelled"
+OUTCOME_LEGEND = ".ok x failed r retrying >running w waiting c cancelled"
 RESULT_STYLES = {"failed": "bold red", "running": "cyan", "waiting": "yellow"}
 
 

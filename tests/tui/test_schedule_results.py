@@ -70,7 +70,7 @@ async def test_the_columns_show_result_fails_and_strip(console):
     text = str(app.main.panel("schedules").query_one("#schedules-summary").content)
     assert text.splitlines()[-1] == (
         "last result FAILED: TimeoutError: query ran past 10s · 1 failed in 24h · last 1 jobs r "
-        "(. ok  x failed  r failed, will retry  > running  w waiting  c cancelled)")
+        "(.ok x failed r retrying >running w waiting c cancelled)")
 
 
 async def test_sorting_by_last_result_puts_the_failing_first(console):

@@ -32,7 +32,16 @@ from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
-from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, seconds_text, state_text, utc
+from awa_tui.tui.formatting import (
+    compact_json,
+    lateness,
+    pretty_json,
+    relative,
+    seconds_text,
+    short_utc,
+    state_text,
+    utc,
+)
 from awa_tui.tui.messages import (
     CopyRequested,
     DetailDataRequested,
@@ -139,13 +148,15 @@ LEDGER_SIZE = 50
 
 def _note(v: Verdict) -> str:
     """What else the verdict says, in words (who, since when, into which fire, the error)."""
+    # Instants as short_utc (the table's header says UTC): a note fits a 120-column line.
     if v.verdict in (SKIPPED_PAUSED, SKIPPED_RETIRED):
-        return f"by {v.by or '?'} at {utc(v.since)}"
+        return f"by {v.by or '?'} at {short_utc(v.since)}"
     if v.verdict == NO_LEADER:
-        text = f"no leader {utc(v.gap_from) if v.gap_from else '?'} .. {utc(v.gap_until) if v.gap_until else 'now'}"
-        return text + (f"; into {utc(v.into)}" if v.into else "")
+        # The fire it was folded into is in the Why paragraph ([ and ] choose the instant).
+        return f"no leader {short_utc(v.gap_from) if v.gap_from else '?'} .. " \
+               f"{short_utc(v.gap_until) if v.gap_until else 'now'}"
     if v.verdict == COALESCED:
-        return f"into the fire at {utc(v.into)} ({v.folded} folded)"
+        return f"into the fire at {short_utc(v.into)} ({v.folded} folded)"
     if v.verdict == UNKNOWN:
         return v.reason or "?"
     if v.verdict == MANUAL:
@@ -165,12 +176,12 @@ def ledger_table(view: LedgerView) -> Table | Text:
     if not view.verdicts:
         return Text("no due instant yet")
     chosen = view.why.verdict.instant if view.why.verdict is not None else None
-    table = _table("", "DUE (UTC)", "VERDICT", "JOB", "RESULT", "LATE", "NOTE")
+    table = _table("  DUE (UTC)", "VERDICT", "JOB", "RESULT", "LATE", "NOTE")
     for v in reversed(view.verdicts):
-        mark = ">" if v.instant == chosen and v.verdict != MANUAL else ""
-        style = "bold reverse" if mark else ""
+        marked = v.instant == chosen and v.verdict != MANUAL
+        style = "bold reverse" if marked else ""
         table.add_row(
-            Text(mark, style="bold"), Text(utc(v.instant), style=style), Text(v.verdict, style=style),
+            Text(f"{'>' if marked else ' '} {utc(v.instant)}", style=style), Text(v.verdict, style=style),
             Text(str(v.job_id) if v.job_id is not None else "-"), Text(v.result or "-"),
             Text(seconds_text(v.lateness_s)), Text(printable(_note(v))),
         )
@@ -267,7 +278,9 @@ class DetailScreen(ScheduleActions, Screen[None]):
         instants = due_instants(self.ledger)
         if not instants:
             return
-        current = self.ledger.why.verdict.instant if self.ledger.why.verdict is not None else instants[-1]
+        # From the instant last chosen (not the last one loaded): keys pressed faster than the
+        # reads answer each move one step.
+        current = self.chosen if self.chosen is not None else instants[-1]
         index = instants.index(current) if current in instants else len(instants) - 1
         index = max(0, min(len(instants) - 1, index + step))
         self.chosen = None if index == len(instants) - 1 else instants[index]
