@@ -109,26 +109,14 @@ def _term_sql(term: Term, placeholder: str) -> str:
 def schedule_condition(conn: psycopg.Connection[Any], flt: Filter | None, now: datetime | None) -> Condition:
     """The WHERE condition of `flt` (a schedules filter) at `now` (for `late`; DB time
     when None)."""
-    if not flt:
-        return Condition()
-    if flt.panel != "schedules":
-        raise ValidationError(f"filter: a {flt.panel} filter cannot select schedules")
     grammar = GRAMMARS["schedules"]
-    parts: list[str] = []
-    params: dict[str, Any] = {}
-    for index, term in enumerate(flt.terms):
-        key = f"flt_{index}"
-        sql = _term_sql(term, f"%({key})s")
-        if f"%({key})s" in sql:
-            params[key] = like_pattern(term, grammar)
-        # NULL (an unowned row's owner) is "does not match": negation must not drop it too.
-        parts.append(f"NOT coalesce(({sql}), false)" if term.negated else f"coalesce(({sql}), false)")
-    joined = " AND ".join(parts)
-    if "flt_bad_exprs" in joined:
+    condition = _compiled(flt, "schedules", _term_sql, lambda term: like_pattern(term, grammar))
+    params = dict(condition.params)
+    if "flt_bad_exprs" in condition.sql:
         params.update(_bad_values(conn))
-    if "flt_late_before" in joined:
+    if "flt_late_before" in condition.sql:
         params["flt_late_before"] = (now or db_now(conn)) - timedelta(seconds=LATE_AFTER_SECONDS)
-    return Condition(f"({joined})", params)
+    return Condition(condition.sql, params)
 
 
 # --- jobs and the audit trail: the same grammar over `awa.jobs j` and `awa.audit_log a` -----

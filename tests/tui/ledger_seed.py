@@ -9,11 +9,11 @@ Job ids follow tui_seed.JOBS: 1..10 in that order; the manual trigger added here
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import psycopg
+import pytest
 from lease_seed import leader_lock_held
 from psycopg.types.json import Jsonb
 from tui_seed import NOW, RUNTIMES, seed, t
@@ -75,10 +75,10 @@ def seed_ledger(conn: psycopg.Connection[Any]) -> None:
                 "VALUES (%s, 'robot@ops', 'trigger', %s, '{}', '{}')", (at, f"filler-{n:03d}"))
 
 
-@contextmanager
-def seeded_with_ledger(dsn: str, conn: psycopg.Connection[Any]) -> Iterator[str]:
-    """The console's seeded database (tui_seed) plus this module's ledger history, app-1
-    holding the leader lock: what the `seeded` fixture of the ledger's console tests yields."""
+@pytest.fixture
+def seeded(dsn: str, conn: psycopg.Connection[Any]) -> Iterator[str]:
+    """conftest's `seeded` with this module's ledger history added (app-1 holding the leader
+    lock): a test module that imports it gets it, and `console`/`console_factory` with it."""
     seed(conn)
     seed_ledger(conn)
     with leader_lock_held(dsn, RUNTIMES[0]["instance_id"], NOW):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ledger_seed import AUDIT_FILLER, seeded_with_ledger
+from ledger_seed import AUDIT_FILLER, seeded  # noqa: F401  (the seeded database with ledger history)
 from tui_helpers import until
 
 from awa_tui.tui.screens.audit import AuditScreen
@@ -17,11 +17,6 @@ from awa_tui.tui.widgets.keyed_table import KeyedTable
 
 TOTAL = AUDIT_FILLER + 3
 
-
-@pytest.fixture
-def seeded(dsn: str, conn: Any):
-    with seeded_with_ledger(dsn, conn) as seeded_dsn:
-        yield seeded_dsn
 
 
 def title(app: Any) -> str:
@@ -82,7 +77,9 @@ async def test_a_search_with_more_than_a_page_pages_too(console):
     await pilot.press("slash")
     await search(app, pilot, "operator:robot@ops", [f"filler-{n:03d}" for n in range(229, 29, -1)])
     assert "end of list loads older" in title(app)
-    app.screen.query_one(KeyedTable).focus()
+    table = app.screen.query_one(KeyedTable)
+    table.focus()
+    await until(pilot, lambda: app.screen.focused is table, what="the list focused (G is not typed as text)")
     await pilot.press("G")
     await until(pilot, lambda: len(targets(app)) == AUDIT_FILLER, what="the rest of robot's")
     assert targets(app) == [f"filler-{n:03d}" for n in range(229, -1, -1)]

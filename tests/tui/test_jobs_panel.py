@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ledger_seed import seeded_with_ledger
+from ledger_seed import seeded  # noqa: F401  (the seeded database with ledger history)
 from test_navigation import rendered
 from tui_helpers import audit_actions, notes, select, settled, table_keys, until
 
@@ -19,11 +19,6 @@ from awa_tui.tui.screens.job_detail import JobDetailScreen
 
 ALL_JOBS = ["11", "10", "9", "8", "7", "6", "5", "4", "3", "2", "1"]
 
-
-@pytest.fixture
-def seeded(dsn: str, conn: Any):
-    with seeded_with_ledger(dsn, conn) as seeded_dsn:
-        yield seeded_dsn
 
 
 def title(app: Any) -> str:

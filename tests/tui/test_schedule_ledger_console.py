@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from ledger_seed import seeded_with_ledger
+from ledger_seed import seeded  # noqa: F401  (the seeded database with ledger history)
 from test_navigation import rendered
 from tui_helpers import select, until
 
@@ -30,11 +29,6 @@ EXPECTED = [  # newest first, as the table shows it: (due, verdict, job, result,
     (day(2), "coalesced", "-", "-", "-"),
 ]
 
-
-@pytest.fixture
-def seeded(dsn: str, conn: Any):
-    with seeded_with_ledger(dsn, conn) as seeded_dsn:
-        yield seeded_dsn
 
 
 def ledger_text(app: Any) -> str:

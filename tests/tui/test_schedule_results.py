@@ -5,10 +5,8 @@ worked out by hand from tui_seed.JOBS and ledger_seed.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from ledger_seed import seeded_with_ledger
+from ledger_seed import seeded  # noqa: F401  (the seeded database with ledger history)
 from tui_helpers import select, settled, table_keys, until
 from tui_seed import NOW
 
@@ -28,14 +26,10 @@ EXPECTED = {
 }
 
 
-@pytest.fixture
-def seeded(dsn: str, conn: Any):
-    with seeded_with_ledger(dsn, conn) as seeded_dsn:
-        yield seeded_dsn
 
-
-def test_the_schedule_page_reads_last_result_fails_and_strip(seeded: str) -> None:
-    with Client(seeded) as client:
+@pytest.mark.usefixtures("seeded")
+def test_the_schedule_page_reads_last_result_fails_and_strip(dsn: str) -> None:
+    with Client(dsn) as client:
         page = client.schedule_page(now=NOW)
         found = {r.name: (r.last_result, r.last_error, r.fails_24h, "".join(
             {"completed": ".", "discarded": "x", "retryable": "r", "running": ">", "available": "w"}[s]
@@ -52,8 +46,9 @@ def test_the_schedule_page_reads_last_result_fails_and_strip(seeded: str) -> Non
     ("result:waiting", ["crm.contact-sync"]),
     ("-result:ok -result:none", ["crm.contact-sync", "reports.hourly"]),
 ])
-def test_result_filter_selects_by_the_latest_job(seeded: str, text: str, expected: list[str]) -> None:
-    with Client(seeded) as client:
+@pytest.mark.usefixtures("seeded")
+def test_result_filter_selects_by_the_latest_job(dsn: str, text: str, expected: list[str]) -> None:
+    with Client(dsn) as client:
         page = client.schedule_page(now=NOW, where=parse(text, "schedules"))
         assert [r.name for r in page.rows] == expected
         assert page.matched == len(expected)
@@ -95,7 +90,7 @@ async def test_at_80_columns_name_state_next_fire_and_last_result_stay(console):
 
 
 async def test_at_120_columns_fails_and_the_strip_show_too(console):
-    app, pilot = console
+    app, _ = console
     table = app.main.panel("schedules").table
     shown = [table.column_specs[i].key for i in table.shown]
     assert shown[:6] == ["name", "state", "next", "result", "fails", "strip"]

@@ -7,21 +7,13 @@ Update after an intended change: pytest tests/tui/test_snapshots_ledger.py --sna
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from ledger_seed import seeded_with_ledger
+from ledger_seed import seeded  # noqa: F401  (the seeded database with ledger history)
 from test_snapshots import SIZES, panel_before
 from tui_helpers import ready, select, until
 
 from awa_tui.tui.screens.detail import DetailScreen
 from awa_tui.tui.screens.job_detail import JobDetailScreen
-
-
-@pytest.fixture
-def seeded(dsn: str, conn: Any):
-    with seeded_with_ledger(dsn, conn) as seeded_dsn:
-        yield seeded_dsn
 
 
 @pytest.mark.parametrize("size", SIZES)
