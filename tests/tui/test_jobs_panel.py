@@ -187,3 +187,31 @@ async def test_read_only_console_has_no_retry_or_cancel(console, conn):
     await pilot.press("t")
     await until(pilot, lambda: any("read-only console" in n for n in notes(app)), what="the read-only note")
     assert conn.execute("SELECT state FROM awa.jobs WHERE id = 3").fetchone() == {"state": "discarded"}
+
+
+async def test_jobs_sort_by_any_column(console):
+    app, pilot = console
+    await open_jobs(app, pilot)
+    panel = app.main.panel("jobs")
+    panel.sort_by_column("state")  # by the state's word; ties keep newest first
+    await until(pilot, lambda: table_keys(app, "jobs")[0] == "9", what="sorted by state")
+    assert table_keys(app, "jobs") == ["9", "8", "11", "10", "5", "4", "2", "1", "3", "7", "6"]
+    panel.sort_by_column("id")  # numbers as numbers: 1, 2, ... 11
+    await until(pilot, lambda: table_keys(app, "jobs")[0] == "1", what="sorted by id")
+    assert table_keys(app, "jobs") == [str(n) for n in range(1, 12)]
+
+
+async def test_the_end_of_the_list_loads_older_jobs(console, conn):
+    app, pilot = console
+    conn.execute(
+        "INSERT INTO awa.jobs (kind, queue, state, created_at, metadata) "
+        "SELECT 'bulk.kind', 'bulk', 'completed', now(), jsonb_build_object('cron_name', 'bulk.' || n) "
+        "FROM generate_series(1, 200) AS n")
+    await pilot.press("6")
+    await until(pilot, lambda: len(table_keys(app, "jobs")) == 200, what="the first page")
+    assert table_keys(app, "jobs")[0] == "211" and table_keys(app, "jobs")[-1] == "12"
+    assert "end of list loads more" in title(app)
+    await pilot.press("G")
+    await until(pilot, lambda: len(table_keys(app, "jobs")) == 211, what="the next page")
+    assert table_keys(app, "jobs")[-11:] == ALL_JOBS
+    assert "end of list loads more" not in title(app)
