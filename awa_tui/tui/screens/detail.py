@@ -182,7 +182,7 @@ def ledger_table(view: LedgerView) -> Table | Text:
         style = "bold reverse" if marked else ""
         table.add_row(
             Text(f"{'>' if marked else ' '} {utc(v.instant)}", style=style), Text(v.verdict, style=style),
-            Text(str(v.job_id) if v.job_id is not None else "-"), Text(v.result or "-"),
+            Text(str(v.job_id) if v.job_id is not None else "-"), Text(printable(v.result or "-")),
             Text(seconds_text(v.lateness_s)), Text(printable(_note(v))),
         )
     return table
