@@ -16,11 +16,11 @@ from rich.console import Console
 from tui_helpers import ready, select, until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
-from terminal_payload import PAYLOAD, seed  # noqa: E402
+from terminal_payload import PAYLOAD, seed
 
-from awa_tui.printable import printable  # noqa: E402
-from awa_tui.tui.screens.detail import DetailScreen  # noqa: E402
-from awa_tui.tui.screens.job_detail import JobDetailScreen  # noqa: E402
+from awa_tui.printable import printable
+from awa_tui.tui.screens.detail import DetailScreen
+from awa_tui.tui.screens.job_detail import JobDetailScreen
 
 ESCAPED = r"\x1b[2J\x1b]0;PWNED\x07"
 
