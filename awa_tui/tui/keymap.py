@@ -72,7 +72,7 @@ ACTS: tuple[Act, ...] = (
     Act("panel", "o", "sort_menu", "sort", "sort menu: any column (or click its header; again: reversed)",
         footer=False),
     Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
-    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
+    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id, job id)",
         footer=False),
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,

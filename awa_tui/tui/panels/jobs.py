@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from awa_tui.engine.console_api import ConsoleBackend
+from awa_tui.engine.ledger.jobs import MAX_LIMIT
 from awa_tui.engine.ledger.models import JobsPage, JobSummary
 from awa_tui.filters import FilterError, parse
 from awa_tui.printable import printable_row
@@ -155,8 +156,8 @@ class JobsPanel(Panel[JobSummary]):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
-        if at_end and self.page is not None and self.page.more and self.limit <= len(self.rows):
-            self.limit += PAGE
+        if at_end and self.page is not None and self.page.more and self.limit <= len(self.rows) < MAX_LIMIT:
+            self.limit = min(self.limit + PAGE, MAX_LIMIT)  # the engine reads at most MAX_LIMIT at once
             self.post_message(RefreshRequested())
 
     @on(DataTable.RowSelected, "#jobs-table")
