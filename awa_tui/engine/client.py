@@ -20,6 +20,7 @@ from awa_tui.engine.ledger import retention, trail, verdicts
 from awa_tui.engine.ledger import why as ledger_why
 from awa_tui.engine.ledger.models import (
     AuditPage,
+    JobChange,
     JobDetail,
     JobsPage,
     JobSummary,
@@ -588,10 +589,10 @@ class Client:
         return self._read(trail.search_audit, operator=operator, action=action, target=target, since=since,
                           until=until, limit=limit, before_id=before_id, where=where, now=now)
 
-    def retry_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
         return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)
 
-    def cancel_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
         return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
 
     def prune_finished_jobs(self) -> PruneResult:

@@ -10,9 +10,9 @@ raises an `AwaError` with a one-line message when refused.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from awa_tui.engine.ledger.models import AuditPage, JobDetail, JobsPage, LedgerView
+from awa_tui.engine.ledger.models import AuditPage, JobChange, JobDetail, JobsPage, LedgerView
 from awa_tui.engine.models import (
     AuditEntry,
     OwnerChange,
@@ -119,6 +119,6 @@ class ConsoleBackend(Protocol):
 
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained: ...
 
-    def retry_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]: ...
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...
 
-    def cancel_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]: ...
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...

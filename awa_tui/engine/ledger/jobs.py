@@ -16,6 +16,7 @@ from awa_tui.engine.ledger.models import (
     JOB_STATES,
     WAITING_STATES,
     Attempt,
+    JobChange,
     JobDetail,
     JobsPage,
     JobSummary,
@@ -201,7 +202,7 @@ def _lock_job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
     return row
 
 
-def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict[str, Any]:
+def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobChange:
     """Run a failed, discarded or cancelled job again, now (one more attempt). Audited."""
     operator = check_operator(operator)
     with conn.transaction():
@@ -219,10 +220,10 @@ def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict
         assert after is not None
         record_event(conn, "job_retry", f"job:{job_id}", {"state": before["state"]}, {"state": "available"},
                      {"schedule": before["schedule"], "queue": before["queue"]})
-    return after
+    return JobChange(**after)
 
 
-def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict[str, Any]:
+def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobChange:
     """Cancel a waiting job (available or retryable). A running job is refused: stopping
     work in flight is not something a row update can do. Audited."""
     operator = check_operator(operator)
@@ -243,4 +244,4 @@ def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dic
         assert after is not None
         record_event(conn, "job_cancel", f"job:{job_id}", {"state": before["state"]}, {"state": "cancelled"},
                      {"schedule": before["schedule"], "queue": before["queue"]})
-    return after
+    return JobChange(**after)

@@ -99,6 +99,18 @@ class JobDetail(Record):
 
 
 @dataclass(frozen=True)
+class JobChange(Record):
+    """A job after an operator's retry or cancel."""
+
+    id: int
+    state: str
+    attempt: int
+    max_attempts: int
+    queue: str
+    schedule: str | None
+
+
+@dataclass(frozen=True)
 class LastResult(Record):
     schedule: str
     result: str  # ok, failed, running, waiting, cancelled, none
