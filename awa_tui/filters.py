@@ -22,10 +22,13 @@ as a parameter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.health.models import HEALTHS
+from awa_tui.engine.ledger.models import JOB_STATES
+from awa_tui.instants import parse_point
 
 TermKind = Literal["text", "field", "flag"]
 
@@ -48,7 +51,7 @@ class PanelGrammar:
 
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
-        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
+        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result"),
         flags=("active", "paused", "retired", "broken", "late", "unowned", "finished", "overridden"),
         states=("active", "paused", "retired", "broken", "finished"),
         substring_fields=("name", "kind"),
@@ -58,8 +61,20 @@ GRAMMARS: dict[str, PanelGrammar] = {
     "runtimes": PanelGrammar(fields=("host", "role", "owner"), flags=("leader", "stale"),
                              substring_fields=("host",)),
     "queues": PanelGrammar(fields=("name", "state"), flags=("paused",), states=("active", "paused")),
-    "audit": PanelGrammar(fields=("operator", "action", "target"), substring_fields=("target",)),
+    "audit": PanelGrammar(fields=("operator", "action", "target", "since", "until"), substring_fields=("target",)),
+    "jobs": PanelGrammar(
+        fields=("schedule", "queue", "state", "result", "kind"),
+        flags=("failed", "manual"),
+        states=JOB_STATES,
+        substring_fields=("kind",),
+    ),
 }
+
+# The values `result:` takes (a job's state in the last-result vocabulary; a schedule's
+# last result is also `none`: no job yet).
+JOB_RESULTS = ("ok", "failed", "running", "waiting", "cancelled")
+# Fields whose value is a point in time: a duration ago (2h) or an ISO-8601 instant.
+TIME_FIELDS = ("since", "until")
 
 ALL_FLAGS = frozenset(flag for grammar in GRAMMARS.values() for flag in grammar.flags)
 
@@ -200,4 +215,16 @@ def _field_term(grammar: PanelGrammar, panel: str, field: str, value: str, negat
         if value.lower() not in allowed:
             raise FilterError(f"filter: {field}: unknown value {value!r}; values are {', '.join(allowed)}")
         value = value.lower()
+    if field == "result":
+        results = JOB_RESULTS + (("none",) if panel == "schedules" else ())
+        if value.lower() not in results:
+            raise FilterError(f"filter: result: unknown result {value!r}; results are {', '.join(results)}")
+        value = value.lower()
+    if field in TIME_FIELDS:
+        if negated:
+            raise FilterError(f"filter: {field}: cannot be negated (use the other end of the range)")
+        try:  # the format only: the instant is taken at the reader's `now`
+            parse_point(value, f"filter: {field}", datetime.now(UTC))
+        except ValidationError as exc:
+            raise FilterError(str(exc)) from None
     return Term("field", field, value, negated)

@@ -153,6 +153,7 @@ CLIENT_READS = (
     "leadership", "schedule_page", "schedule_detail", "list_audit", "list_owners", "plan", "resume_preview",
     "pause", "resume", "trigger", "remove", "adopt", "transfer", "retire", "restore", "retire_owner",
     "restore_owner", "queue_pause", "queue_resume", "queue_drain",
+    "jobs_page", "job_detail", "ledger_view", "search_audit", "retry_job", "cancel_job",
 )
 
 

@@ -28,10 +28,12 @@ from awa_tui.cli.common import (
 )
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
+from awa_tui.cli.timeargs import parse_duration as parse_retention
 from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
+from awa_tui.engine.ledger.retention import MAX_KEEP
 from awa_tui.engine.ownership.manifest import check_owner
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger
@@ -72,6 +74,11 @@ def run(
         "(30s, 10m, 2h or seconds; default 10m). Only with --authoritative."))] = None,
     metrics_addr: MetricsAddrOpt = None,
     metrics_schedules: ScheduleSeriesOpt = DEFAULT_SCHEDULE_SERIES,
+    job_retention: Annotated[str | None, typer.Option("--job-retention", metavar="DURATION", help=(
+        "While leading, prune finished jobs (completed, discarded, cancelled) finished longer ago than this "
+        "(90s, 12h, 14d; default 14d); each schedule's last --job-keep jobs are always kept."))] = None,
+    job_keep: Annotated[int | None, typer.Option("--job-keep", metavar="N", help=(
+        "Finished jobs kept per schedule whatever their age, for its history (default 50; 0 keeps none)."))] = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     # Names, kinds and errors in log lines come from the database: one escaped line each,
@@ -84,6 +91,7 @@ def run(
         if not demo and not app_ref:
             fail("nothing to run: pass --demo or --app module:attribute")
         ownership = _ownership(owner, authoritative, retire_grace)  # refused before any database is touched
+        ownership.update(_retention(job_retention, job_keep))
         log = printable_logger("awa_tui")
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
@@ -119,6 +127,18 @@ def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None)
     if retire_grace is not None:
         ownership["retire_grace"] = parse_duration("--retire-grace", retire_grace)
     return ownership
+
+
+def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any]:
+    """The Client's retention arguments (the leader's housekeeping, S40), refused in one line."""
+    retention: dict[str, Any] = {}
+    if job_retention is not None:
+        retention["job_retention"] = parse_retention(job_retention, "--job-retention")
+    if job_keep is not None:
+        if not 0 <= job_keep <= MAX_KEEP:
+            fail(f"--job-keep: expected 0..{MAX_KEEP} jobs per schedule, got {job_keep}")
+        retention["job_keep"] = job_keep
+    return retention
 
 
 @app.command()

@@ -4,7 +4,7 @@ reset (issue 16)."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated
 
 import typer
@@ -28,6 +28,7 @@ from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.engine.models import AnySchedule
 from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.filters import parse
+from awa_tui.instants import parse_instant as _parse_instant
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
@@ -93,24 +94,6 @@ DST_MARKS = {
     "gap": "DST gap: this wall time does not exist; fires at the end of the gap",
     "fold": "DST fold: this wall time occurs twice; fires at the first occurrence only",
 }
-
-
-def _parse_instant(text: str, option: str = "--after") -> datetime:
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"{option}: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
-        ) from None
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)  # a bare time is UTC
-    try:
-        value.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00:00+05:00 is in year 0 in UTC
-        raise ValidationError(
-            f"{option}: {text!r} is outside the calendar in UTC (0001-01-01 to 9999-12-31)"
-        ) from None
-    return value
 
 
 def _stamp(value: datetime, pattern: str) -> str:

@@ -85,7 +85,7 @@ def jobs_retry(job_id: JobArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
     """Run a failed, discarded or cancelled job again now (audited)."""
     with errors_as_lines():
         row = make_client(dsn, operator).retry_job(job_id)
-        emit(row, as_json, lambda: say(f"retried job {job_id}: waiting to run (attempt {row['attempt'] + 1} next)"))
+        emit(row, as_json, lambda: say(f"retried job {job_id}: waiting to run (attempt {row.attempt + 1} next)"))
 
 
 @jobs_app.command("cancel")

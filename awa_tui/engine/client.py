@@ -26,7 +26,18 @@ from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
 from awa_tui.engine.ledger import jobs as ledger_jobs
 from awa_tui.engine.ledger import retention, trail, verdicts
 from awa_tui.engine.ledger import why as ledger_why
-from awa_tui.engine.ledger.models import AuditPage, JobDetail, JobSummary, LastResult, PruneResult, Verdict, Why
+from awa_tui.engine.ledger.models import (
+    AuditPage,
+    JobChange,
+    JobDetail,
+    JobsPage,
+    JobSummary,
+    LastResult,
+    LedgerView,
+    PruneResult,
+    Verdict,
+    Why,
+)
 from awa_tui.engine.models import (
     AuditEntry,
     Fire,
@@ -609,6 +620,10 @@ class Client:
         return self._read(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
                           limit=limit)
 
+    def jobs_page(self, where: Filter | None = None, *, limit: int = 200, now: datetime | None = None) -> JobsPage:
+        """The console's jobs panel: the newest `limit` jobs matching a jobs filter."""
+        return self._read(ledger_jobs.jobs_page, where, limit=limit, now=now)
+
     def job_detail(self, job_id: int) -> JobDetail:
         """One job with every failed attempt (error, traceback tail, timing, runtime)."""
         return self._read(ledger_jobs.job_detail, job_id)
@@ -633,16 +648,22 @@ class Client:
         """One paragraph on the last due instant (or the one at or before `at`)."""
         return self._read(ledger_why.why, name, at=at, now=now)
 
+    def ledger_view(self, name: str, *, at: datetime | None = None, limit: int = 50,
+                    now: datetime | None = None) -> LedgerView:
+        """The console's schedule detail: the last `limit` verdicts and the `why` of `at`."""
+        return self._read(ledger_why.ledger_view, name, at=at, limit=limit, now=now)
+
     def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
                      since: datetime | None = None, until: datetime | None = None, limit: int = 50,
-                     before_id: int | None = None) -> AuditPage:
+                     before_id: int | None = None, where: Filter | None = None,
+                     now: datetime | None = None) -> AuditPage:
         return self._read(trail.search_audit, operator=operator, action=action, target=target, since=since,
-                          until=until, limit=limit, before_id=before_id)
+                          until=until, limit=limit, before_id=before_id, where=where, now=now)
 
-    def retry_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
         return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)
 
-    def cancel_job(self, job_id: int, *, operator: str | None = None) -> dict[str, Any]:
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
         return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
 
     def prune_finished_jobs(self) -> PruneResult:

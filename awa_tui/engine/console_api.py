@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
+from awa_tui.engine.ledger.models import AuditPage, JobChange, JobDetail, JobsPage, LedgerView
 from awa_tui.engine.models import (
     AuditEntry,
     OwnerChange,
@@ -30,6 +31,7 @@ from awa_tui.engine.models import (
 )
 from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.filters import Filter
 
 
 @runtime_checkable
@@ -72,6 +74,19 @@ class ConsoleBackend(Protocol):
 
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]: ...
 
+    # The fire ledger (issue 13): jobs, one job, a schedule's verdicts, audit search.
+    def jobs_page(self, where: Filter | None = None, *, limit: int = 200, now: datetime | None = None) -> JobsPage: ...
+
+    def job_detail(self, job_id: int) -> JobDetail: ...
+
+    def ledger_view(self, name: str, *, at: datetime | None = None, limit: int = 50,
+                    now: datetime | None = None) -> LedgerView: ...
+
+    def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
+                     since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+                     before_id: int | None = None, where: Filter | None = None,
+                     now: datetime | None = None) -> AuditPage: ...
+
     # --- operator actions (the writer thread) ----------------------------------------------
 
     def pause(self, name: str, *, operator: str | None = None) -> ScheduleState: ...
@@ -113,3 +128,7 @@ class ConsoleBackend(Protocol):
     def queue_resume(self, queue: str, *, operator: str | None = None) -> QueueState: ...
 
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained: ...
+
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...
+
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...

@@ -2,7 +2,8 @@
 
 Every SQL fragment here is fixed text chosen by the term's field or flag, which the
 parser has already checked against the grammar; the user's values only ever travel as
-parameters. The condition reads the `awa.cron_jobs` row as `c`.
+parameters. The schedules condition reads the `awa.cron_jobs` row as `c`; jobs' reads `awa.jobs` as
+`j`, the audit trail's `awa.audit_log` as `a`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.schedule import POLICIES
-from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, Filter, PanelGrammar, Term
+from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, TIME_FIELDS, Filter, PanelGrammar, Term
+from awa_tui.instants import parse_point
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,10 @@ _COLUMNS = {
     # S42: the health the leader last recorded (no row yet: ok).
     "health": "coalesce((SELECT hh.health FROM awa.cron_health hh WHERE hh.name = c.name), 'ok') ILIKE {p}",
 }
+# `result:` on schedules: the state of the schedule's latest job (manual ones too).
+_LAST_STATE = ("(SELECT jr.state FROM awa.jobs jr WHERE jr.metadata ? 'cron_name' "
+               "AND jr.metadata ->> 'cron_name' = c.name "
+               "ORDER BY jr.metadata ->> 'cron_name' DESC, jr.id DESC LIMIT 1)")
 # Free text matches what the plain `/` filter always matched (views._FILTER).
 _TEXT = "(c.name ILIKE {p} OR c.kind ILIKE {p} OR c.queue ILIKE {p} OR c.owner ILIKE {p})"
 
@@ -99,29 +105,109 @@ def _term_sql(term: Term, placeholder: str) -> str:
         return _FLAGS[term.name]
     if term.name == "state":
         return _FLAGS[term.value]
+    if term.name == "result":
+        return f"{_LAST_STATE} IS NULL" if term.value == "none" else \
+            _JOB_RESULTS[term.value].replace("j.state", _LAST_STATE)
     return _COLUMNS[term.name].format(p=placeholder)
 
 
 def schedule_condition(conn: psycopg.Connection[Any], flt: Filter | None, now: datetime | None) -> Condition:
     """The WHERE condition of `flt` (a schedules filter) at `now` (for `late`; DB time
     when None)."""
+    grammar = GRAMMARS["schedules"]
+    condition = _compiled(flt, "schedules", _term_sql, lambda term: like_pattern(term, grammar))
+    params = dict(condition.params)
+    if "flt_bad_exprs" in condition.sql:
+        params.update(_bad_values(conn))
+    if "flt_late_before" in condition.sql:
+        params["flt_late_before"] = (now or db_now(conn)) - timedelta(seconds=LATE_AFTER_SECONDS)
+    return Condition(condition.sql, params)
+
+
+# --- jobs and the audit trail: the same grammar over `awa.jobs j` and `awa.audit_log a` -----
+
+_JOB_CRON_NAME = "(j.metadata ->> 'cron_name')"
+_JOB_FIELDS = {
+    "schedule": f"{_JOB_CRON_NAME} ILIKE {{p}}",
+    "queue": "j.queue ILIKE {p}",
+    "kind": "j.kind ILIKE {p}",
+}
+_JOB_TEXT = f"({_JOB_CRON_NAME} ILIKE {{p}} OR j.kind ILIKE {{p}} OR j.queue ILIKE {{p}})"
+# The last-result vocabulary (ledger/models.job_result) as the states it stands for.
+_JOB_RESULTS = {
+    "ok": "j.state = 'completed'",
+    "failed": "j.state IN ('retryable', 'discarded')",
+    "running": "j.state = 'running'",
+    "waiting": "j.state = 'available'",
+    "cancelled": "j.state = 'cancelled'",
+}
+_JOB_FLAGS = {
+    "failed": _JOB_RESULTS["failed"],
+    "manual": "coalesce(j.metadata ->> 'triggered_manually' = 'true', false)",
+}
+
+_AUDIT_FIELDS = {
+    "operator": "a.operator ILIKE {p}",
+    "action": "a.action ILIKE {p}",
+    "target": "a.target ILIKE {p}",
+    "since": "a.at >= {p}",
+    "until": "a.at <= {p}",
+}
+_AUDIT_TEXT = "a.target ILIKE {p}"
+
+
+def _compiled(flt: Filter | None, panel: str, term_sql: Any, value: Any) -> Condition:
+    """AND of the terms: `term_sql(term, placeholder)` is fixed SQL chosen by the term,
+    `value(term)` the parameter it names (None: it names none)."""
     if not flt:
         return Condition()
-    if flt.panel != "schedules":
-        raise ValidationError(f"filter: a {flt.panel} filter cannot select schedules")
-    grammar = GRAMMARS["schedules"]
+    if flt.panel != panel:
+        raise ValidationError(f"filter: a {flt.panel} filter cannot select {panel}")
     parts: list[str] = []
     params: dict[str, Any] = {}
     for index, term in enumerate(flt.terms):
         key = f"flt_{index}"
-        sql = _term_sql(term, f"%({key})s")
+        sql = term_sql(term, f"%({key})s")
         if f"%({key})s" in sql:
-            params[key] = like_pattern(term, grammar)
-        # NULL (an unowned row's owner) is "does not match": negation must not drop it too.
+            params[key] = value(term)
         parts.append(f"NOT coalesce(({sql}), false)" if term.negated else f"coalesce(({sql}), false)")
-    joined = " AND ".join(parts)
-    if "flt_bad_exprs" in joined:
-        params.update(_bad_values(conn))
-    if "flt_late_before" in joined:
-        params["flt_late_before"] = (now or db_now(conn)) - timedelta(seconds=LATE_AFTER_SECONDS)
-    return Condition(f"({joined})", params)
+    return Condition(f"({' AND '.join(parts)})", params)
+
+
+def job_condition(flt: Filter | None) -> Condition:
+    """The WHERE condition of a jobs filter over `awa.jobs j`."""
+    grammar = GRAMMARS["jobs"]
+
+    def term_sql(term: Term, p: str) -> str:
+        if term.kind == "text":
+            return _JOB_TEXT.format(p=p)
+        if term.kind == "flag":
+            return _JOB_FLAGS[term.name]
+        if term.name == "state":
+            return f"j.state = {p}"
+        if term.name == "result":
+            return _JOB_RESULTS[term.value]
+        return _JOB_FIELDS[term.name].format(p=p)
+
+    def value(term: Term) -> Any:
+        return term.value if term.name == "state" else like_pattern(term, grammar)
+
+    return _compiled(flt, "jobs", term_sql, value)
+
+
+def audit_condition(flt: Filter | None, now: datetime) -> Condition:
+    """The WHERE condition of an audit filter over `awa.audit_log a`; `since:2h` counts
+    back from `now`."""
+    grammar = GRAMMARS["audit"]
+
+    def term_sql(term: Term, p: str) -> str:
+        if term.kind == "text":
+            return _AUDIT_TEXT.format(p=p)
+        return _AUDIT_FIELDS[term.name].format(p=p)
+
+    def value(term: Term) -> Any:
+        if term.name in TIME_FIELDS:
+            return parse_point(term.value, f"filter: {term.name}", now)
+        return like_pattern(term, grammar)
+
+    return _compiled(flt, "audit", term_sql, value)

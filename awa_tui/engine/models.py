@@ -104,6 +104,11 @@ class SchedulePageRow(ScheduleRow):
     health: str | None = field(default=None, kw_only=True)
     health_since: datetime | None = field(default=None, kw_only=True)
     health_reason: str | None = field(default=None, kw_only=True)
+    # The ledger's columns (issue 13), read with the page (views.SCHEDULE_PAGE_SQL):
+    last_result: str = "none"  # its latest job (manual too): ok, failed, running, waiting, cancelled, none
+    last_error: str | None = None  # that job's latest error, when it failed
+    fails_24h: int = 0  # its jobs created in the last 24 h whose latest attempt failed
+    outcomes: tuple[str, ...] = ()  # the states of its latest jobs (views.OUTCOME_STRIP), oldest first
 
 
 # Anything an operator action on a schedule can be chosen from (a panel row, the detail).

@@ -16,6 +16,7 @@ from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.models import UNHEALTHY
+from awa_tui.engine.ledger.models import job_result
 from awa_tui.engine.models import (
     Attention,
     AuditEntry,
@@ -278,7 +279,14 @@ SCHEDULE_SORTS = {
     "owner": "c.owner",
     # S42: worst first (broken, failing, missed, late), then the rest.
     "health": HEALTH_RANK_SQL,
+    # The ledger's columns (issue 13): failed first, then running, waiting, ok, cancelled, none.
+    "result": "(CASE o.last_state WHEN 'retryable' THEN 0 WHEN 'discarded' THEN 0 WHEN 'running' THEN 1 "
+              "WHEN 'available' THEN 2 WHEN 'completed' THEN 3 WHEN 'cancelled' THEN 4 ELSE 5 END)",
+    "fails": "coalesce(f.n, 0)",
 }
+
+# How many of a schedule's latest jobs the outcome strip shows.
+OUTCOME_STRIP = 20
 
 _FILTER = (
     "(%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s "
@@ -296,6 +304,12 @@ FROM awa.cron_jobs c
 # The page is cut server-side (filter, sort, limit) so 100k schedules never cross the wire
 # at once; the last fire's job is probed per row of the page only (jobs_cron_name_idx).
 SCHEDULE_PAGE_SQL = f"""
+WITH fails AS (  -- failed jobs of the last 24 h: few, found through jobs_state_queue_idx
+    SELECT jf.metadata ->> 'cron_name' AS name, count(*) AS n FROM awa.jobs jf
+    WHERE jf.state IN ('retryable', 'discarded') AND jf.metadata ? 'cron_name'
+      AND jf.created_at >= %(fails_since)s
+    GROUP BY 1
+)
 SELECT {SCHEDULE_COLUMNS},
        coalesce(q.paused, false) AS queue_paused, q.paused_by AS queue_paused_by,
        q.paused_at AS queue_paused_at,
@@ -303,10 +317,22 @@ SELECT {SCHEDULE_COLUMNS},
        j.state AS last_job_state,
        {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness,
        coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS health_since,
-       h.reason AS health_reason
+       h.reason AS health_reason,
+       o.last_state, o.last_error, coalesce(o.outcomes, ARRAY[]::text[]) AS outcomes, coalesce(f.n, 0) AS fails_24h
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 LEFT JOIN awa.cron_health h ON h.name = c.name
+LEFT JOIN fails f ON f.name = c.name
+LEFT JOIN LATERAL (  -- the latest jobs (manual ones too), one index walk per row of the page
+    SELECT array_agg(r.state ORDER BY r.id) AS outcomes,
+           (array_agg(r.state ORDER BY r.id DESC))[1] AS last_state,
+           (array_agg(r.error ORDER BY r.id DESC))[1] AS last_error
+    FROM (SELECT jo.id, jo.state,
+                 CASE WHEN jsonb_typeof(jo.errors) = 'array' THEN jo.errors -> -1 ->> 'error' END AS error
+          FROM awa.jobs jo
+          WHERE jo.metadata ? 'cron_name' AND jo.metadata ->> 'cron_name' = c.name
+          ORDER BY jo.metadata ->> 'cron_name' DESC, jo.id DESC LIMIT %(strip)s) r
+) o ON true
 LEFT JOIN LATERAL (
     SELECT jb.state, jb.created_at, jb.metadata FROM awa.jobs jb
     WHERE jb.metadata ? 'cron_name' AND jb.metadata ->> 'cron_name' = c.name
@@ -357,7 +383,8 @@ def schedule_page(
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
     now = now or db_time(conn)
     condition = schedule_condition(conn, where, now)
-    params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params}
+    params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params,
+              "fails_since": now - timedelta(hours=24), "strip": OUTCOME_STRIP}
     counts = conn.execute(SCHEDULE_COUNTS_SQL.format(condition=condition.sql), params).fetchone()
     sql = SCHEDULE_PAGE_SQL.format(
         filter=f"{_FILTER} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
@@ -368,6 +395,10 @@ def schedule_page(
     for row in rows:
         row["fault"] = row_fault(row)
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
+        last_state = row.pop("last_state")
+        row["last_result"] = "none" if last_state is None else job_result(last_state)
+        row["last_error"] = row["last_error"] if row["last_result"] == "failed" else None
+        row["outcomes"] = tuple(row["outcomes"])
         page.append(SchedulePageRow(**row))
     assert counts is not None  # an aggregate without GROUP BY always returns its row
     return SchedulePage(now=now, rows=page, **counts, **_unhealthy_summary(conn))

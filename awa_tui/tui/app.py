@@ -34,6 +34,10 @@ from awa_tui.tui.messages import (
     DetailDataRequested,
     DetailRequested,
     InfoRequested,
+    JobDataRequested,
+    JobDetailRequested,
+    JobsFilterRequested,
+    LedgerDataRequested,
     MutationKeyPressed,
     OperationRequested,
     OverrideFormRequested,
@@ -44,14 +48,16 @@ from awa_tui.tui.messages import (
     SortMenuRequested,
 )
 from awa_tui.tui.operations import Operation
+from awa_tui.tui.panels.jobs import JobsPanel
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
-from awa_tui.tui.screens.detail import DetailScreen
+from awa_tui.tui.screens.detail import LEDGER_SIZE, DetailScreen
 from awa_tui.tui.screens.help import HelpScreen
 from awa_tui.tui.screens.info import InfoScreen
+from awa_tui.tui.screens.job_detail import JobDetailScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.screens.override import OverrideScreen
@@ -442,8 +448,30 @@ class ConsoleApp(App[None]):
         self.reader.submit(lambda: client.schedule_detail(name, now=clock() if clock else None), message.show)
 
     def on_audit_data_requested(self, message: AuditDataRequested) -> None:
-        client = self.client
-        self.reader.submit(lambda: client.list_audit(limit=200), message.show)
+        clock, client, m = self.config.clock, self.client, message
+        self.reader.submit(lambda: client.search_audit(where=m.where, before_id=m.before_id, limit=m.limit,
+                                                       now=clock() if clock else None), m.show)
+
+    def on_ledger_data_requested(self, message: LedgerDataRequested) -> None:
+        clock, client, m = self.config.clock, self.client, message
+        self.reader.submit(lambda: client.ledger_view(m.name, at=m.at, limit=LEDGER_SIZE,
+                                                      now=clock() if clock else None), m.show)
+
+    def on_job_detail_requested(self, message: JobDetailRequested) -> None:
+        self.push_screen(JobDetailScreen(message.job_id, self.poller.interval))
+
+    def on_job_data_requested(self, message: JobDataRequested) -> None:
+        client, job_id = self.client, message.job_id
+        self.reader.submit(lambda: client.job_detail(job_id), message.show)
+
+    def on_jobs_filter_requested(self, message: JobsFilterRequested) -> None:
+        """v on a schedule: its jobs, on the jobs panel (from a detail screen too: back to the panels)."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        panel = self.main.panel("jobs")
+        assert isinstance(panel, JobsPanel)
+        panel.apply_filter(message.text)
+        self.action_show_panel("jobs")
 
     def on_owners_seen(self, message: OwnersSeen) -> None:
         self.remember_owners(message.owners)

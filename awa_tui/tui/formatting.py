@@ -115,3 +115,27 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
     text = Text(word, style=style)
     text.append(f" by {by} {'at' if row.state == 'retired' else 'since'} {utc(at)} ({relative(at, now)})")
     return text
+
+
+# A job's state as one character of an outcome strip: readable without colour.
+OUTCOME_GLYPHS = {"completed": ".", "retryable": "r", "discarded": "x", "running": ">", "available": "w",
+                  "cancelled": "c"}
+OUTCOME_LEGEND = ".ok x failed r retrying >running w waiting c cancelled"
+RESULT_STYLES = {"failed": "bold red", "running": "cyan", "waiting": "yellow"}
+
+
+def outcome_strip(states: tuple[str, ...]) -> str:
+    """The latest jobs' states, oldest first, one character each ('?' for a state the
+    console does not know: a hand-written row)."""
+    return "".join(OUTCOME_GLYPHS.get(s, "?") for s in states)
+
+
+def result_text(result: str) -> Text:
+    """A last result as a word: FAILED in capitals (a word, not a colour alone)."""
+    word = "FAILED" if result == "failed" else result
+    return Text(word, style=RESULT_STYLES.get(result, ""), no_wrap=True, overflow="ellipsis", end="")
+
+
+def seconds_text(seconds: float | None) -> str:
+    """A duration held as seconds (a job's lateness or run time), like `lateness`."""
+    return "-" if seconds is None else lateness(timedelta(seconds=seconds))

@@ -4,7 +4,7 @@ docs/keys.md are all derived from it (tests/tui/test_keymap.py checks the doc), 
 key is one new row here.
 
 `scope` is where a key works: "app" (everywhere on the panels), a panel id, "table" (any
-list: every panel and the audit log), "detail", "audit", "plan-detail", "dialog",
+list: every panel and the audit log), "detail", "job" (the job detail), "audit", "plan-detail", "dialog",
 "palette", "mouse". Rows with `bound=False` document keys another widget owns (Textual's
 arrows, palette and mouse); they are listed, never bound.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PANELS = ("schedules", "owners", "runtimes", "plan", "queues")
+PANELS = ("schedules", "owners", "runtimes", "plan", "queues", "jobs")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class Act:
 
 
 KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
-              "plus": "+", "minus": "-", "asterisk": "*", "space": "space"}
+              "plus": "+", "minus": "-", "asterisk": "*", "space": "space",
+              "left_square_bracket": "[", "right_square_bracket": "]"}
 
 ACTS: tuple[Act, ...] = (
     # Everywhere.
@@ -59,7 +60,8 @@ ACTS: tuple[Act, ...] = (
     Act("table", "j,down", "cursor_down", "down", "next row", footer=False),
     Act("table", "k,up", "cursor_up", "up", "previous row", footer=False),
     Act("table", "g,home", "first_row", "first", "first row", footer=False),
-    Act("table", "G,end", "last_row", "last", "last row (on schedules, loads the next page)", footer=False),
+    Act("table", "G,end", "last_row", "last", "last row (on schedules, jobs and the audit log, loads the next page)",
+        footer=False),
     Act("table", "pageup", "page_up", "page up", "one screen up", footer=False),
     Act("table", "pagedown", "page_down", "page down", "one screen down", footer=False),
     Act("table", "left,right", "", "", "scroll the columns sideways (the first column stays)", footer=False,
@@ -70,7 +72,7 @@ ACTS: tuple[Act, ...] = (
     Act("panel", "o", "sort_menu", "sort", "sort menu: any column (or click its header; again: reversed)",
         footer=False),
     Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
-    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id)",
+    Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id, job id)",
         footer=False),
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
@@ -86,6 +88,8 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "asterisk,ctrl+a", "select_all", "select all", "select every listed (filtered) schedule",
         footer=False, palette="schedule: select all listed"),
     Act("schedules", "escape", "", "", "clear the selection; again, clear the filter", bound=False),
+    Act("schedules", "v", "show_jobs", "jobs", "the schedule's jobs (the jobs panel, filter schedule:NAME)",
+        footer=False, palette="schedule: show its jobs"),
     Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
         mutation=True, palette="schedule: pause / resume"),
     Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
@@ -123,6 +127,18 @@ ACTS: tuple[Act, ...] = (
         footer=False, palette="queue: show its schedules"),
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
         mutation=True, palette="queue: pause / resume"),
+    # Jobs panel.
+    Act("jobs", "enter", "details", "detail", "the job in full: each attempt's error and traceback, args, metadata",
+        footer=False, palette="job: details"),
+    Act("jobs", "slash", "filter", "filter",
+        "filter: schedule:X queue:Q state:running result:failed kind:K failed manual (esc clears)",
+        palette="job: filter"),
+    Act("jobs", "v", "show_schedule", "schedule", "the job's schedule (its detail screen)",
+        palette="job: show its schedule"),
+    Act("jobs", "t", "retry", "retry", "retry the selected job now (a failed, discarded or cancelled one)",
+        mutation=True, palette="job: retry"),
+    Act("jobs", "x", "cancel_job", "cancel", "cancel the selected job (waiting jobs only; a running one is refused)",
+        mutation=True, palette="job: cancel"),
     # Schedule detail screen.
     Act("detail", "escape", "close", "back", "back to the panels"),
     Act("detail", "q", "close", "back", "back to the panels", footer=False),
@@ -139,8 +155,23 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
     Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
+    Act("detail", "v", "show_jobs", "jobs", "this schedule's jobs (the jobs panel, filter schedule:NAME)"),
+    Act("detail", "left_square_bracket", "older_instant", "older", "why: the previous (older) due instant of the "
+        "ledger", footer=False),
+    Act("detail", "right_square_bracket", "newer_instant", "newer", "why: the next (newer) due instant of the ledger",
+        footer=False),
+    # Job detail screen.
+    Act("job", "escape", "close", "back", "back to where it was opened from"),
+    Act("job", "q", "close", "back", "back", footer=False),
+    Act("job", "v", "show_schedule", "schedule", "its schedule's detail screen"),
+    Act("job", "t", "retry", "retry", "retry this job now (a failed, discarded or cancelled one)", mutation=True),
+    Act("job", "x", "cancel_job", "cancel", "cancel this job (waiting only)", mutation=True),
+    Act("job", "c", "copy", "copy", "copy the job's id", footer=False),
+    Act("job", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
     # Audit log screen.
-    Act("audit", "slash", "filter", "filter", "filter: operator:X action:pause target:NAME (esc clears)"),
+    Act("audit", "slash", "filter", "filter",
+        "filter: operator:X action:pause target:NAME since:2h until:2025-03-08T12:00Z, every row searched "
+        "(esc clears)"),
     Act("audit", "escape", "back", "back", "back to the panels (first clears the filter)"),
     Act("audit", "q", "close", "back", "back to the panels", footer=False),
     Act("audit", "r", "reload", "reload", "reload the audit log"),
@@ -174,7 +205,9 @@ SCOPES = (
     ("runtimes", "Runtimes panel"),
     ("plan", "Plan panel"),
     ("queues", "Queues panel"),
+    ("jobs", "Jobs panel"),
     ("detail", "Schedule detail"),
+    ("job", "Job detail"),
     ("audit", "Audit log"),
     ("info", "Pages"),
     ("help", "Help"),
@@ -189,10 +222,11 @@ def markdown() -> str:
     titles = dict(SCOPES)
     lines = ["| where | keys | does |", "|---|---|---|"]
     for act in sorted(ACTS, key=lambda a: [s for s, _ in SCOPES].index(a.scope)):
-        keys = "1-5" if act.action.startswith("show_panel") else act.key_label
+        panels = f"1-{len(PANELS)}"
+        keys = panels if act.action.startswith("show_panel") else act.key_label
         if act.action.startswith("show_panel") and act.key != "1":
             continue
-        does = "panels: " + ", ".join(PANELS) if keys == "1-5" else act.help
+        does = "panels: " + ", ".join(PANELS) if keys == panels else act.help
         flag = " (not in read-only mode)" if act.mutation else ""
         lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
     return "\n".join(lines) + "\n"

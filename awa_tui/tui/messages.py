@@ -10,6 +10,7 @@ screen alike.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
@@ -20,6 +21,7 @@ from textual.widgets import Static
 
 from awa_tui.engine.models import AnySchedule
 from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.filters import Filter
 from awa_tui.printable import printable
 from awa_tui.tui import operations
 from awa_tui.tui.operations import NotPossible, Operation
@@ -65,11 +67,52 @@ class DetailDataRequested(Message):
 
 
 class AuditDataRequested(Message):
-    """Read the audit log on the reader thread and pass it to `show`."""
+    """Search the audit log on the reader thread (an audit filter, a page of `limit` entries
+    older than `before_id`) and pass the page to `show`."""
 
-    def __init__(self, show: Show) -> None:
+    def __init__(self, show: Show, where: Filter | None = None, before_id: int | None = None,
+                 limit: int = 200) -> None:
         super().__init__()
         self.show = show
+        self.where = where
+        self.before_id = before_id
+        self.limit = limit
+
+
+class LedgerDataRequested(Message):
+    """Read this schedule's ledger (its last due instants' verdicts) and the `why` of the
+    instant `at` (None: the latest) on the reader thread, and pass them to `show`."""
+
+    def __init__(self, name: str, at: datetime | None, show: Show) -> None:
+        super().__init__()
+        self.name = name
+        self.at = at
+        self.show = show
+
+
+class JobDetailRequested(Message):
+    """Open the detail screen of this job."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__()
+        self.job_id = job_id
+
+
+class JobDataRequested(Message):
+    """Read this job's detail on the reader thread and pass it to `show`."""
+
+    def __init__(self, job_id: int, show: Show) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.show = show
+
+
+class JobsFilterRequested(Message):
+    """Show the jobs panel filtered by this filter text (v on a schedule)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
 
 
 class OwnersSeen(Message):

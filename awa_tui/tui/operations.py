@@ -17,6 +17,7 @@ from typing import Any
 
 from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.errors import Conflict, NotFound
+from awa_tui.engine.ledger.models import WAITING_STATES, JobSummary
 from awa_tui.engine.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
 from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
@@ -391,4 +392,62 @@ def toggle_queue(row: QueueRow) -> Operation:
         ),
         run=_then(lambda client: client.queue_pause(queue), f"paused queue {queue}"),
         **common,
+    )
+
+
+# --- jobs -------------------------------------------------------------------------------
+
+RETRYABLE_STATES = ("retryable", "discarded", "cancelled")
+
+
+def job_state(job: JobSummary | None) -> tuple[Any, ...]:
+    if job is None:
+        return ("gone", None)
+    return (job.state, job.attempt)
+
+
+def _read_job(job_id: int) -> Callable[[ConsoleBackend], Any]:
+    def read(client: ConsoleBackend) -> Any:
+        try:
+            return job_state(client.job_detail(job_id).job)
+        except NotFound:
+            return job_state(None)
+
+    return read
+
+
+def _describe_job(state: tuple[Any, ...]) -> str:
+    kind, attempt = state
+    return "removed (pruned)" if kind == "gone" else f"{kind} after attempt {attempt}"
+
+
+def _job_target(job: JobSummary) -> str:
+    return f"job {job.id} ({job.schedule or job.kind})"
+
+
+def retry_job(job: JobSummary) -> Operation:
+    if job.state not in RETRYABLE_STATES:
+        raise NotPossible(f"job {job.id} is {job.state}: only a failed, discarded or cancelled job can be retried")
+    job_id = job.id
+    return Operation(
+        title="Retry job", verb="Retry", target=_job_target(job),
+        consequence=(f"It waits to run again now, in queue {job.queue}: attempt {job.attempt + 1} "
+                     f"(of at most {job.max_attempts} counted by the worker). Its errors so far are kept."),
+        captured=job_state(job), read_state=_read_job(job_id), describe=_describe_job,
+        run=_then(lambda client: client.retry_job(job_id), f"retried job {job_id}: waiting to run"),
+    )
+
+
+def cancel_job(job: JobSummary) -> Operation:
+    if job.state == "running":
+        raise NotPossible(f"job {job.id} is running: only a waiting job can be cancelled "
+                          "(a running job is stopped by its runtime, not by the database)")
+    if job.state not in WAITING_STATES:
+        raise NotPossible(f"job {job.id} is {job.state}: only a waiting job can be cancelled")
+    job_id = job.id
+    return Operation(
+        title="Cancel job", verb="Cancel job", target=_job_target(job),
+        consequence="It will not run: it is marked cancelled (a retry can bring it back). The schedule keeps firing.",
+        captured=job_state(job), read_state=_read_job(job_id), describe=_describe_job,
+        run=_then(lambda client: client.cancel_job(job_id), f"cancelled job {job_id}"),
     )

@@ -68,20 +68,21 @@ def test_each_panel_has_its_own_fields() -> None:
     # `late` is a schedules flag only: elsewhere it is a word.
     assert parse("late", "queues").terms == (Term("text", "", "late"),)
     assert {panel: g.fields for panel, g in GRAMMARS.items()} == {
-        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
+        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result"),
         "owners": ("name", "state"),
         "runtimes": ("host", "role", "owner"),
         "queues": ("name", "state"),
-        "audit": ("operator", "action", "target"),
+        "audit": ("operator", "action", "target", "since", "until"),
+        "jobs": ("schedule", "queue", "state", "result", "kind"),
     }
 
 
 @pytest.mark.parametrize(("source", "panel", "message"), [
     ("colour:red", "schedules",
      "filter: unknown field 'colour' on schedules; fields are name, owner, state, queue, kind, policy, tz, tag, "
-     "health"),
+     "health, result"),
     ("owner:x -HOST:y", "audit",
-     "filter: unknown field 'owner' on audit; fields are operator, action, target"),
+     "filter: unknown field 'owner' on audit; fields are operator, action, target, since, until"),
     ("-host:a", "queues", "filter: unknown field 'host' on queues; fields are name, state"),
     ("state:sleepy", "schedules", "filter: state: unknown state 'sleepy'; states are active, paused, retired, broken, "
      "finished"),
@@ -91,7 +92,7 @@ def test_each_panel_has_its_own_fields() -> None:
     ('a ""', "schedules", "filter: 'a \"\"' has an empty term"),
     ("x\x1b[2J", "schedules", "filter: control characters are not allowed, got 'x\\x1b[2J'"),
     ("a \udcff", "schedules", "filter: not valid Unicode text: 'a \\udcff'"),
-    ("x", "jobs", "filter: unknown panel 'jobs'; panels are schedules, owners, runtimes, queues, audit"),
+    ("x", "plan", "filter: unknown panel 'plan'; panels are schedules, owners, runtimes, queues, audit, jobs"),
 ])
 def test_bad_input_is_one_line_naming_it(source: str, panel: str, message: str) -> None:
     with pytest.raises(FilterError) as caught:

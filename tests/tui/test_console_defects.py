@@ -139,7 +139,7 @@ async def test_toasts_never_cover_the_summary_line(console_factory, panel, summa
             await pilot.pause()
             summary = app.screen.query_one(summary_id).region
             footer = app.screen.query_one("Footer").region
-            assert summary.height == 2
+            assert summary.height == (3 if summary_id == "#schedules-summary" else 2)  # + last result line
             for toast in toasts:
                 assert toast.region.height > 0
                 assert not toast.region.overlaps(summary), (size, toast.region, summary)
@@ -253,14 +253,19 @@ async def test_narrow_terminals_drop_columns_by_priority_keeping_name_state_next
     app, pilot = console
     table = app.main.panel("schedules").table
     wide = [c.label.plain for c in table.ordered_columns]
-    assert wide[:3] == ["NAME ↑", "STATE", "NEXT FIRE"] and len(wide) > 6  # sorted by name
+    assert wide[:3] == ["NAME ↑", "STATE", "NEXT FIRE"] and len(wide) >= 6  # sorted by name
     await pilot.resize_terminal(80, 24)
     await until(pilot, lambda: len(table.ordered_columns) < len(wide), what="columns dropped")
     narrow = [c.label.plain for c in table.ordered_columns]
     assert narrow[:3] == ["NAME ↑", "STATE", "NEXT FIRE"]
     assert sum(c.get_render_width(table) for c in table.ordered_columns) <= table.size.width
+<<<<<<< HEAD
     # HEALTH (1) stays; LAST FIRE (2), LATE (3) and NEXT (UTC) (4) dropped.
     assert narrow == ["NAME ↑", "STATE", "NEXT FIRE", "HEALTH"]
+=======
+    # FAILS 24h and the outcome strip (2) dropped; LAST RESULT (1) stays.
+    assert narrow == ["NAME ↑", "STATE", "NEXT FIRE", "LAST RESULT"]
+>>>>>>> h13c
     assert table.selected_key == "billing.nightly-invoice"
     await pilot.resize_terminal(120, 36)
     await until(pilot, lambda: [c.label.plain for c in table.ordered_columns] == wide, what="columns back")

@@ -73,6 +73,7 @@ def test_every_request_has_one_handler_and_it_is_the_app() -> None:
     ]
     assert sorted(cls.__name__ for cls in requests) == [
         "AuditDataRequested", "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
+        "JobDataRequested", "JobDetailRequested", "JobsFilterRequested", "LedgerDataRequested",
         "MutationKeyPressed", "OperationRequested", "OverrideFormRequested", "OwnersSeen", "PanelsResumed",
         "RefreshRequested",
         "SchedulesFilterRequested", "SortMenuRequested",

@@ -10,18 +10,22 @@ import psycopg
 from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.filter_sql import job_condition
 from awa_tui.engine.ledger.models import (
     FINISHED_STATES,
     JOB_STATES,
     WAITING_STATES,
     Attempt,
+    JobChange,
     JobDetail,
+    JobsPage,
     JobSummary,
     LastResult,
     job_result,
     stored_instant,
 )
 from awa_tui.engine.ops import check_operator
+from awa_tui.filters import Filter
 
 MAX_LIMIT = 10000
 
@@ -99,6 +103,20 @@ def list_jobs(
         {"schedule": schedule, "queue": queue, "state": state, "since": since, "limit": limit},
     ).fetchall()
     return [summary(r) for r in rows]
+
+
+def jobs_page(conn: psycopg.Connection[Any], where: Filter | None = None, *, limit: int = 200,
+              now: datetime | None = None) -> JobsPage:
+    """The newest `limit` jobs matching a jobs filter (awa_tui/filters.py), newest first:
+    the jobs index walked backwards, stopping at `limit` matches."""
+    check_limit(limit)
+    now = now or db_now(conn)
+    condition = job_condition(where)
+    rows = conn.execute(
+        f"SELECT {JOB_COLUMNS} FROM {JOB_FROM} WHERE {condition.sql} ORDER BY j.id DESC LIMIT %(limit)s",
+        {**condition.params, "limit": limit + 1},  # one more: are there older ones?
+    ).fetchall()
+    return JobsPage(now=now, rows=tuple(summary(r) for r in rows[:limit]), more=len(rows) > limit)
 
 
 def _attempts(errors: Any) -> tuple[Attempt, ...]:
@@ -184,7 +202,7 @@ def _lock_job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
     return row
 
 
-def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict[str, Any]:
+def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobChange:
     """Run a failed, discarded or cancelled job again, now (one more attempt). Audited."""
     operator = check_operator(operator)
     with conn.transaction():
@@ -202,10 +220,10 @@ def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict
         assert after is not None
         record_event(conn, "job_retry", f"job:{job_id}", {"state": before["state"]}, {"state": "available"},
                      {"schedule": before["schedule"], "queue": before["queue"]})
-    return after
+    return JobChange(**after)
 
 
-def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dict[str, Any]:
+def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobChange:
     """Cancel a waiting job (available or retryable). A running job is refused: stopping
     work in flight is not something a row update can do. Audited."""
     operator = check_operator(operator)
@@ -226,4 +244,4 @@ def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> dic
         assert after is not None
         record_event(conn, "job_cancel", f"job:{job_id}", {"state": before["state"]}, {"state": "cancelled"},
                      {"schedule": before["schedule"], "queue": before["queue"]})
-    return after
+    return JobChange(**after)

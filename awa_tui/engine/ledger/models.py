@@ -102,6 +102,18 @@ class JobDetail(Record):
 
 
 @dataclass(frozen=True)
+class JobChange(Record):
+    """A job after an operator's retry or cancel."""
+
+    id: int
+    state: str
+    attempt: int
+    max_attempts: int
+    queue: str
+    schedule: str | None
+
+
+@dataclass(frozen=True)
 class LastResult(Record):
     schedule: str
     result: str  # ok, failed, running, waiting, cancelled, none
@@ -170,3 +182,22 @@ class AuditEntry(Record):
 class AuditPage(Record):
     entries: tuple[AuditEntry, ...]
     next_before_id: int | None  # pass as before_id for the next (older) page; None: last page
+
+
+@dataclass(frozen=True)
+class JobsPage(Record):
+    """The console's jobs panel: the newest jobs matching a filter, at `now`."""
+
+    now: datetime
+    rows: tuple[JobSummary, ...]
+    more: bool  # older matching jobs exist beyond `rows`
+
+
+@dataclass(frozen=True)
+class LedgerView(Record):
+    """A schedule's detail screen: the verdicts of its last due instants and the `why` of
+    one of them (the latest, or the one asked about)."""
+
+    now: datetime
+    verdicts: tuple[Verdict, ...]  # oldest first, manual triggers interleaved
+    why: Why

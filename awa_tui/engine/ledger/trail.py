@@ -7,19 +7,23 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.filter_sql import audit_condition
 from awa_tui.engine.ledger.models import AuditEntry, AuditPage
+from awa_tui.filters import Filter
 
 MAX_PAGE = 10000
 
 SEARCH_SQL = """
-SELECT id, at, operator, action, target, before, after, detail, db_user FROM awa.audit_log
+SELECT id, at, operator, action, target, before, after, detail, db_user FROM awa.audit_log a
 WHERE (%(operator)s::text IS NULL OR operator = %(operator)s)
   AND (%(action)s::text IS NULL OR action = %(action)s)
   AND (%(target)s::text IS NULL OR target = %(target)s)
   AND (%(since)s::timestamptz IS NULL OR at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR at <= %(until)s)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
+  AND {condition}
 ORDER BY id DESC
 LIMIT %(limit)s
 """
@@ -35,13 +39,20 @@ def search_audit(
     until: datetime | None = None,
     limit: int = 50,
     before_id: int | None = None,
+    where: Filter | None = None,
+    now: datetime | None = None,
 ) -> AuditPage:
-    """One page of entries, newest first; `next_before_id` fetches the next (older) page."""
+    """One page of entries, newest first; `next_before_id` fetches the next (older) page.
+    `where` is an audit filter (the console's `/`: operator, action, target, since, until,
+    matched as the grammar says); `now` anchors its `since:2h` (DB time when None)."""
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit: expected 1..{MAX_PAGE}, got {limit!r}")
     if since is not None and until is not None and since > until:
         raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
-    rows = conn.execute(SEARCH_SQL, {
+    condition = audit_condition(where, now or db_now(conn)) if where else None
+    sql = SEARCH_SQL.format(condition=condition.sql if condition else "true")
+    rows = conn.execute(sql, {
+        **(condition.params if condition else {}),
         "operator": operator, "action": action, "target": target, "since": since, "until": until,
         "before_id": before_id, "limit": limit + 1,  # one more: is there a next page?
     }).fetchall()

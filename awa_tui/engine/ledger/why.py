@@ -19,6 +19,7 @@ from awa_tui.engine.ledger.models import (
     SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
+    LedgerView,
     Verdict,
     Why,
 )
@@ -116,3 +117,12 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
     elif row["paused_at"] is not None:
         text += f" Now paused (by {printable(row['paused_by'] or '?')} at {_t(row['paused_at'])})."
     return Why(schedule=name, asked_at=at, verdict=verdict, next_due=following, text=text)
+
+
+def ledger_view(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None, limit: int = 50,
+                now: datetime | None = None) -> LedgerView:
+    """The verdicts of the last `limit` due instants and the `why` of the instant `at` (the
+    latest when None): what the console's schedule detail shows, at one `now`."""
+    now = now or db_now(conn)
+    verdicts = tuple(ledger(conn, name, limit=limit, now=now))
+    return LedgerView(now=now, verdicts=verdicts, why=why(conn, name, at=at, now=now))

@@ -1,1 +1,1 @@
-"""The five panels, in the order of the 1-5 keys."""
+"""The six panels, in the order of the 1-6 keys."""

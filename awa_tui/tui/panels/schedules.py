@@ -21,12 +21,24 @@ from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.models import AnySchedule, SchedulePage, SchedulePageRow
-from awa_tui.filters import Filter, FilterError, parse
+from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
-from awa_tui.tui.formatting import lateness, relative, short_utc, state_by, state_text, state_word, utc
+from awa_tui.tui.formatting import (
+    OUTCOME_LEGEND,
+    lateness,
+    outcome_strip,
+    relative,
+    result_text,
+    short_utc,
+    state_by,
+    state_text,
+    state_word,
+    utc,
+)
 from awa_tui.tui.messages import (
     DetailRequested,
+    JobsFilterRequested,
     RefreshRequested,
     ScheduleActions,
     SortMenuRequested,
@@ -37,22 +49,25 @@ from awa_tui.tui.selection import bulk_operation
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
-SORTS = ("name", "next", "last", "state", "queue", "owner", "health")
+SORTS = ("name", "next", "last", "state", "queue", "owner", "health", "result", "fails")
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 19),
     Column("health", "HEALTH", 8, priority=1),  # S42: a word, not a colour alone; drops after the rest
-    Column("next_at", "NEXT (UTC)", 14, priority=4),
-    Column("last", "LAST FIRE", 10, priority=2),
-    Column("late", "LATE", 6, priority=3),
-    Column("cron", "CRON", 16, priority=5),
-    Column("describe", "MEANING", 24, priority=9),
-    Column("zone", "ZONE", 18, priority=8),
-    Column("policy", "POLICY", 8, priority=10),
-    Column("owner", "OWNER", 12, priority=6),
-    Column("queue", "QUEUE", 14, priority=7),
-    Column("by", "PAUSED/RETIRED BY", 26, priority=11),
+    Column("result", "LAST RESULT", 11, priority=2),  # "which schedules are failing?" at 80 columns too
+    Column("fails", "FAILS 24h", 9, priority=3),
+    Column("strip", "LAST 20 JOBS", 20, priority=3),
+    Column("next_at", "NEXT (UTC)", 14, priority=6),
+    Column("last", "LAST FIRE", 10, priority=4),
+    Column("late", "LATE", 6, priority=5),
+    Column("cron", "CRON", 16, priority=7),
+    Column("describe", "MEANING", 24, priority=11),
+    Column("zone", "ZONE", 18, priority=10),
+    Column("policy", "POLICY", 8, priority=12),
+    Column("owner", "OWNER", 12, priority=8),
+    Column("queue", "QUEUE", 14, priority=9),
+    Column("by", "PAUSED/RETIRED BY", 26, priority=13),
 )
 
 
@@ -155,6 +170,7 @@ SIGNATURE = attrgetter(
     "health",
     "finished_at",
     "cron_written", "overridden",
+    "last_result", "fails_24h", "outcomes",
 )
 
 
@@ -165,6 +181,9 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         state_cell(row),
         LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
         health_cell(row),
+        result_text(row.last_result),
+        cell(f"{row.fails_24h:,}", "bold red" if row.fails_24h else ""),
+        cell(outcome_strip(row.outcomes)),
         cell(short_utc(row.next_fire) if row.state != "retired" else "-"),
         LiveCell(row.last_enqueued_at, _last_live, clock),
         cell(lateness(row.lateness)),
@@ -209,6 +228,13 @@ def summary(row: SchedulePageRow, now: datetime) -> Text:
             text.append(f" since {utc(row.health_since)}")
         if row.health_reason:
             text.append(f": {row.health_reason}")
+    text.append("\nlast result ")
+    text.append_text(result_text(row.last_result))
+    if row.last_error:
+        text.append(f": {row.last_error}")
+    text.append(f" · {row.fails_24h} failed in 24h")
+    if row.outcomes:
+        text.append(f" · last {len(row.outcomes)} jobs {outcome_strip(row.outcomes)} ({OUTCOME_LEGEND})")
     return text
 
 
@@ -497,3 +523,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         row = self.selected_row()
         if row is not None:
             self.post_message(DetailRequested(row.name))
+
+    def action_show_jobs(self) -> None:
+        """v: the schedule's jobs (the jobs panel, filtered by schedule:NAME)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(JobsFilterRequested(str(Term("field", "schedule", row.name))))

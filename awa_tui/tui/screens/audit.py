@@ -1,20 +1,24 @@
-"""`l`: the audit trail (S20): who did what, when (DB time), before and after."""
+"""`l`: the audit trail (S20): who did what, when (DB time), before and after. The filter
+(operator, action, target, since, until) is searched by the engine over every entry, a
+page of 200 at a time, newest first: moving onto the last row loads the next, older page."""
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import DataTable, Footer, Header, Static
 
-from awa_tui.engine.models import AuditEntry
+from awa_tui.engine.ledger.models import AuditEntry, AuditPage
 from awa_tui.printable import printable, printable_row
-from awa_tui.tui import actions, filtering
+from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, utc
 from awa_tui.tui.messages import AuditDataRequested, usable_reply
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
+PAGE = 200
 COLUMNS = (
     Column("id", "#", 5),
     Column("at", "AT (UTC)", 20),
@@ -36,10 +40,17 @@ def _change(entry: AuditEntry) -> str:
 class AuditScreen(Screen[None]):
     BINDINGS = actions.bindings("audit")
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[AuditEntry] = []  # every page loaded so far, newest first
+        self.next_before_id: int | None = None  # the next (older) page starts below this id
+        self.loading = False
+
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield Static(Text("Audit log: loading…"), classes="panel-title", id="audit-title")
-        yield FilterBar("audit", "filter: operator:alice@ops action:pause target:billing (enter keeps, esc clears)")
+        yield FilterBar("audit", "filter: operator:alice@ops action:pause target:billing since:2h until:ISO "
+                        "(enter keeps, esc clears)")
         yield KeyedTable(COLUMNS, id="audit-table")
         yield Footer(compact=True)
 
@@ -48,7 +59,22 @@ class AuditScreen(Screen[None]):
         self.query_one(KeyedTable).focus()
 
     def action_reload(self) -> None:
-        self.post_message(AuditDataRequested(self.show))
+        """From the newest entry again (the filter changed, or r)."""
+        self.loading = True
+        self.post_message(AuditDataRequested(lambda page, error: self.show(page, error, more=False),
+                                             self.query_one(FilterBar).where, None, PAGE))
+
+    def _load_more(self) -> None:
+        if self.loading or self.next_before_id is None:
+            return
+        self.loading = True
+        self.post_message(AuditDataRequested(lambda page, error: self.show(page, error, more=True),
+                                             self.query_one(FilterBar).where, self.next_before_id, PAGE))
+
+    @on(DataTable.RowHighlighted, "#audit-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= self.query_one(KeyedTable).row_count - 1:
+            self._load_more()
 
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
@@ -64,16 +90,18 @@ class AuditScreen(Screen[None]):
         else:
             self.action_close()
 
-    def show(self, data: list[AuditEntry] | None, error: str | None) -> None:
+    def show(self, page: AuditPage | None, error: str | None, more: bool = False) -> None:
+        self.loading = False
         if not usable_reply(self, "#audit-title", error, "Audit log"):
             return
-        assert data is not None
+        assert page is not None
         bar = self.query_one(FilterBar)
-        data = filtering.apply(bar.where, data)
-        self.query_one("#audit-title", Static).update(
-            Text.assemble(("Audit log ", "bold"), f"latest {len(data)} operator actions, newest first")
-            .append_text(bar.note())
-        )
+        self.entries = [*self.entries, *page.entries] if more else list(page.entries)
+        self.next_before_id = page.next_before_id
+        data = self.entries
+        title = Text.assemble(("Audit log ", "bold"), f"{len(data):,} operator actions, newest first")
+        title.append(" · end of list loads older" if self.next_before_id is not None else " · all shown")
+        self.query_one("#audit-title", Static).update(title.append_text(bar.note()))
         self.query_one(KeyedTable).sync([
             # Database strings escaped (printable_row keeps a None target None: shown as "-").
             (str(e.id), (cell(e.id), cell(utc(e.at)), cell(printable_row(e.operator)),

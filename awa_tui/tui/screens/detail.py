@@ -1,5 +1,7 @@
 """One schedule in full: definition, args, metadata, the next 5 fires with DST marks,
-recent fires with their job states, and its audit entries. Actions work here too."""
+recent fires with their job states, its audit entries, and the fire ledger: the verdict
+of each of its last 50 due instants, and why one of them (the latest; [ and ] choose)
+did or did not fire. Actions work here too."""
 
 from __future__ import annotations
 
@@ -17,11 +19,39 @@ from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
+from awa_tui.engine.ledger.models import (
+    COALESCED,
+    MANUAL,
+    NO_LEADER,
+    SKIPPED_PAUSED,
+    SKIPPED_RETIRED,
+    UNKNOWN,
+    LedgerView,
+    Verdict,
+)
 from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
+from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
-from awa_tui.tui.formatting import compact_json, lateness, pretty_json, relative, state_text, utc
-from awa_tui.tui.messages import CopyRequested, DetailDataRequested, MutationKeyPressed, ScheduleActions, usable_reply
+from awa_tui.tui.formatting import (
+    compact_json,
+    lateness,
+    pretty_json,
+    relative,
+    seconds_text,
+    short_utc,
+    state_text,
+    utc,
+)
+from awa_tui.tui.messages import (
+    CopyRequested,
+    DetailDataRequested,
+    JobsFilterRequested,
+    LedgerDataRequested,
+    MutationKeyPressed,
+    ScheduleActions,
+    usable_reply,
+)
 from awa_tui.tui.screens.confirm import facts
 
 if TYPE_CHECKING:
@@ -152,6 +182,56 @@ def audit(data: ScheduleDetail) -> Table | Text:
     return table
 
 
+LEDGER_SIZE = 50
+
+
+def _note(v: Verdict) -> str:
+    """What else the verdict says, in words (who, since when, into which fire, the error)."""
+    # Instants as short_utc (the table's header says UTC): a note fits a 120-column line.
+    if v.verdict in (SKIPPED_PAUSED, SKIPPED_RETIRED):
+        return f"by {v.by or '?'} at {short_utc(v.since)}"
+    if v.verdict == NO_LEADER:
+        # The fire it was folded into is in the Why paragraph ([ and ] choose the instant).
+        return f"no leader {short_utc(v.gap_from) if v.gap_from else '?'} .. " \
+               f"{short_utc(v.gap_until) if v.gap_until else 'now'}"
+    if v.verdict == COALESCED:
+        return f"into the fire at {short_utc(v.into)} ({v.folded} folded)"
+    if v.verdict == UNKNOWN:
+        return v.reason or "?"
+    if v.verdict == MANUAL:
+        return f"triggered by {v.by or '?'}"
+    parts = []
+    if v.folded:
+        parts.append(f"{v.folded} earlier folded in")
+    if v.queue_paused_by:
+        parts.append(f"queue {v.queue or '?'} PAUSED by {v.queue_paused_by}")
+    if v.error:
+        parts.append(v.error)
+    return "; ".join(parts) or "-"
+
+
+def ledger_table(view: LedgerView) -> Table | Text:
+    """The verdicts, newest first; `>` marks the instant the Why paragraph explains."""
+    if not view.verdicts:
+        return Text("no due instant yet")
+    chosen = view.why.verdict.instant if view.why.verdict is not None else None
+    table = _table("  DUE (UTC)", "VERDICT", "JOB", "RESULT", "LATE", "NOTE")
+    for v in reversed(view.verdicts):
+        marked = v.instant == chosen and v.verdict != MANUAL
+        style = "bold reverse" if marked else ""
+        table.add_row(
+            Text(f"{'>' if marked else ' '} {utc(v.instant)}", style=style), Text(v.verdict, style=style),
+            Text(str(v.job_id) if v.job_id is not None else "-"), Text(printable(v.result or "-")),
+            Text(seconds_text(v.lateness_s)), Text(printable(_note(v))),
+        )
+    return table
+
+
+def due_instants(view: LedgerView) -> list[datetime]:
+    """The instants [ and ] step through (manual triggers are not due instants), oldest first."""
+    return [v.instant for v in view.verdicts if v.verdict != MANUAL]
+
+
 def section(title: str) -> Text:
     return Text.assemble("\n", (title, "bold underline"))
 
@@ -175,6 +255,8 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.schedule_name = name
         self.interval = interval  # the console's refresh interval when opened
         self.data: ScheduleDetail | None = None
+        self.ledger: LedgerView | None = None
+        self.chosen: datetime | None = None  # the instant the Why explains (None: the latest)
         self.loading = False  # a read is on the reader thread: the timer does not queue another
 
     @property
@@ -185,6 +267,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
         yield Header(show_clock=False)
         with VerticalScroll(id="detail"):
             yield Static(Text(f"{printable(self.schedule_name)}: loading…"), id="detail-body")
+            yield Static(Text(""), id="detail-ledger")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -214,6 +297,42 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def action_reload(self) -> None:
         self.loading = True
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
+        self.post_message(LedgerDataRequested(self.schedule_name, self.chosen, self.show_ledger))
+
+    def show_ledger(self, data: LedgerView | None, error: str | None) -> None:
+        if not usable_reply(self, "#detail-ledger", error, "ledger"):
+            return
+        assert data is not None
+        self.ledger = data
+        why = Text(data.why.text)  # the engine's paragraph: database strings already escaped
+        self.query_one("#detail-ledger", Static).update(Group(
+            section(f"Ledger: the last {LEDGER_SIZE} due instants, newest first ([ older, ] newer: why)"),
+            ledger_table(data),
+            section("Why"), why,
+        ))
+
+    def _choose(self, step: int) -> None:
+        if self.ledger is None:
+            return
+        instants = due_instants(self.ledger)
+        if not instants:
+            return
+        # From the instant last chosen (not the last one loaded): keys pressed faster than the
+        # reads answer each move one step.
+        current = self.chosen if self.chosen is not None else instants[-1]
+        index = instants.index(current) if current in instants else len(instants) - 1
+        index = max(0, min(len(instants) - 1, index + step))
+        self.chosen = None if index == len(instants) - 1 else instants[index]
+        self.post_message(LedgerDataRequested(self.schedule_name, self.chosen, self.show_ledger))
+
+    def action_older_instant(self) -> None:
+        self._choose(-1)
+
+    def action_newer_instant(self) -> None:
+        self._choose(+1)
+
+    def action_show_jobs(self) -> None:
+        self.post_message(JobsFilterRequested(str(Term("field", "schedule", self.schedule_name))))
 
     def show(self, data: ScheduleDetail | None, error: str | None) -> None:
         self.loading = False

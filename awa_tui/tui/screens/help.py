@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from awa_tui.tui.keymap import ACTS, SCOPES, Act
+from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act
 
 LEGEND = (
     "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "
@@ -32,7 +32,7 @@ def help_table(allowed: Callable[[Act], bool]) -> Table:
     for scope, title in SCOPES:
         rows = [a for a in ACTS if a.scope == scope and allowed(a)]
         if scope == "app":
-            rows.insert(2, Act("app", "1-5", "", "", "panels: schedules, owners, runtimes, plan, queues"))
+            rows.insert(2, Act("app", f"1-{len(PANELS)}", "", "", "panels: " + ", ".join(PANELS)))
             rows = [a for a in rows if not a.action.startswith("show_panel")]
         for index, act in enumerate(rows):
             table.add_row(Text(title if index == 0 else "", style="bold"), Text(act.key_label), Text(act.help))

@@ -1,4 +1,4 @@
-"""The panels screen: header, panel bar, status bar, the five panels, footer."""
+"""The panels screen: header, panel bar, status bar, the six panels, footer."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from textual.widgets import ContentSwitcher, Footer, Header, Static
 
 from awa_tui.tui.messages import PanelsResumed
 from awa_tui.tui.panels.base import Panel
+from awa_tui.tui.panels.jobs import JobsPanel
 from awa_tui.tui.panels.owners import OwnersPanel
 from awa_tui.tui.panels.plan import PlanPanel
 from awa_tui.tui.panels.queues import QueuesPanel
@@ -35,6 +36,7 @@ class MainScreen(Screen[None]):
             yield RuntimesPanel()
             yield PlanPanel()
             yield QueuesPanel()
+            yield JobsPanel()
         yield Static(id="too-small")
         yield Footer(compact=True)
 

@@ -1,0 +1,62 @@
+"""Durations (`90s`, `1h30m`, `14d`) and instants (ISO-8601) typed by an operator: on the
+command line (awa_tui/cli/timeargs.py) and in the console's filters (`since:2h`). Pure:
+no database; `now` is passed in."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from awa_tui.engine.errors import ValidationError
+
+_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+_DURATION = re.compile(r"^(?:\d{1,9}[wdhms])+$")
+_PART = re.compile(r"(\d+)([wdhms])")
+MAX_DURATION = timedelta(days=3650)
+
+
+def parse_instant(text: str, option: str = "--after") -> datetime:
+    """An ISO-8601 instant; a bare one is UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"{option}: expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got {text!r}"
+        ) from None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)  # a bare time is UTC
+    try:
+        value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is in year 0 in UTC
+        raise ValidationError(
+            f"{option}: {text!r} is outside the calendar in UTC (0001-01-01 to 9999-12-31)"
+        ) from None
+    return value
+
+
+def parse_duration(text: str, option: str) -> timedelta:
+    """`90s`, `15m`, `1h30m`, `14d`, `2w`: a one-line error naming the value otherwise."""
+    if not _DURATION.match(text.strip().lower()):
+        raise ValidationError(f"{option}: expected a duration such as 90s, 15m, 1h30m, 14d, got {text!r}")
+    seconds = sum(int(n) * _UNITS[u] for n, u in _PART.findall(text.strip().lower()))
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValidationError(f"{option}: {text!r} is longer than 10 years")
+    return timedelta(seconds=seconds)
+
+
+def parse_point(text: str, option: str, now: datetime) -> datetime:
+    """A duration ago (`2h`: two hours before `now`) or an ISO-8601 instant."""
+    if text.strip() and text.strip()[0].isdigit() and _DURATION.match(text.strip().lower()):
+        return now - parse_duration(text, option)
+    try:
+        return parse_instant(text, option)
+    except ValidationError:
+        raise ValidationError(
+            f"{option}: expected a duration (90s, 2h, 14d) or an ISO-8601 instant, got {text!r}"
+        ) from None
+
+
+def check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise ValidationError(
+            f"--since {since.isoformat()} is after --until {until.isoformat()}: the range is reversed")

@@ -1,0 +1,96 @@
+"""The schedules panel's ledger columns (issue 13): LAST RESULT, FAILS 24h and the outcome
+strip, read with the page in one query; sortable and filterable (`result:failed`); at
+80x24 NAME, STATE and NEXT FIRE stay and LAST RESULT joins them. Expected values are
+worked out by hand from tui_seed.JOBS and ledger_seed.py."""
+
+from __future__ import annotations
+
+import pytest
+from ledger_seed import seeded  # noqa: F401  (the seeded database with ledger history)
+from tui_helpers import select, settled, table_keys, until
+from tui_seed import NOW
+
+from awa_tui.engine.client import Client
+from awa_tui.filters import parse
+
+# name: (last result, last error, fails in 24 h, outcome strip oldest first)
+EXPECTED = {
+    "billing.nightly-invoice": ("ok", None, 0, ".."),
+    "cleanup.tmp-files": ("ok", None, 1, "x."),  # job 3 discarded at 11:00, job 4 ok
+    "crm.contact-sync": ("waiting", None, 0, "ww"),
+    "legacy.export": ("none", None, 0, ""),
+    "metrics.rollup": ("ok", None, 0, ".>."),  # 11:55 ok, 12:00 running, a manual trigger ok
+    "payments.settlement-reconciliation-eu-west": ("ok", None, 0, "."),
+    "reports.hourly": ("failed", "TimeoutError: query ran past 10s", 1, "r"),
+    "weekly.digest": ("none", None, 0, ""),
+}
+
+
+
+@pytest.mark.usefixtures("seeded")
+def test_the_schedule_page_reads_last_result_fails_and_strip(dsn: str) -> None:
+    with Client(dsn) as client:
+        page = client.schedule_page(now=NOW)
+        found = {r.name: (r.last_result, r.last_error, r.fails_24h, "".join(
+            {"completed": ".", "discarded": "x", "retryable": "r", "running": ">", "available": "w"}[s]
+            for s in r.outcomes)) for r in page.rows}
+        assert found == EXPECTED
+        # FAILS 24h counts back from `now`: a day later the failures of Mar 8 are out of it.
+        later = client.schedule_page(now=NOW.replace(day=9, hour=12, minute=0, second=31))
+        assert {r.name: r.fails_24h for r in later.rows if r.fails_24h} == {}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("result:failed", ["reports.hourly"]),
+    ("result:none", ["legacy.export", "weekly.digest"]),
+    ("result:waiting", ["crm.contact-sync"]),
+    ("-result:ok -result:none", ["crm.contact-sync", "reports.hourly"]),
+])
+@pytest.mark.usefixtures("seeded")
+def test_result_filter_selects_by_the_latest_job(dsn: str, text: str, expected: list[str]) -> None:
+    with Client(dsn) as client:
+        page = client.schedule_page(now=NOW, where=parse(text, "schedules"))
+        assert [r.name for r in page.rows] == expected
+        assert page.matched == len(expected)
+
+
+async def test_the_columns_show_result_fails_and_strip(console):
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    reports = [str(c) for c in table.get_row("reports.hourly")]
+    assert reports[3:6] == ["FAILED", "1", "r"]
+    assert [str(c) for c in table.get_row("metrics.rollup")][3:6] == ["ok", "0", ".>."]
+    select(app, "reports.hourly")
+    await pilot.pause()
+    text = str(app.main.panel("schedules").query_one("#schedules-summary").content)
+    assert text.splitlines()[-1] == (
+        "last result FAILED: TimeoutError: query ran past 10s · 1 failed in 24h · last 1 jobs r "
+        "(.ok x failed r retrying >running w waiting c cancelled)")
+
+
+async def test_sorting_by_last_result_puts_the_failing_first(console):
+    app, pilot = console
+    panel = app.main.panel("schedules")
+    panel.sort_by_column("result")
+    await until(pilot, lambda: table_keys(app)[0] == "reports.hourly", what="sorted by result")
+    assert table_keys(app) == ["reports.hourly", "crm.contact-sync", "billing.nightly-invoice", "cleanup.tmp-files",
+                               "metrics.rollup", "payments.settlement-reconciliation-eu-west", "legacy.export",
+                               "weekly.digest"]
+    panel.sort_by_column("fails")  # ascending: no failures first, by name
+    await until(pilot, lambda: table_keys(app)[-1] == "reports.hourly", what="sorted by fails")
+    assert table_keys(app)[-2:] == ["cleanup.tmp-files", "reports.hourly"]
+
+
+@pytest.mark.console(size=(80, 24))
+async def test_at_80_columns_name_state_next_fire_and_last_result_stay(console):
+    app, pilot = console
+    await settled(pilot, app)
+    table = app.main.panel("schedules").table
+    assert [table.column_specs[i].key for i in table.shown] == ["name", "state", "next", "result"]
+
+
+async def test_at_120_columns_fails_and_the_strip_show_too(console):
+    app, _ = console
+    table = app.main.panel("schedules").table
+    shown = [table.column_specs[i].key for i in table.shown]
+    assert shown[:6] == ["name", "state", "next", "result", "fails", "strip"]
