@@ -128,11 +128,7 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "scrolled")
         # NAME (24 cells) is frozen; the rest is cropped from x=37 past it (2 cells of NEXT FIRE).
-<<<<<<< HEAD
         assert shown[0] == " NAME" + " " * 19 + "  " + " HEALTH    NEXT (UTC)      LAST FIRE  "
-=======
-        assert shown[0] == " NAME" + " " * 19 + "  " + " LAST RESULT  FAILS 24h  LAST 20 JOBS "
->>>>>>> h13c
 
         # A tick: the clock moved, nothing else did; the relative times re-render.
         for table in (keyed, stock):
