@@ -81,7 +81,7 @@ class Record(dict[str, Any]):
     they read awa-tui's own read models (engine/models.py)."""
 
     # Fields of awa-tui's own models that upstream has no notion of (no BROKEN verdict, no
-    # retirement, no owners): read as None, never added to the JSON.
+    # retirement, no owners, no bounds, no H nor overrides): read as None, never added to the JSON.
     ABSENT = frozenset({"fault", "retired_at", "retired_by", "owner", "finished_at", "cron_written", "overridden"})
 
     def to_dict(self) -> dict[str, Any]:
