@@ -68,7 +68,7 @@ def test_each_panel_has_its_own_fields() -> None:
     # `late` is a schedules flag only: elsewhere it is a word.
     assert parse("late", "queues").terms == (Term("text", "", "late"),)
     assert {panel: g.fields for panel, g in GRAMMARS.items()} == {
-        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag"),
+        "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health"),
         "owners": ("name", "state"),
         "runtimes": ("host", "role", "owner"),
         "queues": ("name", "state"),
@@ -97,3 +97,4 @@ def test_bad_input_is_one_line_naming_it(source: str, panel: str, message: str) 
         parse(source, panel)
     assert str(caught.value) == message
     assert "\n" not in str(caught.value)
+
