@@ -181,7 +181,9 @@ class Client:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
         schedule = Schedule.build(*args, **kwargs)
-        if schedule.max_lateness is None:
+        # A client default other than the built-in one is stored with the schedule; the
+        # built-in one stays NULL (which means it), so upgrading rewrites no existing row.
+        if schedule.max_lateness is None and self.max_lateness != DEFAULT_MAX_LATENESS_S:
             schedule = dataclasses.replace(schedule, max_lateness=self.max_lateness)
         if schedule.name in self._schedules:
             raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")

@@ -99,3 +99,4 @@ def test_bad_input_is_one_line_naming_it(source: str, panel: str, message: str) 
         parse(source, panel)
     assert str(caught.value) == message
     assert "\n" not in str(caught.value)
+

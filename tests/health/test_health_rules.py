@@ -233,3 +233,16 @@ def test_an_expectation_change_is_audited_and_fenced_like_the_definition(dsn: st
     conn.execute("UPDATE awa.cron_jobs SET max_lateness = 30 WHERE name = 'watched'")
     row = conn.execute("SELECT max_lateness FROM awa.cron_jobs WHERE name = 'watched'").fetchone()
     assert row == {"max_lateness": 120}
+
+
+def test_the_built_in_default_is_stored_as_null_so_an_upgrade_rewrites_nothing(dsn: str,
+                                                                            conn: psycopg.Connection[Any]) -> None:
+    from awa_tui.engine.client import Client
+
+    # A row as it was before expectations existed (NULL), then the same definition synced.
+    conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, kind) VALUES ('old', '* * * * *', 'test.job')")
+    with Client(dsn) as client:
+        client.periodic("old", "* * * * *", "test.job")
+        assert client.sync() == {"inserted": 0, "updated": 0}
+    row = conn.execute("SELECT max_lateness FROM awa.cron_jobs WHERE name = 'old'").fetchone()
+    assert row == {"max_lateness": None}

@@ -184,3 +184,26 @@ def test_the_console_leader_serves_metrics_and_a_taken_addr_fails_its_start(dsn:
         if config.engine is not None:
             config.engine.close()
         config.client.close()
+
+
+def test_any_runtime_serves_the_leaders_values(runtime: Any, dsn: str) -> None:
+    """A second process that does not lead serves the same per-schedule values: they are
+    the leader's, read from the database."""
+    _, port = runtime
+    per_schedule = ("awa_schedule_health", "awa_schedule_last_fire_timestamp_seconds", "awa_schedules",
+                    "awa_schedule_fires_total", "awa_health_evaluated_timestamp_seconds")
+
+    def values(samples: dict[Any, float]) -> dict[Any, float]:
+        return {k: v for k, v in samples.items() if k[0] in per_schedule}
+
+    other = Client(dsn)
+    try:
+        other_port = other.serve_metrics("127.0.0.1:0").bound_port
+        # The two scrapes agree unless the leader's duty ran between them: scrape again then.
+        leader, follower = wait_for(lambda: (pair := (scrape(port), scrape(other_port)))
+                                    and values(pair[0]) == values(pair[1]) and pair,
+                                    timeout=30, what="two scrapes between the same two passes")
+    finally:
+        other.close()
+    assert (value(leader, "awa_leader"), value(follower, "awa_leader")) == (1, 0)
+    assert {k[0] for k in values(leader)} == set(per_schedule)
