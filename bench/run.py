@@ -23,7 +23,7 @@ from pathlib import Path
 from bench import results_md
 from bench.common import RESULTS_DIR, LoadSampler, Report, Row, Server, fmt, machine_info, start_server
 from bench.engines import Engine, Ours, Upstream
-from bench.scenarios import console, cron_math, failover, fire_on_time, idle, overlap, per_second, sync
+from bench.scenarios import cli_latency, console, cron_math, failover, fire_on_time, idle, overlap, per_second, sync
 
 # Sizes per scenario: quick (the default, minutes in all) and full (the issue's targets).
 QUICK = {
@@ -34,6 +34,7 @@ QUICK = {
     "per_second": [1000],
     "failover": [100],
     "console": [10000],
+    "cli_latency": [10000],
     "overlap": [10000],
 }
 FULL = {
@@ -44,6 +45,7 @@ FULL = {
     "per_second": [10000],
     "failover": [1000],
     "console": [100000],
+    "cli_latency": [100000],
     "overlap": [10000, 100000],
 }
 # Side-by-side sizes (issue 6): the same scenarios against awa-pg.
@@ -69,6 +71,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "per_second": lambda s, e, sizes, r, u: per_second.run(s, e, sizes, r, u, window_s),
         "failover": lambda s, e, sizes, r, u: failover.run(s, sizes, r, repeats),
         "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
+        "cli_latency": lambda s, e, sizes, r, u: cli_latency.run(s, sizes, r),
         "overlap": overlap.run,
     }
 
