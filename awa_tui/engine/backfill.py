@@ -112,7 +112,6 @@ def backfill(
     if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 1:
         raise ValidationError(f"backfill max: expected an integer of 1 or more, got {max_count!r}")
     now = now or db_now(conn)
-    check_range(from_at, to_at, now, horizon)
     with conn.transaction():
         if not dry_run:
             begin_action(conn, operator, "backfill",
@@ -124,6 +123,9 @@ def backfill(
             raise Conflict(f"schedule {name!r} is retired; restore it before a backfill")
         if row["created_at"] is None:
             raise ValidationError(f"schedule {name!r}: created_at cannot be loaded; repair the row first")
+        # After the audit gate and the lookup: a role that may not act, or a database
+        # without the schema, hears that first, whatever the range.
+        check_range(from_at, to_at, now, horizon)
         _refuse_pruned(conn, name, from_at)
         instants = _instants(row, from_at, to_at)
         frontier = row["last_enqueued_at"] or first_candidate(row)

@@ -82,6 +82,14 @@ WITH plan AS (
                          %(counts)s::int[], %(ends)s::boolean[])
         AS p(name, expected, new_last, next_hint, cron_expr, timezone, overlap, n, ends)
 ),
+-- Before any mention of awa.jobs: Postgres locks tables in the order a statement names
+-- them, and a fire must take cron_jobs before jobs, like the migration runner (S35).
+locked AS (
+    SELECT c.name FROM awa.cron_jobs c
+    WHERE c.name = ANY(%(names)s::text[])
+    ORDER BY c.name
+    FOR UPDATE SKIP LOCKED
+),
 busy AS (
     SELECT j.metadata ->> 'cron_name' AS name, count(*) AS active,
            count(*) FILTER (WHERE j.state <> 'running') AS waiting
@@ -96,12 +104,6 @@ decide AS (
                                   WHEN 'buffer_one' THEN least(p.n, (coalesce(b.waiting, 0) = 0)::int)
                                   ELSE p.n END AS k
     FROM plan p LEFT JOIN busy b ON b.name = p.name
-),
-locked AS (
-    SELECT c.name FROM awa.cron_jobs c
-    WHERE c.name = ANY(%(names)s::text[])
-    ORDER BY c.name
-    FOR UPDATE SKIP LOCKED
 ),
 mark AS (
     UPDATE awa.cron_jobs c

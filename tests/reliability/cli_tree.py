@@ -24,7 +24,7 @@ NOT_SWEPT = {("run",), ("migrate",), ("db",), ("check",)}
 
 
 # Required options whose placeholder must be well-formed to reach the database.
-OPTION_DEFAULTS = {"--older-than": "14d"}
+OPTION_DEFAULTS = {"--older-than": "14d", "--from": "2025-01-01T00:00:00Z", "--to": "2025-01-01T01:00:00Z"}
 
 
 @dataclass(frozen=True)
