@@ -13,6 +13,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, views
+from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.ledger import jobs as ledger_jobs
@@ -596,6 +597,14 @@ class Client:
     def db_time(self) -> datetime:
         with self.db.connection() as conn:
             return views.db_time(conn)
+
+    # Every feature the console knows: awa-tui's own schema has them all (console_api.FEATURES).
+    features = FEATURES
+    features_note: str | None = None
+
+    def audit_gap(self) -> str | None:
+        """awa-tui's own schema audits every operator action in the same transaction."""
+        return None
 
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,

@@ -29,12 +29,29 @@ from awa_tui.engine.models import (
 )
 from awa_tui.engine.runtime.leader import Leadership
 
+# Features a backend may lack. The key map marks each key that needs one (keymap.Act.needs);
+# the console leaves a key whose feature its backend lacks out of the footer, help and
+# palette, so such a Protocol method is never called. Upstream Awa (engine/upstream/console.py)
+# has none of the first five.
+FEATURES: frozenset[str] = frozenset({
+    "owners",  # owners panel, adopt / transfer, owner-wide retire / restore
+    "plan",  # the reconciliation plan panel
+    "lifecycle",  # retire / restore (tombstones)
+    "ledger",  # awa-tui's fire ledger and job history (outcomes, jobs panel)
+    "health",  # runtime health and evaluator passes
+    "schedule_pause",  # pause / resume a schedule
+    "trigger",  # one job now
+    "queue_pause",  # pause / resume a queue
+})
+
 
 @runtime_checkable
 class ConsoleBackend(Protocol):
     dsn: str  # shown through describe_dsn only, never with its password
     read_only: bool
     operator: str  # the label the audit trail records
+    features: frozenset[str]  # of FEATURES: what this backend can do
+    features_note: str | None  # one line (help screen): why some FEATURES are missing; None when none is
 
     def close(self) -> None: ...
 
@@ -43,6 +60,10 @@ class ConsoleBackend(Protocol):
     def db_time(self) -> datetime: ...
 
     def write_refusal(self) -> str | None: ...
+
+    def audit_gap(self) -> str | None:
+        """Why operator actions would NOT be audited (one line), or None when they are."""
+        ...
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]: ...
 

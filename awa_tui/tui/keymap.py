@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PANELS = ("schedules", "owners", "runtimes", "plan", "queues")
+PANEL_NEEDS = {"owners": "owners", "plan": "plan"}  # panels a backend feature provides
+# Features only awa-tui's own schema has (the doc marks their keys).
+OWN_SCHEMA_FEATURES = frozenset({"owners", "plan", "lifecycle", "ledger", "health"})
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Act:
     footer: bool = True
     palette: str | None = None  # "noun: verb" (Posting's naming)
     bound: bool = True  # False: documented only (the key belongs to Textual or the mouse)
+    # The backend feature the key needs (engine/console_api.FEATURES): a backend without it
+    # (upstream Awa) has the key left out of footer, help and palette.
+    needs: str | None = None
 
     @property
     def id(self) -> str:
@@ -47,7 +53,7 @@ ACTS: tuple[Act, ...] = (
     Act("app", "colon", "jump", "jump", "jump to a panel by name", palette="console: jump to panel"),
     *(
         Act("app", str(i), f"show_panel('{name}')", name, f"{name} panel", footer=False,
-            palette=f"panel: {name}")
+            palette=f"panel: {name}", needs=PANEL_NEEDS.get(name))
         for i, name in enumerate(PANELS, start=1)
     ),
     Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
@@ -87,44 +93,46 @@ ACTS: tuple[Act, ...] = (
         footer=False, palette="schedule: select all listed"),
     Act("schedules", "escape", "", "", "clear the selection; again, clear the filter", bound=False),
     Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
-        mutation=True, palette="schedule: pause / resume"),
+        mutation=True, palette="schedule: pause / resume", needs="schedule_pause"),
     Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
-        mutation=True, palette="schedule: trigger now"),
+        mutation=True, palette="schedule: trigger now", needs="trigger"),
     Act("schedules", "a", "adopt", "adopt", "adopt an unowned schedule, or transfer it to another owner",
-        mutation=True, footer=False, palette="schedule: adopt / transfer"),
+        mutation=True, footer=False, palette="schedule: adopt / transfer", needs="owners"),
     Act("schedules", "ctrl+d", "retire", "retire", "retire the selected schedule (type its name to confirm)",
-        mutation=True, footer=False, palette="schedule: retire"),
+        mutation=True, footer=False, palette="schedule: retire", needs="lifecycle"),
     Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
-        mutation=True, footer=False, palette="schedule: restore"),
+        mutation=True, footer=False, palette="schedule: restore", needs="lifecycle"),
     # Owners panel.
     Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
-        footer=False, palette="owner: show its schedules"),
+        footer=False, palette="owner: show its schedules", needs="owners"),
     Act("owners", "a", "adopt_declared", "adopt declared",
         "adopt every unowned schedule the owner's running manifest declares", mutation=True,
-        palette="owner: adopt declared schedules"),
+        palette="owner: adopt declared schedules", needs="owners"),
     Act("owners", "ctrl+d", "retire_owner", "retire owner", "retire every schedule of the selected owner",
-        mutation=True, palette="owner: retire all schedules"),
+        mutation=True, palette="owner: retire all schedules", needs="owners"),
     Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
-        mutation=True, palette="owner: restore all schedules"),
+        mutation=True, palette="owner: restore all schedules", needs="owners"),
     # Runtimes panel.
     Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
         "health", footer=False, palette="runtime: details"),
     # Plan panel.
     Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
-        palette="plan: entry details"),
+        palette="plan: entry details", needs="plan"),
     # Queues panel.
     Act("queues", "enter", "details", "schedules", "the queue's schedules (the schedules panel, filter queue:NAME)",
         footer=False, palette="queue: show its schedules"),
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
-        mutation=True, palette="queue: pause / resume"),
+        mutation=True, palette="queue: pause / resume", needs="queue_pause"),
     # Schedule detail screen.
     Act("detail", "escape", "close", "back", "back to the panels"),
     Act("detail", "q", "close", "back", "back to the panels", footer=False),
-    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True),
-    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True),
-    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
-    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
-    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
+    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True,
+        needs="schedule_pause"),
+    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True, needs="trigger"),
+    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False, needs="owners"),
+    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False,
+        needs="lifecycle"),
+    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False, needs="lifecycle"),
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
     Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
@@ -181,6 +189,8 @@ def markdown() -> str:
             continue
         does = "panels: " + ", ".join(PANELS) if keys == "1-5" else act.help
         flag = " (not in read-only mode)" if act.mutation else ""
+        if act.needs in OWN_SCHEMA_FEATURES and not act.action.startswith("show_panel"):
+            flag += " (not in upstream Awa mode)"
         lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
     return "\n".join(lines) + "\n"
 

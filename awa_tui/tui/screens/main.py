@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Static
 
+from awa_tui.tui.actions import PANELS
 from awa_tui.tui.messages import PanelsResumed
 from awa_tui.tui.panels.base import Panel
 from awa_tui.tui.panels.owners import OwnersPanel
@@ -39,15 +40,20 @@ class MainScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one(PanelBar).show("schedules")
+        self.query_one(PanelBar).show("schedules", self._shown())
         self.panel("schedules").focus_main()
+
+    def _shown(self) -> tuple[str, ...]:
+        """The panels this console's backend has (upstream Awa: no owners, no plan)."""
+        allowed = getattr(self.app, "panel_allowed", None)
+        return tuple(p for p in PANELS if allowed is None or allowed(p))
 
     def panel(self, panel_id: str) -> Panel:
         return self.query_one(f"#panel-{panel_id}", Panel)
 
     def show_panel(self, panel_id: str) -> None:
         self.query_one(ContentSwitcher).current = f"panel-{panel_id}"
-        self.query_one(PanelBar).show(panel_id)
+        self.query_one(PanelBar).show(panel_id, self._shown())
         self.panel(panel_id).focus_main()
 
     def on_resize(self, event: events.Resize) -> None:
