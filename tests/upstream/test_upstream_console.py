@@ -7,6 +7,7 @@ out by hand in the comments, never from the backend under test.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -15,14 +16,15 @@ import pytest
 from awa_pg_env import UpstreamProcess
 from helpers import until, wait_for
 from rich.console import Console
-from upstream_oracles import insert_schedule, jobs
+from upstream_oracles import jobs
 
+from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.upstream.adapter import init_audit
-from awa_tui.engine.upstream.console import FEATURES_NOTE, UpstreamConsole
+from awa_tui.engine.upstream.console import FEATURES_NOTE, Unsupported, UpstreamConsole
 from awa_tui.tui.commands import palette_names
-from awa_tui.tui.keymap import ACTS
 from awa_tui.tui.config import ConsoleConfig
+from awa_tui.tui.keymap import ACTS
 from awa_tui.tui.launch import build_config, create_app
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
@@ -103,6 +105,35 @@ def footer_keys(app: Any) -> set[str]:
 
 
 # --- choosing the backend, the header, --lead ----------------------------------------------------
+
+
+def test_upstream_console_satisfies_the_console_backend_protocol(
+    backends: Callable[..., UpstreamConsole]
+) -> None:
+    backend: ConsoleBackend = backends()  # typed assignment
+    assert isinstance(backend, ConsoleBackend)
+    # The signatures agree too: parameter names, kinds, defaults and the read model returned.
+    mismatched = []
+    for name, member in vars(ConsoleBackend).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        wanted, got = inspect.signature(member), inspect.signature(getattr(UpstreamConsole, name))
+        shape = [(p.name, p.kind, p.default) for p in wanted.parameters.values()]
+        if shape != [(p.name, p.kind, p.default) for p in got.parameters.values()][: len(shape)] or (
+            wanted.return_annotation != got.return_annotation
+        ):
+            mismatched.append(f"{name}{got} vs {wanted}")
+    assert mismatched == []
+
+
+def test_what_upstream_lacks_is_refused_in_one_line(backends: Callable[..., UpstreamConsole]) -> None:
+    backend = backends()
+    with pytest.raises(Unsupported) as caught:
+        backend.retire("x")
+    assert str(caught.value) == "retire: an awa-tui feature that upstream Awa's schema does not have"
+    with pytest.raises(Unsupported) as caught:
+        backend.list_owners()
+    assert str(caught.value) == "owners: an awa-tui feature that upstream Awa's schema does not have"
 
 
 def test_the_console_picks_upstream_mode_on_an_upstream_schema_and_names_it(
@@ -304,3 +335,45 @@ async def test_trigger_queue_pause_and_runtimes_against_upstreams_runtime(
         held = await until(pilot, lambda: [j for j in jobs(upstream_conn, "yearly") if j["state"] == "available"],
                            timeout=10, what="the job waiting in the paused queue")
         assert len(held) == 1
+
+
+# --- snapshots -------------------------------------------------------------------------------------
+
+LEADER_ID = "6f1c2a9e-0000-4000-8000-000000000001"
+
+
+def seed_runtime(conn: Any) -> None:
+    """One upstream runtime snapshot, leading, seen 2 s before NOW (as upstream's own writes it)."""
+    conn.execute(
+        "INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, started_at, last_seen_at, "
+        "snapshot_interval_ms, healthy, postgres_connected, poll_loop_alive, heartbeat_alive, shutting_down, "
+        "leader, queues) VALUES (%s, 'app-1', 4242, '0.6.9', %s, %s, 10000, true, true, true, true, false, true, "
+        "'[{\"queue\": \"q1\"}, {\"queue\": \"q2\"}]')",
+        (LEADER_ID, datetime(2027, 3, 27, 9, 0, tzinfo=UTC), datetime(2027, 3, 27, 11, 59, 58, tzinfo=UTC)))
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+def test_snapshot_upstream_schedules_panel(snap_compare: Any, backends: Callable[..., UpstreamConsole],
+                                           upstream_conn: Any, size: tuple[int, int]) -> None:
+    seed_schedules(upstream_conn)
+    seed_runtime(upstream_conn)
+
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot, pilot.app)
+
+    assert snap_compare(make_app(backends()), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_upstream_pause_dialog_not_audited(snap_compare: Any, backends: Callable[..., UpstreamConsole],
+                                                    upstream_conn: Any) -> None:
+    seed_schedules(upstream_conn)
+    seed_runtime(upstream_conn)
+
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot, pilot.app)
+        select(pilot.app, "hourly-report")
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), what="the confirm dialog")
+        await pilot.pause()
+
+    assert snap_compare(make_app(backends()), terminal_size=(80, 24), run_before=run_before)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -17,6 +19,9 @@ from awa_tui.tui.panels.queues import QueuesPanel
 from awa_tui.tui.panels.runtimes import RuntimesPanel
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.widgets.status import PanelBar, StatusBar
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
 
 MIN_WIDTH, MIN_HEIGHT = 64, 16
 
@@ -45,8 +50,8 @@ class MainScreen(Screen[None]):
 
     def _shown(self) -> tuple[str, ...]:
         """The panels this console's backend has (upstream Awa: no owners, no plan)."""
-        allowed = getattr(self.app, "panel_allowed", None)
-        return tuple(p for p in PANELS if allowed is None or allowed(p))
+        console: ConsoleApp = self.app  # type: ignore[assignment]
+        return tuple(p for p in PANELS if console.panel_allowed(p))
 
     def panel(self, panel_id: str) -> Panel:
         return self.query_one(f"#panel-{panel_id}", Panel)
