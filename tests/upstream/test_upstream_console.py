@@ -26,9 +26,12 @@ from awa_tui.tui.commands import palette_names
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.keymap import ACTS
 from awa_tui.tui.launch import build_config, create_app
+from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
 from awa_tui.tui.screens.help import HelpScreen, help_table
+from awa_tui.tui.screens.main import MainScreen
+from awa_tui.tui.widgets.keyed_table import KeyedTable
 from awa_tui.tui.widgets.status import PanelBar
 
 OPERATOR = "alice@ops"
@@ -253,8 +256,14 @@ async def test_with_init_audit_the_dialog_has_no_warning_and_the_action_is_recor
         assert "Audit" not in dict(app.screen.details)
         await pilot.press("y")
         entry = await until(pilot, lambda: upstream_conn.execute(
-            "SELECT operator, action, target, before, after FROM awa_tui_audit.audit_log").fetchone(),
+            "SELECT id, operator, action, target, before, after FROM awa_tui_audit.audit_log").fetchone(),
             what="the audit entry")
+        # `l` shows it: the audit screen reads awa-tui's audit schema on upstream databases.
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the dialog closed")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, AuditScreen)
+                    and app.screen.query_one(KeyedTable).row_count == 1, what="the audit log")
+        assert [row.key.value for row in app.screen.query_one(KeyedTable).ordered_rows] == [str(entry.pop("id"))]
     assert entry == {"operator": OPERATOR, "action": "resume", "target": "nightly-berlin",
                      "before": {"paused_at": "2027-03-27T12:00:00+00:00", "paused_by": "bob@ops"},
                      "after": {"paused_at": None, "paused_by": None}}

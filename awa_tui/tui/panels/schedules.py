@@ -238,7 +238,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if self.selected:
             text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
             text.append(" (esc clears)")
-        text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED · sort {self.sort}")
+        retired = f" · {c.retired:,} RETIRED" if "lifecycle" in self.console.features else ""  # not upstream
+        text.append(f" · {c.paused:,} PAUSED{retired} · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
         if len(self.rows) < c.matched:
             text.append(" · end of list loads more")
