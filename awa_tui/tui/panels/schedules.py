@@ -39,9 +39,9 @@ SORTS = ("name", "next", "last", "state", "queue", "owner")
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
-    Column("next", "NEXT FIRE", 19),
+    Column("next", "NEXT FIRE", 20, min_width=11),  # live: "in 15m00s" keeps its width as it ticks
     Column("next_at", "NEXT (UTC)", 14, priority=4),
-    Column("last", "LAST FIRE", 10, priority=2),
+    Column("last", "LAST FIRE", 10, priority=2, min_width=10),
     Column("late", "LATE", 6, priority=3),
     Column("cron", "CRON", 16, priority=5),
     Column("describe", "MEANING", 24, priority=9),
