@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -48,6 +49,7 @@ from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.runtime.loops import Runtime
+from awa_tui.engine.runtime.passes import RecentPasses
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
@@ -146,6 +148,7 @@ class Client:
         self.duties = LeaderDuties(self)
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
+        self.recent_passes = RecentPasses()  # carried by the snapshot (the runtimes page shows them)
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
 
@@ -203,8 +206,11 @@ class Client:
         """One evaluator pass at `now` (DB time when omitted)."""
         ops.require_writable(self.read_only, "evaluate")
         with self.db.connection() as conn:
+            started = time.perf_counter()
             result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
+            took = time.perf_counter() - started
         self.last_pass = result
+        self.recent_passes.record(result.now, took, result.examined, result.fired, len(result.errors))
         for callback in self.on_pass:
             callback(result)
         return result
@@ -285,7 +291,8 @@ class Client:
             return None  # a read-only console is an observer, not a runtime
         with self.db.connection() as conn:
             return reporter.write_snapshot(
-                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now
+                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now,
+                passes=self.recent_passes.latest(),
             )
 
     def publish(self, now: datetime | None = None) -> dict[str, Any]:

@@ -114,7 +114,7 @@ ACTS: tuple[Act, ...] = (
         mutation=True, palette="owner: restore all schedules", needs="owners"),
     # Runtimes panel.
     Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
-        "health", footer=False, palette="runtime: details"),
+        "health, last passes", footer=False, palette="runtime: details"),
     # Plan panel.
     Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
         palette="plan: entry details", needs="plan"),
