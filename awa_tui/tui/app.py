@@ -210,7 +210,9 @@ class ConsoleApp(App[None]):
             self._apply(data)
 
     def _apply(self, data: PollData) -> None:
-        if not self.screen_stack:  # a poll landing while the app tears down: nothing to show it on
+        # A poll landing while the app tears down: nothing to show it on (the panels may
+        # already be gone from a screen still on the stack).
+        if not self.screen_stack or not self.main.query("#panel-runtimes"):
             return
         started = time.perf_counter()
         runtimes = data.runtimes
@@ -290,6 +292,8 @@ class ConsoleApp(App[None]):
     def on_mutation_key_pressed(self, message: MutationKeyPressed) -> None:
         """A mutation key pressed in a read-only console says why nothing happens (its
         binding is gone): one toast, not repeated while it is still shown."""
+        if self._say_missing_feature(message):
+            return
         if not self.read_only:
             return
         mutations = [a for a in actions.acts(message.scope) if a.mutation]
@@ -302,6 +306,20 @@ class ConsoleApp(App[None]):
             labels = ", ".join(dict.fromkeys(a.label for a in mutations))
             self.notify(f"read-only console ({why}): {labels} are disabled here", severity="warning",
                         markup=False, timeout=READ_ONLY_TOAST_S)
+
+    def _say_missing_feature(self, message: MutationKeyPressed) -> bool:
+        """A key this backend has no feature for (upstream Awa: retire, adopt...) says why,
+        once while shown, as read-only mode does."""
+        missing = [a for a in actions.acts(message.scope)
+                   if a.needs and a.needs not in self.features and message.key in a.key.split(",")]
+        if not missing:
+            return False
+        now = time.monotonic()
+        if now - self._read_only_said_at >= READ_ONLY_TOAST_S:
+            self._read_only_said_at = now
+            self.notify(f"{missing[0].label}: {self.client.features_note}", severity="warning", markup=False,
+                        timeout=READ_ONLY_TOAST_S)
+        return True
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The console's app keys act on the panels: not while a dialog is up (its own keys

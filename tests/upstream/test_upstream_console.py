@@ -202,6 +202,11 @@ async def test_footer_help_palette_and_tabs_leave_out_what_upstream_lacks(upstre
     for gone in ("panel: owners", "panel: plan", "schedule: retire", "schedule: restore",
                  "schedule: adopt / transfer", "owner: retire all schedules", "plan: entry details"):
         assert gone not in palette, gone
+    # A key upstream has no feature for says why, once, and does nothing.
+    await pilot.press("ctrl+d")
+    await until(pilot, lambda: [n.message for n in app._notifications], what="the toast")
+    assert [n.message for n in app._notifications] == [f"retire: {FEATURES_NOTE}"]
+    assert not isinstance(app.screen, ConfirmScreen)
     # 2 (owners) and 4 (plan) do nothing: still on schedules.
     await pilot.press("2")
     await pilot.press("4")
