@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from awa_pg_env import UpstreamProcess
 from helpers import until, wait_for
+from reliability.cli_tree import assert_one_line_error, run_cli
 from rich.console import Console
 from upstream_oracles import jobs
 
@@ -165,6 +166,14 @@ def test_lead_on_an_upstream_database_is_refused_in_one_line(upstream_dsn: str, 
     assert upstream_conn.execute(
         "SELECT count(*) AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = 'awa' AND c.relname = 'schema_migrations'").fetchone()["n"] == 0
+
+
+def test_awa_tui_lead_on_an_upstream_database_says_one_line(upstream_dsn: str, awa_pg_schema_version: int) -> None:
+    out = run_cli(["--lead", "--dsn", upstream_dsn], {"COLUMNS": "200", "NO_COLOR": "1"})
+    assert_one_line_error(out)
+    assert out.error_lines == [
+        f"error: --lead runs awa-tui's engine, which needs its own schema; this database holds upstream Awa "
+        f"schema v{awa_pg_schema_version} (its own leader fires the schedules): drop --lead to operate it"]
 
 
 async def test_header_names_the_schema_and_version(upstream_console: Any) -> None:

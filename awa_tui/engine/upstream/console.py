@@ -83,8 +83,7 @@ class UpstreamConsole:
         self.features = frozenset(name for name, ok in supported.items() if ok)
         missing = sorted(FEATURES - self.features - {"owners", "plan", "lifecycle", "ledger", "health"})
         self.features_note = FEATURES_NOTE + (
-            f"; this schema version also lacks {', '.join(missing)}" if missing else "")
-        self.schema: up.SchemaInfo = self.adapter.schema()
+            f"; this schema version also lacks {', '.join(m.replace('_', ' ') for m in missing)}" if missing else "")
 
     def close(self) -> None:
         self.adapter.close()
