@@ -255,6 +255,28 @@ async def test_pause_says_it_will_not_be_audited_then_pauses_upstreams_row(
     assert row["paused_by"] == OPERATOR
 
 
+async def test_bulk_pause_of_a_selection_pauses_each_and_skips_the_paused_one(
+    upstream_console: Any, upstream_conn: Any
+) -> None:
+    app, pilot = upstream_console
+    select(app, "every-15-min")
+    await pilot.press("space")  # selects it, moves to hourly-report
+    await pilot.press("space")  # selects hourly-report, moves to nightly-berlin (paused by bob@ops)
+    await pilot.press("space")
+    await pilot.press("s")  # not all paused: pause them
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the bulk dialog")
+    await pilot.press("y")
+    rows = await until(pilot, lambda: (r := upstream_conn.execute(
+        "SELECT name, paused_by FROM awa.cron_jobs WHERE paused_at IS NOT NULL ORDER BY name").fetchall())
+        and len(r) == 3 and r, what="the two pauses")
+    assert [(r["name"], r["paused_by"]) for r in rows] == [
+        ("every-15-min", OPERATOR), ("hourly-report", OPERATOR), ("nightly-berlin", "bob@ops")]
+    await until(pilot, lambda: any("pause: 2 done" in n.message for n in app._notifications), what="the result")
+    said = next(n.message for n in app._notifications if "pause: 2 done" in n.message)
+    assert said.startswith("pause: 2 done, 1 skipped (nightly-berlin: schedule 'nightly-berlin' is already "
+                           "paused (by 'bob@ops'))")
+
+
 async def test_with_init_audit_the_dialog_has_no_warning_and_the_action_is_recorded(
     upstream_dsn: str, backends: Callable[..., UpstreamConsole], upstream_conn: Any
 ) -> None:
