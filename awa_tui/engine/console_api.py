@@ -32,7 +32,7 @@ from awa_tui.engine.runtime.leader import Leadership
 # Features a backend may lack. The key map marks each key that needs one (keymap.Act.needs);
 # the console leaves a key whose feature its backend lacks out of the footer, help and
 # palette, so such a Protocol method is never called. Upstream Awa (engine/upstream/console.py)
-# has none of the first five.
+# has none of OWN_SCHEMA_FEATURES.
 FEATURES: frozenset[str] = frozenset({
     "owners",  # owners panel, adopt / transfer, owner-wide retire / restore
     "plan",  # the reconciliation plan panel
@@ -43,6 +43,8 @@ FEATURES: frozenset[str] = frozenset({
     "trigger",  # one job now
     "queue_pause",  # pause / resume a queue
 })
+# The features only awa-tui's own schema has (docs/keys.md marks their keys).
+OWN_SCHEMA_FEATURES: frozenset[str] = frozenset({"owners", "plan", "lifecycle", "ledger", "health"})
 
 
 @runtime_checkable

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from awa_tui.engine.console_api import OWN_SCHEMA_FEATURES
+
 PANELS = ("schedules", "owners", "runtimes", "plan", "queues")
 PANEL_NEEDS = {"owners": "owners", "plan": "plan"}  # panels a backend feature provides
-# Features only awa-tui's own schema has (the doc marks their keys).
-OWN_SCHEMA_FEATURES = frozenset({"owners", "plan", "lifecycle", "ledger", "health"})
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from awa_tui.config import default_operator
 from awa_tui.engine.bulk import BulkResult, Skipped
-from awa_tui.engine.console_api import FEATURES
+from awa_tui.engine.console_api import FEATURES, OWN_SCHEMA_FEATURES
 from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
 from awa_tui.engine.ledger.models import AuditEntry
@@ -70,7 +70,8 @@ class Unsupported(AwaError):
 
 
 class UpstreamConsole:
-    """ConsoleBackend on an upstream Awa database (tests/test_architecture.py checks it)."""
+    """ConsoleBackend on an upstream Awa database (tests/upstream/test_upstream_console.py checks
+    it against the Protocol)."""
 
     def __init__(self, dsn: str, *, operator: str | None = None, read_only: bool = False,
                  adapter: UpstreamAdapter | None = None) -> None:
@@ -81,7 +82,7 @@ class UpstreamConsole:
         caps = self.adapter.capabilities()  # also checks, once, that the schema is upstream's
         supported = {"schedule_pause": caps.schedule_pause, "trigger": caps.trigger, "queue_pause": caps.queue_pause}
         self.features = frozenset(name for name, ok in supported.items() if ok)
-        missing = sorted(FEATURES - self.features - {"owners", "plan", "lifecycle", "ledger", "health"})
+        missing = sorted(FEATURES - self.features - OWN_SCHEMA_FEATURES)
         self.features_note = FEATURES_NOTE + (
             f"; this schema version also lacks {', '.join(m.replace('_', ' ') for m in missing)}" if missing else "")
 
