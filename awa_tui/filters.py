@@ -21,6 +21,7 @@ as a parameter.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -116,6 +117,14 @@ class Filter:
     def __str__(self) -> str:
         """The canonical text (what the console shows as the active filter)."""
         return " ".join(str(t) for t in self.terms)
+
+
+def value_pattern(value: str, substring: bool) -> re.Pattern[str]:
+    """A term's value as a regex for matching rows held in memory (the console's small
+    lists, upstream mode's schedules): `*` is any run, the rest literal, case-insensitive;
+    use `fullmatch`."""
+    body = ".*".join(re.escape(part) for part in value.split("*"))
+    return re.compile(f".*{body}.*" if substring else body, re.IGNORECASE | re.DOTALL)
 
 
 def _quote(value: str, *, always: bool = False) -> str:

@@ -17,6 +17,7 @@ from awa_tui.engine import backfill as backfills
 from awa_tui.engine import bulk as bulk_ops
 from awa_tui.engine import evaluator, migrations, ops, overrides, views
 from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
+from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.health import check as health_check
@@ -66,6 +67,7 @@ from awa_tui.engine.runtime import leader, reporter, worker
 from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.runtime.loops import Runtime
+from awa_tui.engine.runtime.passes import RecentPasses
 from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seconds
 from awa_tui.engine.sync import sync_schedules
 from awa_tui.filters import Filter
@@ -170,6 +172,7 @@ class Client:
         self.duties = LeaderDuties(self)
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
+        self.recent_passes = RecentPasses()  # carried by the snapshot (the runtimes page shows them)
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
         self.metrics: MetricsServer | None = None  # serve_metrics(): /metrics of this runtime
@@ -231,12 +234,14 @@ class Client:
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
         ops.require_writable(self.read_only, "evaluate")
-        started = time.monotonic()
         with self.db.connection() as conn:
+            started = time.perf_counter()
             result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
+            took = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.observe_pass(time.monotonic() - started, result.examined)
+            self.metrics.observe_pass(took, result.examined)
         self.last_pass = result
+        self.recent_passes.record(result.now, took, result.examined, result.fired, len(result.errors))
         for callback in self.on_pass:
             callback(result)
         return result
@@ -333,7 +338,8 @@ class Client:
             return None  # a read-only console is an observer, not a runtime
         with self.db.connection() as conn:
             return reporter.write_snapshot(
-                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now
+                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now,
+                passes=self.recent_passes.latest(),
             )
 
     def publish(self, now: datetime | None = None) -> dict[str, Any]:
@@ -690,6 +696,14 @@ class Client:
     def db_time(self) -> datetime:
         with self.db.connection() as conn:
             return views.db_time(conn)
+
+    # Every feature the console knows: awa-tui's own schema has them all (console_api.FEATURES).
+    features = FEATURES
+    features_note: str | None = None
+
+    def audit_gap(self) -> str | None:
+        """awa-tui's own schema audits every operator action in the same transaction."""
+        return None
 
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,

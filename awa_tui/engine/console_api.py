@@ -33,12 +33,34 @@ from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.filters import Filter
 
+# Features a backend may lack. The key map marks each key that needs one (keymap.Act.needs);
+# the console leaves a key whose feature its backend lacks out of the footer, help and
+# palette, so such a Protocol method is never called. Upstream Awa (engine/upstream/console.py)
+# has none of OWN_SCHEMA_FEATURES.
+FEATURES: frozenset[str] = frozenset({
+    "owners",  # owners panel, adopt / transfer, owner-wide retire / restore
+    "plan",  # the reconciliation plan panel
+    "lifecycle",  # retire / restore (tombstones)
+    "ledger",  # awa-tui's fire ledger and job history (outcomes, jobs panel)
+    "health",  # runtime health and evaluator passes
+    "schedule_pause",  # pause / resume a schedule
+    "trigger",  # one job now
+    "queue_pause",  # pause / resume a queue
+    "backfill",  # enqueue the instants of a range that never fired (S47)
+    "override",  # an operator's override of a definition (S49)
+})
+# The features only awa-tui's own schema has (docs/keys.md marks their keys).
+OWN_SCHEMA_FEATURES: frozenset[str] = frozenset({"owners", "plan", "lifecycle", "ledger", "health", "backfill",
+                                                  "override"})
+
 
 @runtime_checkable
 class ConsoleBackend(Protocol):
     dsn: str  # shown through describe_dsn only, never with its password
     read_only: bool
     operator: str  # the label the audit trail records
+    features: frozenset[str]  # of FEATURES: what this backend can do
+    features_note: str | None  # one line (help screen): why some FEATURES are missing; None when none is
 
     def close(self) -> None: ...
 
@@ -47,6 +69,10 @@ class ConsoleBackend(Protocol):
     def db_time(self) -> datetime: ...
 
     def write_refusal(self) -> str | None: ...
+
+    def audit_gap(self) -> str | None:
+        """Why operator actions would NOT be audited (one line), or None when they are."""
+        ...
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]: ...
 

@@ -190,6 +190,17 @@ class QueueRow:
 
 
 @dataclass(frozen=True)
+class PassSummary:
+    """One evaluator pass of a runtime, as its snapshot carries it (newest first)."""
+
+    at: datetime  # the pass's `now`
+    duration_ms: float  # wall time of the pass, in this runtime's process
+    due: int  # schedules the pass examined: due at `at`, or with no next fire stored yet
+    fired: int  # jobs written
+    errors: int  # schedules skipped with an error (S15)
+
+
+@dataclass(frozen=True)
 class RuntimeRow:
     """A runtime's snapshot; `role` is the leader lock's verdict, `is_leader` the snapshot's."""
 
@@ -210,6 +221,7 @@ class RuntimeRow:
     fresh: bool
     role: str  # leader | stalled | follower
     lease_expires_at: datetime | None
+    passes: tuple[PassSummary, ...] = ()  # its last evaluator passes, newest first (leaders only)
 
 
 # --- owners (S22-S34) --------------------------------------------------------------------

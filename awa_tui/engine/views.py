@@ -31,6 +31,7 @@ from awa_tui.engine.models import (
     ScheduleRow,
 )
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.engine.runtime.passes import from_json as passes_from_json
 from awa_tui.engine.schedule import row_fault
 from awa_tui.filters import Filter
 
@@ -228,14 +229,19 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
                CASE WHEN ls.instance_id IS NULL THEN 'follower'
                     WHEN ls.expires_at > coalesce(%(now)s::timestamptz, now()) THEN 'leader'
                     ELSE 'stalled' END AS role,
-               awa.safe_ts(ls.expires_at) AS lease_expires_at
+               awa.safe_ts(ls.expires_at) AS lease_expires_at, r.recent_passes
         FROM awa.runtime_instances r
         LEFT JOIN ls ON ls.instance_id = r.instance_id
         ORDER BY (r.stopped_at IS NULL) DESC, r.last_seen_at DESC
         """,
         {"now": now, "key": LEADER_LOCK_KEY},
     ).fetchall()
-    return [RuntimeRow(**row) for row in rows]
+    return [_runtime_row(row) for row in rows]
+
+
+def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
+    passes = passes_from_json(row.pop("recent_passes"))
+    return RuntimeRow(**row, passes=passes)
 
 
 def list_audit(

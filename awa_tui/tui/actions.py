@@ -8,9 +8,10 @@ from textual.binding import Binding
 
 from awa_tui.tui.keymap import ACTS, PANELS, Act
 
-__all__ = ["ACTS", "PANELS", "Act", "acts", "bindings", "is_mutation"]
+__all__ = ["ACTS", "PANELS", "Act", "acts", "bindings", "is_mutation", "needs"]
 
 MUTATIONS = frozenset((a.scope, a.action) for a in ACTS if a.mutation)
+NEEDS = {(a.scope, a.action): a.needs for a in ACTS if a.needs}
 
 
 def acts(scope: str) -> list[Act]:
@@ -26,3 +27,8 @@ def bindings(scope: str) -> list[Binding]:
 
 def is_mutation(scope: str, action: str) -> bool:
     return (scope, action) in MUTATIONS
+
+
+def needs(scope: str, action: str) -> str | None:
+    """The backend feature (engine/console_api.FEATURES) the key needs, if any."""
+    return NEEDS.get((scope, action))

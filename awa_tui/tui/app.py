@@ -77,6 +77,7 @@ class PollData:
     data: Any
     write_refusal: str | None = None  # why actions would be refused (a role without write grants, a standby)
     leadership: Leadership | None = None  # the leader lock's holder and its lease
+    audit_gap: str | None = None  # why actions would not be audited (upstream Awa without init-audit)
 
 
 class ConsoleApp(App[None]):
@@ -93,6 +94,8 @@ class ConsoleApp(App[None]):
         self.read_only: bool = bool(config.client.read_only)
         self.read_only_reason: str | None = None  # set when the database, not --read-only, says so
         self.operator: str = config.client.operator
+        self.features: frozenset[str] = config.client.features  # what the backend can do (console_api.FEATURES)
+        self.audit_gap: str | None = None  # from the last poll: why an action would not be audited
         self.database = config.database
         self.known_owners: tuple[str, ...] = ()
         self.declared_owners: frozenset[str] = frozenset()  # owners a fresh runtime declares (a manifest)
@@ -120,7 +123,8 @@ class ConsoleApp(App[None]):
 
     def on_mount(self) -> None:
         where = f"embedded Postgres at {self.config.embedded_at}" if self.config.embedded_at else self.database
-        self.sub_title = f"{where} · operator {self.operator}"
+        schema = f" · {self.config.schema_label}" if self.config.schema_label else ""
+        self.sub_title = f"{where}{schema} · operator {self.operator}"
         self.freshness.leader = self._leader_badge()
         self._status()
         self.poller.start()
@@ -175,13 +179,15 @@ class ConsoleApp(App[None]):
             runtimes = client.list_runtimes(now=now)
             leadership = client.leadership(now=now)
             refusal = None if client.read_only else client.write_refusal()
-            return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership)
+            return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
+                            audit_gap=client.audit_gap())
 
         return work
 
     def _poll_data(self, data: PollData, elapsed: float) -> None:
         self.freshness.stale = False
         self.freshness.updated = utc(data.now, date=False)
+        self.audit_gap = data.audit_gap
         self._write_access(data.write_refusal)
         if len(self.screen_stack) > 1:
             self._pending = data  # never re-render under a dialog (Dolphie)
@@ -212,7 +218,9 @@ class ConsoleApp(App[None]):
             self._apply(data)
 
     def _apply(self, data: PollData) -> None:
-        if not self.screen_stack:  # a poll landing while the app tears down: nothing to show it on
+        # A poll landing while the app tears down: nothing to show it on (the panels may
+        # already be gone from a screen still on the stack).
+        if not self.screen_stack or not self.main.query("#panel-runtimes"):
             return
         started = time.perf_counter()
         runtimes = data.runtimes
@@ -279,12 +287,21 @@ class ConsoleApp(App[None]):
     # --- what may run ------------------------------------------------------------------------
 
     def action_allowed(self, scope: str, action: str) -> bool:
-        """False removes the binding from footer, help and palette (not greyed)."""
+        """False removes the binding from footer, help and palette (not greyed): a mutation
+        in read-only mode, or a key whose feature the backend lacks (upstream Awa)."""
+        need = actions.needs(scope, action)
+        if need is not None and need not in self.features:
+            return False
         return not (self.read_only and actions.is_mutation(scope, action))
+
+    def panel_allowed(self, panel_id: str) -> bool:
+        return self.action_allowed("app", f"show_panel('{panel_id}')")
 
     def on_mutation_key_pressed(self, message: MutationKeyPressed) -> None:
         """A mutation key pressed in a read-only console says why nothing happens (its
         binding is gone): one toast, not repeated while it is still shown."""
+        if self._say_missing_feature(message):
+            return
         if not self.read_only:
             return
         mutations = [a for a in actions.acts(message.scope) if a.mutation]
@@ -298,11 +315,27 @@ class ConsoleApp(App[None]):
             self.notify(f"read-only console ({why}): {labels} are disabled here", severity="warning",
                         markup=False, timeout=READ_ONLY_TOAST_S)
 
+    def _say_missing_feature(self, message: MutationKeyPressed) -> bool:
+        """A key this backend has no feature for (upstream Awa: retire, adopt...) says why,
+        once while shown, as read-only mode does."""
+        missing = [a for a in actions.acts(message.scope)
+                   if a.needs and a.needs not in self.features and message.key in a.key.split(",")]
+        if not missing:
+            return False
+        now = time.monotonic()
+        if now - self._read_only_said_at >= READ_ONLY_TOAST_S:
+            self._read_only_said_at = now
+            self.notify(f"{missing[0].label}: {self.client.features_note}", severity="warning", markup=False,
+                        timeout=READ_ONLY_TOAST_S)
+        return True
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # The console's app keys act on the panels: not while a dialog is up (its own keys
         # answer it), and only help and quit over the detail and audit screens.
         if action not in APP_ACTIONS:
             return True
+        if action == "show_panel" and parameters and not self.panel_allowed(str(parameters[0])):
+            return False
         if isinstance(self.screen, ModalScreen):
             return False
         return isinstance(self.screen, MainScreen) or action in ("help", "quit")
@@ -323,6 +356,10 @@ class ConsoleApp(App[None]):
     # --- app keys ----------------------------------------------------------------------------
 
     def action_show_panel(self, panel_id: str) -> None:
+        if not self.panel_allowed(panel_id):  # the jump box names every panel
+            self.notify(f"no {panel_id} panel here: {self.client.features_note}", severity="warning",
+                        markup=False, timeout=5)
+            return
         self.active_panel = panel_id
         self.main.show_panel(panel_id)
         self.refresh_now()
@@ -338,7 +375,7 @@ class ConsoleApp(App[None]):
 
     def action_help(self) -> None:
         scope_ok = lambda act: self.action_allowed(act.scope, act.action)  # noqa: E731
-        self.push_screen(HelpScreen(scope_ok, self.read_only))
+        self.push_screen(HelpScreen(scope_ok, self.read_only, self.client.features_note))
 
     def action_audit(self) -> None:
         self.push_screen(AuditScreen())
@@ -407,7 +444,7 @@ class ConsoleApp(App[None]):
 
         def ask(note: Text | None = None) -> None:
             self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners,
-                                                         note), answered)
+                                                         note, audit_gap=self.audit_gap), answered)
 
         if op.preview is None:
             ask()

@@ -24,6 +24,7 @@ class ConsoleConfig:
     clock: Callable[[], datetime] | None = None  # None: DB time; tests inject a fixed clock
     page_size: int = 1000  # schedules fetched per page
     handle_signals: bool = False  # SIGHUP/SIGTERM exit cleanly (the real terminal only)
+    schema_label: str | None = None  # the header's "upstream Awa schema v40" (launch.py detects it)
 
     @property
     def database(self) -> str:

@@ -4,11 +4,10 @@ filtered by the engine in SQL instead (they can be 100k). Pure: rows in, rows ou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from awa_tui.filters import GRAMMARS, Filter, Term
+from awa_tui.filters import GRAMMARS, Filter, Term, value_pattern
 
 T = TypeVar("T")
 Fields = Callable[[Any], dict[str, Any]]  # row -> {field: value}; "" is the free-text field
@@ -39,23 +38,17 @@ FLAGS: dict[str, Flags] = {
 }
 
 
-def _pattern(value: str, substring: bool) -> re.Pattern[str]:
-    # `*` is any run of characters; everything else is literal; case-insensitive.
-    body = ".*".join(re.escape(part) for part in value.split("*"))
-    return re.compile(f".*{body}.*" if substring else body, re.IGNORECASE | re.DOTALL)
-
-
 def _holds(term: Term, fields: dict[str, Any], flags: set[str], panel: str) -> bool:
     if term.kind == "flag":
         return term.name in flags
     if term.kind == "text":
-        pattern = _pattern(term.value, substring=True)
+        pattern = value_pattern(term.value, substring=True)
         return any(v is not None and pattern.fullmatch(str(v)) is not None for v in fields[""])
     value = fields.get(term.name)
     if value is None:
         return False
     substring = term.name in GRAMMARS[panel].substring_fields
-    return _pattern(term.value, substring).fullmatch(str(value)) is not None
+    return value_pattern(term.value, substring).fullmatch(str(value)) is not None
 
 
 def matches(flt: Filter | None, row: Any) -> bool:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from awa_tui.engine.console_api import OWN_SCHEMA_FEATURES
+
 PANELS = ("schedules", "owners", "runtimes", "plan", "queues", "jobs")
+PANEL_NEEDS = {"owners": "owners", "plan": "plan", "jobs": "ledger"}  # panels a backend feature provides
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,9 @@ class Act:
     footer: bool = True
     palette: str | None = None  # "noun: verb" (Posting's naming)
     bound: bool = True  # False: documented only (the key belongs to Textual or the mouse)
+    # The backend feature the key needs (engine/console_api.FEATURES): a backend without it
+    # (upstream Awa) has the key left out of footer, help and palette.
+    needs: str | None = None
 
     @property
     def id(self) -> str:
@@ -48,7 +54,7 @@ ACTS: tuple[Act, ...] = (
     Act("app", "colon", "jump", "jump", "jump to a panel by name", palette="console: jump to panel"),
     *(
         Act("app", str(i), f"show_panel('{name}')", name, f"{name} panel", footer=False,
-            palette=f"panel: {name}")
+            palette=f"panel: {name}", needs=PANEL_NEEDS.get(name))
         for i, name in enumerate(PANELS, start=1)
     ),
     Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
@@ -89,77 +95,83 @@ ACTS: tuple[Act, ...] = (
         footer=False, palette="schedule: select all listed"),
     Act("schedules", "escape", "", "", "clear the selection; again, clear the filter", bound=False),
     Act("schedules", "v", "show_jobs", "jobs", "the schedule's jobs (the jobs panel, filter schedule:NAME)",
+        needs="ledger",
         footer=False, palette="schedule: show its jobs"),
     Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
-        mutation=True, palette="schedule: pause / resume"),
+        mutation=True, palette="schedule: pause / resume", needs="schedule_pause"),
     Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
-        mutation=True, palette="schedule: trigger now"),
+        mutation=True, palette="schedule: trigger now", needs="trigger"),
     Act("schedules", "a", "adopt", "adopt", "adopt an unowned schedule, or transfer it to another owner",
-        mutation=True, footer=False, palette="schedule: adopt / transfer"),
+        mutation=True, footer=False, palette="schedule: adopt / transfer", needs="owners"),
     Act("schedules", "ctrl+d", "retire", "retire", "retire the selected schedule (type its name to confirm)",
-        mutation=True, footer=False, palette="schedule: retire"),
+        mutation=True, footer=False, palette="schedule: retire", needs="lifecycle"),
     Act("schedules", "u", "restore", "restore", "restore a retired schedule (no replay of missed fires)",
-        mutation=True, footer=False, palette="schedule: restore"),
+        mutation=True, footer=False, palette="schedule: restore", needs="lifecycle"),
     Act("schedules", "b", "backfill", "backfill", "backfill the last 24 hours: one job per instant that never fired "
-        "(the dialog shows the count first)", mutation=True, footer=False, palette="schedule: backfill"),
+        "(the dialog shows the count first)", mutation=True, footer=False, palette="schedule: backfill",
+        needs="backfill"),
     Act("schedules", "e", "override", "override", "override the expression, zone, queue, priority or args "
-        "without a deploy (a form; sync keeps it)", mutation=True, footer=False, palette="schedule: override"),
+        "without a deploy (a form; sync keeps it)", mutation=True, footer=False, palette="schedule: override",
+        needs="override"),
     Act("schedules", "E", "reset_override", "reset", "reset an OVERRIDDEN schedule to its code definition",
-        mutation=True, footer=False, palette="schedule: reset override"),
+        mutation=True, footer=False, palette="schedule: reset override", needs="override"),
     # Owners panel.
     Act("owners", "enter", "details", "schedules", "the owner's schedules (the schedules panel, filter owner:NAME)",
-        footer=False, palette="owner: show its schedules"),
+        footer=False, palette="owner: show its schedules", needs="owners"),
     Act("owners", "a", "adopt_declared", "adopt declared",
         "adopt every unowned schedule the owner's running manifest declares", mutation=True,
-        palette="owner: adopt declared schedules"),
+        palette="owner: adopt declared schedules", needs="owners"),
     Act("owners", "ctrl+d", "retire_owner", "retire owner", "retire every schedule of the selected owner",
-        mutation=True, palette="owner: retire all schedules"),
+        mutation=True, palette="owner: retire all schedules", needs="owners"),
     Act("owners", "u", "restore_owner", "restore owner", "restore every retired schedule of the owner",
-        mutation=True, palette="owner: restore all schedules"),
+        mutation=True, palette="owner: restore all schedules", needs="owners"),
     # Runtimes panel.
     Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
-        "health", footer=False, palette="runtime: details"),
+        "health, last passes", footer=False, palette="runtime: details"),
     # Plan panel.
     Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
-        palette="plan: entry details"),
+        palette="plan: entry details", needs="plan"),
     # Queues panel.
     Act("queues", "enter", "details", "schedules", "the queue's schedules (the schedules panel, filter queue:NAME)",
         footer=False, palette="queue: show its schedules"),
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
-        mutation=True, palette="queue: pause / resume"),
-    # Jobs panel.
+        mutation=True, palette="queue: pause / resume", needs="queue_pause"),
+    # Jobs panel (the fire ledger's jobs: awa-tui's own schema only).
     Act("jobs", "enter", "details", "detail", "the job in full: each attempt's error and traceback, args, metadata",
-        footer=False, palette="job: details"),
+        footer=False, palette="job: details", needs="ledger"),
     Act("jobs", "slash", "filter", "filter",
         "filter: schedule:X queue:Q state:running result:failed kind:K failed manual (esc clears)",
-        palette="job: filter"),
+        palette="job: filter", needs="ledger"),
     Act("jobs", "v", "show_schedule", "schedule", "the job's schedule (its detail screen)",
-        palette="job: show its schedule"),
+        palette="job: show its schedule", needs="ledger"),
     Act("jobs", "t", "retry", "retry", "retry the selected job now (a failed, discarded or cancelled one)",
-        mutation=True, palette="job: retry"),
+        mutation=True, palette="job: retry", needs="ledger"),
     Act("jobs", "x", "cancel_job", "cancel", "cancel the selected job (waiting jobs only; a running one is refused)",
-        mutation=True, palette="job: cancel"),
+        mutation=True, palette="job: cancel", needs="ledger"),
     # Schedule detail screen.
     Act("detail", "escape", "close", "back", "back to the panels"),
     Act("detail", "q", "close", "back", "back to the panels", footer=False),
-    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True),
-    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True),
-    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False),
-    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False),
-    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False),
+    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True,
+        needs="schedule_pause"),
+    Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True, needs="trigger"),
+    Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False, needs="owners"),
+    Act("detail", "ctrl+d", "retire", "retire", "retire (type the name)", mutation=True, footer=False,
+        needs="lifecycle"),
+    Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False, needs="lifecycle"),
     Act("detail", "b", "backfill", "backfill", "backfill the last 24 hours (shows the count first)", mutation=True,
-        footer=False),
-    Act("detail", "e", "override", "override", "override (a form)", mutation=True, footer=False),
+        footer=False, needs="backfill"),
+    Act("detail", "e", "override", "override", "override (a form)", mutation=True, footer=False, needs="override"),
     Act("detail", "E", "reset_override", "reset", "reset an override to the code definition", mutation=True,
-        footer=False),
+        footer=False, needs="override"),
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
-    Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False),
+    Act("detail", "J", "copy_job", "copy job", "copy the id of its latest job", footer=False, needs="ledger"),
     Act("detail", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
-    Act("detail", "v", "show_jobs", "jobs", "this schedule's jobs (the jobs panel, filter schedule:NAME)"),
+    Act("detail", "v", "show_jobs", "jobs", "this schedule's jobs (the jobs panel, filter schedule:NAME)",
+        needs="ledger"),
     Act("detail", "left_square_bracket", "older_instant", "older", "why: the previous (older) due instant of the "
-        "ledger", footer=False),
+        "ledger", footer=False, needs="ledger"),
     Act("detail", "right_square_bracket", "newer_instant", "newer", "why: the next (newer) due instant of the ledger",
-        footer=False),
+        footer=False, needs="ledger"),
     # Job detail screen.
     Act("job", "escape", "close", "back", "back to where it was opened from"),
     Act("job", "q", "close", "back", "back", footer=False),
@@ -228,6 +240,8 @@ def markdown() -> str:
             continue
         does = "panels: " + ", ".join(PANELS) if keys == panels else act.help
         flag = " (not in read-only mode)" if act.mutation else ""
+        if act.needs in OWN_SCHEMA_FEATURES and not act.action.startswith("show_panel"):
+            flag += " (not in upstream Awa mode)"
         lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
     return "\n".join(lines) + "\n"
 

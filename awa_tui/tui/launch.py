@@ -22,6 +22,7 @@ from awa_tui.tui.config import ConsoleConfig
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
+    from awa_tui.engine.console_api import ConsoleBackend
     from awa_tui.tui.app import ConsoleApp
 
 
@@ -37,6 +38,13 @@ def console_client(dsn: str, operator: str | None, read_only: bool) -> Client:
     from awa_tui.engine.client import Client
 
     return Client(dsn, operator=operator, read_only=read_only, application_name="awa-tui console")
+
+
+def upstream_console(dsn: str, operator: str | None, read_only: bool) -> ConsoleBackend:
+    """The console's backend on an upstream Awa database (engine/upstream/console.py)."""
+    from awa_tui.engine.upstream.console import UpstreamConsole
+
+    return UpstreamConsole(dsn, operator=operator, read_only=read_only)
 
 
 def build_config(
@@ -69,6 +77,15 @@ def build_config(
             raise AwaError("--metrics-addr serves the in-process engine's metrics: add --lead")
         parse_addr(metrics_addr)  # malformed: refused before any database is touched
     resolved, is_embedded = dsn_or_embedded(dsn, say)
+    from awa_tui.engine.upstream.detect import detect_at, label
+
+    found = detect_at(resolved)
+    if found.kind == "upstream":
+        if lead:
+            raise AwaError(f"--lead runs awa-tui's engine, which needs its own schema; this database holds "
+                           f"{label(found)} (its own leader fires the schedules): drop --lead to operate it")
+        return ConsoleConfig(client=upstream_console(resolved, operator, read_only), refresh=refresh, clock=clock,
+                             handle_signals=True, schema_label=label(found))
     engine = None
     if lead:
         engine = build_client(resolved, app_ref, demo, operator, application_name="awa-tui console leader")
@@ -90,6 +107,7 @@ def build_config(
         refresh=refresh,
         clock=clock,
         handle_signals=True,
+        schema_label=label(detect_at(resolved)),  # after --lead or the embedded database migrated it
     )
 
 

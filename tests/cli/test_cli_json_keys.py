@@ -80,7 +80,7 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert [list(r) for r in runtimes] == [[
         "instance_id", "hostname", "pid", "version", "protocol_version", "started_at", "last_seen_at",
         "snapshot_interval", "is_leader", "health", "stopped_at", "owner", "authoritative", "manifest_hash",
-        "fresh", "role", "lease_expires_at",
+        "fresh", "role", "lease_expires_at", "passes",
     ]]
     assert (runtimes[0]["instance_id"], runtimes[0]["snapshot_interval"], runtimes[0]["role"]) == (
         str(seeded.identity.instance_id), 10.0, "follower")

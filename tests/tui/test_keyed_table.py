@@ -25,8 +25,9 @@ from awa_tui.tui.widgets.live import Clock
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 
-# Every column kept (priority 0): the stock twin cannot drop columns when narrow.
-COLUMNS = tuple(dataclasses.replace(column, priority=0) for column in PANEL_COLUMNS)
+# Every column kept (priority 0): the stock twin cannot drop columns when narrow; fixed
+# widths (min = max): this file checks rendering, tests/tui/test_column_widths.py the widths.
+COLUMNS = tuple(dataclasses.replace(column, priority=0, min_width=column.width) for column in PANEL_COLUMNS)
 
 
 def schedule(i: int) -> SchedulePageRow:
@@ -107,7 +108,7 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
         keyed.focus()
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "first paint, focused")
-        # Columns of 22, 16 and 19 cells, each padded by one cell either side.
+        # Columns of 22, 16 and 20 cells, each padded by one cell either side.
         assert shown[0] == " NAME" + " " * 19 + " STATE" + " " * 12 + " NEXT FIRE" + " " * 12
         assert shown[1] == " tenant-0.job-with-a-l…  active, Q PAUSED  in 5m00s" + " " * 13
 
@@ -124,7 +125,7 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
         # Scrolled both ways: the cursor far down, the view to the right, NAME frozen.
         for table in (keyed, stock):
             table.move_cursor(row=30, animate=False)
-            table.scroll_to(x=37, animate=False, immediate=True)
+            table.scroll_to(x=38, animate=False, immediate=True)
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "scrolled")
         # NAME (24 cells) is frozen; the rest is cropped from x=37 past it (2 cells of NEXT FIRE).

@@ -19,7 +19,7 @@ from awa_tui.tui.screens.detail import DetailScreen
 
 TUI = Path(__file__).resolve().parents[2] / "awa_tui" / "tui"
 # What panels, screens and the shared actions may touch on the app: read-only questions.
-APP_READS = {"action_allowed", "known_owners"}
+APP_READS = {"action_allowed", "features", "known_owners", "panel_allowed"}
 
 
 def _sources(*parts: str) -> list[Path]:

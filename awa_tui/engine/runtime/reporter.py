@@ -16,8 +16,10 @@ from psycopg.types.json import Jsonb
 
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.migrations import code_version
+from awa_tui.engine.models import PassSummary
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, Manifest
+from awa_tui.engine.runtime.passes import to_json as passes_json
 
 
 @dataclass
@@ -37,12 +39,12 @@ SNAPSHOT_SQL = """
 INSERT INTO awa.runtime_instances AS r (
     instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
     snapshot_interval, is_leader, health, stopped_at, owner, authoritative,
-    manifest, manifest_hash, retire_grace, schema_version)
+    manifest, manifest_hash, retire_grace, schema_version, recent_passes)
 VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, %(now)s, %(now)s,
         %(snapshot_interval)s, %(is_leader)s, %(health)s,
         CASE WHEN %(stopped)s THEN %(now)s::timestamptz END, %(owner)s, %(authoritative)s,
         %(manifest)s, %(manifest_hash)s, %(retire_grace)s,
-        %(schema_version)s)
+        %(schema_version)s, %(recent_passes)s)
 ON CONFLICT (instance_id) DO UPDATE SET
     last_seen_at = EXCLUDED.last_seen_at, is_leader = EXCLUDED.is_leader, health = EXCLUDED.health,
     stopped_at = EXCLUDED.stopped_at, snapshot_interval = EXCLUDED.snapshot_interval,
@@ -52,7 +54,8 @@ ON CONFLICT (instance_id) DO UPDATE SET
     manifest = CASE WHEN r.manifest_hash IS NOT DISTINCT FROM EXCLUDED.manifest_hash
                     THEN r.manifest ELSE EXCLUDED.manifest END,
     manifest_hash = EXCLUDED.manifest_hash, retire_grace = EXCLUDED.retire_grace,
-    schema_version = EXCLUDED.schema_version
+    schema_version = EXCLUDED.schema_version,
+    recent_passes = EXCLUDED.recent_passes
 """
 
 
@@ -65,12 +68,14 @@ def write_snapshot(
     stopped: bool = False,
     manifest: Manifest | None = None,
     now: datetime | None = None,
+    passes: tuple[PassSummary, ...] = (),
 ) -> dict[str, Any]:
     """Write this runtime's snapshot in one transaction under the protocol lock (S24, S32).
 
     An authoritative runtime passes its manifest: it is published in the same transaction,
     and the owner's agreement evidence is recorded after the conflicts were checked (S26).
-    A stopped snapshot ends the declaration at once. `now` defaults to DB time.
+    A stopped snapshot ends the declaration at once. `now` defaults to DB time. `passes`:
+    the runtime's last evaluator passes (runtime/passes.py), newest first.
     """
     declaring = ident.authoritative and ident.owner is not None
     with conn.transaction():
@@ -96,6 +101,7 @@ def write_snapshot(
                 "manifest": Jsonb(manifest.definitions) if declaring and manifest else None,
                 "manifest_hash": manifest.hash if declaring and manifest else None,
                 "retire_grace": ident.retire_grace if declaring else None,
+                "recent_passes": Jsonb(passes_json(passes)),
                 "now": now,
                 "schema_version": code_version(),
             },

@@ -98,12 +98,12 @@ CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON awa_tui_audit.audit_log
 
 SCHEDULES_SQL = """
 SELECT c.name, c.cron_expr, c.timezone, c.kind, c.queue, c.priority, c.max_attempts,
-       c.last_enqueued_at, c.created_at, c.updated_at,
+       c.last_enqueued_at, c.created_at, c.updated_at, c.tags,
        -- Older upstream schemas lack these columns (policy: v015, pause: v026); to_jsonb reads
        -- them where they exist and yields NULL where they do not.
        coalesce(to_jsonb(c) ->> 'missed_fire_policy', 'coalesce') AS missed_fire_policy,
        (to_jsonb(c) ->> 'paused_at')::timestamptz AS paused_at, to_jsonb(c) ->> 'paused_by' AS paused_by,
-       coalesce(q.paused, false) AS queue_paused
+       coalesce(q.paused, false) AS queue_paused, q.paused_at AS queue_paused_at, q.paused_by AS queue_paused_by
 FROM awa.cron_jobs c LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 WHERE %(name)s::text IS NULL OR c.name = %(name)s
 ORDER BY c.name
@@ -116,6 +116,21 @@ FROM awa.jobs
 WHERE metadata ->> 'cron_name' = %s
 ORDER BY id DESC
 LIMIT %s
+"""
+
+LAST_FIRES_SQL = """
+SELECT DISTINCT ON (metadata ->> 'cron_name')
+       metadata ->> 'cron_name' AS cron_name, id, state::text AS state, attempt, queue, created_at, finalized_at,
+       metadata ->> 'cron_fire_time' AS fire_time, metadata -> 'triggered_manually' AS manual
+FROM awa.jobs
+WHERE metadata ->> 'cron_name' IS NOT NULL
+ORDER BY metadata ->> 'cron_name', id DESC
+"""
+
+WRITE_ACCESS_SQL = """
+SELECT current_user AS role, pg_is_in_recovery() AS standby,
+       has_table_privilege('awa.cron_jobs', 'UPDATE') AS schedules,
+       has_table_privilege('awa.queue_meta', 'UPDATE') AS queues
 """
 
 RUNTIMES_SQL = """
@@ -178,6 +193,14 @@ def _parse_instant(text: str | None) -> datetime | None:
     except ValueError:
         return None  # one unreadable stamp must not hide the other fires
     return value if value.tzinfo is not None else None
+
+
+def _fire(r: dict[str, Any]) -> UpstreamFire:
+    return UpstreamFire(
+        job_id=r["id"], state=r["state"], attempt=r["attempt"], queue=r["queue"],
+        created_at=r["created_at"], finalized_at=r["finalized_at"],
+        fire_time=_parse_instant(r["fire_time"]), manual=r["manual"] is True,
+    )
 
 
 def init_audit(dsn: str) -> bool:
@@ -281,7 +304,9 @@ class UpstreamAdapter:
             missed_fire_policy=row["missed_fire_policy"], last_enqueued_at=row["last_enqueued_at"],
             paused_at=row["paused_at"], paused_by=row["paused_by"], created_at=row["created_at"],
             updated_at=row["updated_at"], queue_paused=row["queue_paused"], next_fire=fire_at,
-            next_fire_mark=mark, problem=problem,
+            next_fire_mark=mark, problem=problem, tags=tuple(row["tags"] or ()),
+            queue_paused_at=row["queue_paused_at"] if row["queue_paused"] else None,
+            queue_paused_by=row["queue_paused_by"] if row["queue_paused"] else None,
         )
 
     def list_schedules(self, now: datetime | None = None) -> list[UpstreamSchedule]:
@@ -316,14 +341,30 @@ class UpstreamAdapter:
 
     @staticmethod
     def _fires(conn: psycopg.Connection[Any], name: str, limit: int) -> list[UpstreamFire]:
-        return [
-            UpstreamFire(
-                job_id=r["id"], state=r["state"], attempt=r["attempt"], queue=r["queue"],
-                created_at=r["created_at"], finalized_at=r["finalized_at"],
-                fire_time=_parse_instant(r["fire_time"]), manual=r["manual"] is True,
-            )
-            for r in conn.execute(FIRES_SQL, (name, limit)).fetchall()
-        ]
+        return [_fire(r) for r in conn.execute(FIRES_SQL, (name, limit)).fetchall()]
+
+    def last_fires(self) -> dict[str, UpstreamFire]:
+        """Each schedule's latest job (a fire or a trigger), by schedule name."""
+        with self._conn() as conn:
+            rows = conn.execute(LAST_FIRES_SQL).fetchall()
+        return {r["cron_name"]: _fire(r) for r in rows}
+
+    def db_time(self) -> datetime:
+        with self._conn() as conn:
+            return self._now(conn, None)
+
+    def write_refusal(self) -> str | None:
+        """Why this session cannot pause, resume or trigger (one line), or None if it can."""
+        if self.read_only:
+            return "this client is read-only"
+        with self._conn() as conn:
+            row = conn.execute(WRITE_ACCESS_SQL).fetchone()
+        assert row is not None
+        if row["standby"]:
+            return "the database is a read-only standby"
+        missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),
+                                         ("UPDATE on awa.queue_meta", row["queues"])) if not ok]
+        return f"role {row['role']} lacks {', '.join(missing)}" if missing else None
 
     def recent_fires(self, name: str, limit: int = 10) -> list[UpstreamFire]:
         """The latest jobs written for a schedule (fires and triggers), newest first."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.db import connect, translate
 from awa_tui.engine.errors import SchemaError
 from awa_tui.engine.upstream.models import SchemaInfo
 
@@ -89,6 +90,29 @@ def detect_schema(conn: psycopg.Connection[Any]) -> SchemaInfo:
             "(neither awa.schema_migrations nor awa.schema_version)",
         )
     return SchemaInfo("none", None, "an empty awa schema")
+
+
+def detect_at(dsn: str) -> SchemaInfo:
+    """detect_schema on a connection of its own (the console's start-up, before it picks a backend)."""
+    try:
+        conn = connect(dsn, application_name="awa-tui detect")
+    except psycopg.Error as exc:
+        raise translate(exc) from None
+    try:
+        return detect_schema(conn)
+    except psycopg.Error as exc:
+        raise translate(exc) from None
+    finally:
+        conn.close()
+
+
+def label(info: SchemaInfo) -> str:
+    """The console header's words for a schema: which, and its version."""
+    if info.kind == "upstream":
+        return f"upstream Awa schema v{info.version}"
+    if info.kind == "awa-tui":
+        return f"awa-tui schema v{info.version}"
+    return "no awa schema"
 
 
 def refuse_foreign_schema(conn: psycopg.Connection[Any]) -> SchemaInfo:

@@ -46,6 +46,9 @@ class UpstreamSchedule(CronDefinition):
     next_fire: datetime | None  # even while paused: when it would fire if resumed
     next_fire_mark: str | None  # "gap" | "fold" when DST moved or de-duplicated it
     problem: str | None  # why next_fire is None (an expression awa-tui cannot evaluate)
+    tags: tuple[str, ...] = ()
+    queue_paused_at: datetime | None = None  # the queue's pause (queue_meta), when queue_paused
+    queue_paused_by: str | None = None
 
     @property
     def state(self) -> Literal["active", "paused"]:

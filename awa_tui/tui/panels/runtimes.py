@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -117,9 +118,28 @@ def runtime_text(row: RuntimeRow, now: datetime) -> Table:
         ("started", utc(row.started_at)),
         ("stopped", utc(row.stopped_at) if row.stopped_at else "-"),
         ("snapshots", f"every {interval}" if interval else "-"),
-        # The snapshot carries a health word, not per-pass history: that is all there is to show.
+        # The snapshot's health word; its last passes follow (runtime_page).
         ("health", str(row.health or "-")),
     ])
+
+
+def passes_table(row: RuntimeRow, now: datetime) -> Table | Text:
+    """Its last evaluator passes, newest first, as its snapshot carries them."""
+    if not row.passes:
+        return Text("none reported: only the leader evaluates, and it reports its passes with each snapshot")
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    for header in ("AT (UTC)", "AGO", "TOOK", "DUE", "FIRED", "ERRORS"):
+        table.add_column(header, no_wrap=True, justify="left" if header in ("AT (UTC)", "AGO") else "right")
+    for p in row.passes:
+        table.add_row(utc(p.at), relative(p.at, now), f"{p.duration_ms:g} ms", str(p.due), str(p.fired),
+                      str(p.errors))
+    return table
+
+
+def runtime_page(row: RuntimeRow, now: datetime) -> Group:
+    """Enter on a runtime: its snapshot in full, then its last passes (escaped row)."""
+    return Group(runtime_text(row, now), Text.assemble("\n", ("Last passes", "bold underline")),
+                 passes_table(row, now))
 
 
 class RuntimesPanel(Panel):
@@ -168,7 +188,7 @@ class RuntimesPanel(Panel):
         """Enter: the runtime in full (identity, manifest, lease, its last reported health)."""
         row = self.selected_row()
         if row is not None and self.now is not None:
-            self.post_message(InfoRequested(f"Runtime {row.instance_id}", runtime_text(printable_row(row),
+            self.post_message(InfoRequested(f"Runtime {row.instance_id}", runtime_page(printable_row(row),
                                                                                           self.now)))
 
     @staticmethod

@@ -53,13 +53,13 @@ SORTS = ("name", "next", "last", "state", "queue", "owner", "health", "result", 
 COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
-    Column("next", "NEXT FIRE", 19),
-    Column("health", "HEALTH", 8, priority=1),  # S42: a word, not a colour alone; drops after the rest
+    Column("next", "NEXT FIRE", 20, min_width=11),  # live: "in 15m00s" keeps its width as it ticks
+    Column("health", "HEALTH", 8, priority=1, min_width=6),  # S42: a word, not a colour alone
     Column("result", "LAST RESULT", 11, priority=2),  # "which schedules are failing?" at 80 columns too
     Column("fails", "FAILS 24h", 9, priority=3),
     Column("strip", "LAST 20 JOBS", 20, priority=3),
     Column("next_at", "NEXT (UTC)", 14, priority=6),
-    Column("last", "LAST FIRE", 10, priority=4),
+    Column("last", "LAST FIRE", 10, priority=4, min_width=10),
     Column("late", "LATE", 6, priority=5),
     Column("cron", "CRON", 16, priority=7),
     Column("describe", "MEANING", 24, priority=11),
@@ -343,7 +343,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if self.selected:
             text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
             text.append(" (esc clears)")
-        text.append(f" · {c.paused:,} PAUSED · {c.retired:,} RETIRED")
+        retired = f" · {c.retired:,} RETIRED" if "lifecycle" in self.console.features else ""  # not upstream
+        text.append(f" · {c.paused:,} PAUSED{retired}")
         for health in UNHEALTHY:  # S42: worst first, only those there are
             if c.unhealthy.get(health):
                 text.append(" · ")

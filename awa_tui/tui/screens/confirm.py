@@ -55,10 +55,15 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     @classmethod
     def for_operation(cls, op: Operation, database: str, operator: str,
-                      declared_owners: frozenset[str] | None = None, note: Text | None = None) -> ConfirmScreen:
+                      declared_owners: frozenset[str] | None = None, note: Text | None = None,
+                      audit_gap: str | None = None) -> ConfirmScreen:
+        # An action the backend will not audit says so before it is done (upstream Awa
+        # without `awa-tui db init-audit`).
+        audit = [("Audit", f"NOT AUDITED: {audit_gap}")] if audit_gap else []
         return cls(
             f"{op.title}?", op.verb,
-            [("Target", op.target), ("Database", database), ("Operator", operator), ("Consequence", op.consequence)],
+            [("Target", op.target), ("Database", database), ("Operator", operator), ("Consequence", op.consequence),
+             *audit],
             type_to_confirm=op.type_to_confirm, ask=op.ask, suggestions=op.suggestions,
             declared_owners=declared_owners if op.asks_owner else None, note=note,
         )

@@ -32,7 +32,9 @@ def help_table(allowed: Callable[[Act], bool]) -> Table:
     for scope, title in SCOPES:
         rows = [a for a in ACTS if a.scope == scope and allowed(a)]
         if scope == "app":
-            rows.insert(2, Act("app", f"1-{len(PANELS)}", "", "", "panels: " + ", ".join(PANELS)))
+            panels = [a for a in rows if a.action.startswith("show_panel")]
+            keys = f"1-{len(PANELS)}" if len(panels) == len(PANELS) else ",".join(a.key for a in panels)
+            rows.insert(2, Act("app", keys, "", "", "panels: " + ", ".join(a.label for a in panels)))
             rows = [a for a in rows if not a.action.startswith("show_panel")]
         for index, act in enumerate(rows):
             table.add_row(Text(title if index == 0 else "", style="bold"), Text(act.key_label), Text(act.help))
@@ -48,15 +50,18 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "close"),
     ]
 
-    def __init__(self, allowed: Callable[[Act], bool], read_only: bool) -> None:
+    def __init__(self, allowed: Callable[[Act], bool], read_only: bool, features_note: str | None = None) -> None:
         super().__init__()
         self.allowed = allowed
         self.read_only = read_only
+        self.features_note = features_note  # why some keys are missing (upstream Awa mode)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             mode = " (READ-ONLY: no action can change anything)" if self.read_only else ""
             yield Static(Text(f"Keys{mode}", style="bold"))
+            if self.features_note:
+                yield Static(Text(self.features_note.capitalize() + "."), id="help-features")
             yield Static(help_table(self.allowed))
             yield Static(Text(LEGEND))
             yield Static(Text("esc, ? or q closes this help", style="dim"))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Static
 
+from awa_tui.tui.actions import PANELS
 from awa_tui.tui.messages import PanelsResumed
 from awa_tui.tui.panels.base import Panel
 from awa_tui.tui.panels.jobs import JobsPanel
@@ -17,6 +20,9 @@ from awa_tui.tui.panels.queues import QueuesPanel
 from awa_tui.tui.panels.runtimes import RuntimesPanel
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.widgets.status import PanelBar, StatusBar
+
+if TYPE_CHECKING:
+    from awa_tui.tui.app import ConsoleApp
 
 MIN_WIDTH, MIN_HEIGHT = 64, 16
 
@@ -41,15 +47,20 @@ class MainScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one(PanelBar).show("schedules")
+        self.query_one(PanelBar).show("schedules", self._shown())
         self.panel("schedules").focus_main()
+
+    def _shown(self) -> tuple[str, ...]:
+        """The panels this console's backend has (upstream Awa: no owners, no plan)."""
+        console: ConsoleApp = self.app  # type: ignore[assignment]
+        return tuple(p for p in PANELS if console.panel_allowed(p))
 
     def panel(self, panel_id: str) -> Panel:
         return self.query_one(f"#panel-{panel_id}", Panel)
 
     def show_panel(self, panel_id: str) -> None:
         self.query_one(ContentSwitcher).current = f"panel-{panel_id}"
-        self.query_one(PanelBar).show(panel_id)
+        self.query_one(PanelBar).show(panel_id, self._shown())
         self.panel(panel_id).focus_main()
 
     def on_resize(self, event: events.Resize) -> None:

@@ -1,8 +1,15 @@
 """A DataTable updated by keyed diffs, so the cursor stays on the same row across refreshes.
 
 Dolphie's approach: remove keys that are gone, update only the cells that changed, add
-new keys, re-order only when the order changed, all inside one `batch_update()`. Columns
-have fixed widths (auto widths re-measure every cell and made snapshot tests flaky).
+new keys, re-order only when the order changed, all inside one `batch_update()`.
+
+Column widths come from content: each column is as wide as its widest cell (or its
+header), between its `min_width` and its `width` (the most it takes; longer text is cut
+with an ellipsis; the summary line or enter shows it whole). They are measured here, from
+the cells' plain text, only for rows whose cells changed (DataTable's auto widths
+re-measured every cell through Rich). A column grows at once and shrinks only by more
+than SHRINK_SLACK, so a relative time ticking from "in 10m" to "in 9m" does not shift the
+columns every refresh.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -25,24 +33,31 @@ from awa_tui.tui.widgets.live import LiveCell
 
 # Beyond this many removals a rebuild is cheaper: DataTable.remove_row is O(rows).
 REBUILD_REMOVALS = 64
+SHRINK_SLACK = 2
+SORT_MARK = 2  # " ↑" after the label of the sorted column
 
 
 @dataclass(frozen=True)
 class Column:
     key: str
     label: str
-    width: int
+    width: int  # the most it takes (content wider is cut with an ellipsis)
     # Which columns go first when the terminal is too narrow for all: the highest priority
     # number drops first; 0 never drops (the name, the state, the next fire). A dropped
     # column's facts are in the panel's summary line.
     priority: int = 0
+    min_width: int = 0  # the least it takes, whatever the content (e.g. a live time's usual length)
+
+    def fit(self, content: int) -> int:
+        """Its width for `content` cells of text: the header (and its sort mark) always fits."""
+        return min(self.width, max(self.min_width, len(self.label) + SORT_MARK, content))
 
 
 Row = tuple[str, tuple[Any, ...]]
 
 
 def _plain(cell: Any) -> str:
-    return cell.plain if isinstance(cell, Text) else str(cell)
+    return cell.plain if isinstance(cell, (Text, LiveCell)) else str(cell)
 
 
 def cell(value: Any, style: str = "") -> Text:
@@ -104,6 +119,8 @@ class KeyedTable(DataTable[Any]):
         # The first column (the name) stays put while scrolling sideways.
         super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
+        self.widths = [c.fit(0) for c in self.column_specs]  # from content (see the module's docstring)
+        self._measured: dict[str, tuple[tuple[Any, ...], tuple[int, ...]]] = {}  # key -> (cells, their widths)
         self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
         self.sorted_by: tuple[str | None, bool] | None = None  # (column key, descending) marked in the header
         self.local_sort: tuple[str, bool] | None = None  # sorted here, by a column's text (small lists)
@@ -119,7 +136,26 @@ class KeyedTable(DataTable[Any]):
     def on_mount(self) -> None:
         for index in self.shown:
             column = self.column_specs[index]
-            self.add_column(column.label, key=column.key, width=column.width)
+            self.add_column(column.label, key=column.key, width=self.widths[index])
+
+    def _content_widths(self, rows: Sequence[Row]) -> list[int]:
+        """Each column's width for these rows, with SHRINK_SLACK against the current ones."""
+        measured: dict[str, tuple[tuple[Any, ...], tuple[int, ...]]] = {}
+        widest = [0] * len(self.column_specs)
+        for key, cells in rows:
+            known = self._measured.get(key)
+            if known is None or known[0] is not cells:
+                known = (cells, tuple(cell_len(_plain(c)) for c in cells))
+            measured[key] = known
+            for index, width in enumerate(known[1]):
+                if width > widest[index]:
+                    widest[index] = width
+        self._measured = measured
+        wanted = [spec.fit(width) for spec, width in zip(self.column_specs, widest, strict=True)]
+        if len(self.widths) != len(wanted):  # the specs were replaced: nothing to keep
+            return wanted
+        return [new if new > old or new < old - SHRINK_SLACK else old
+                for new, old in zip(wanted, self.widths, strict=True)]
 
     def _fitting(self, width: int) -> list[int]:
         """The columns that fit `width`, dropping the highest priority numbers first."""
@@ -127,7 +163,7 @@ class KeyedTable(DataTable[Any]):
         padding = 2 * self.cell_padding
 
         def needed() -> int:
-            return sum(self.column_specs[i].width + padding for i in shown)
+            return sum(self.widths[i] + padding for i in shown)
 
         while needed() > width:
             droppable = [i for i in shown if self.column_specs[i].priority > 0]
@@ -146,14 +182,19 @@ class KeyedTable(DataTable[Any]):
         if shown == self.shown or not self.size.width:
             return
         self.shown = shown
+        self._relayout([(key, self._cells[key]) for key in self._order])
+
+    def _relayout(self, rows: Sequence[Row]) -> None:
+        """Columns again (which are shown, how wide), then the rows: after a resize or a
+        change of content widths."""
         selected, cursor = self.selected_key, self.cursor_row
-        rows = [(key, self._cells[key]) for key in self._order]
         with self.app.batch_update():
             self.clear(columns=True)
             for index in self.shown:
                 column = self.column_specs[index]
-                self.add_column(column.label, key=column.key, width=column.width)
+                self.add_column(column.label, key=column.key, width=self.widths[index])
             self._rebuild(rows)
+            self._order = [key for key, _ in rows]
             self._restore_cursor(selected, cursor)
         if self.sorted_by is not None:
             self.mark_sort(*self.sorted_by)
@@ -197,6 +238,14 @@ class KeyedTable(DataTable[Any]):
 
     def sync(self, rows: Sequence[Row]) -> None:
         rows = self._locally_sorted(rows)
+        widths = self._content_widths(rows)
+        if widths != self.widths:
+            self.widths = widths
+            if self.size.width:
+                self.shown = self._fitting(self.size.width)
+            self._relayout(rows)
+            self.last_sync_stats = {"rows": len(rows), "added": len(rows), "removed": 0, "updated": 0}
+            return
         selected = self.selected_key
         old_cursor = self.cursor_row
         wanted = dict(rows)

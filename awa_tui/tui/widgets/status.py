@@ -53,9 +53,13 @@ class StatusBar(Static):
 class PanelBar(Static):
     """`1 Schedules  2 Owners ...`: the active panel is bracketed (not only highlighted)."""
 
-    def show(self, active: str) -> None:
+    def show(self, active: str, shown: tuple[str, ...] = PANELS) -> None:
+        """`shown`: the panels this backend has (upstream Awa has no owners or plan); each
+        keeps its number, which is its key."""
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         for index, name in enumerate(PANELS, start=1):
+            if name not in shown:
+                continue
             label = f"{index} {name.capitalize()}"
             click = Style.from_meta({"@click": f"app.show_panel('{name}')"})  # a tab is clickable too
             if name == active:

@@ -1,0 +1,66 @@
+"""A runtime's last evaluator passes ride on its snapshot row (issue 12, the runtimes
+page's "last passes"): when, how long, how many were due, fired, skipped with an error.
+Expected counts are worked out by hand from the registered schedules."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from engine_helpers import at, force
+from psycopg.types.json import Jsonb
+
+from awa_tui.engine.client import Client
+from awa_tui.engine.models import PassSummary
+from awa_tui.engine.runtime.passes import PASSES_KEPT, from_json
+
+
+def test_snapshot_carries_the_last_passes_newest_first(client: Client, conn: psycopg.Connection[Any],
+                                                       register: Any) -> None:
+    # Every minute, last fired at 00:00: at 00:03 three minutes are missed; coalesce fires once.
+    register("minutely", "* * * * *", last="2025-01-01T00:00:00")
+    # Daily at noon, last fired today at noon: not due at 00:03 nor 00:04.
+    register("noon", "0 12 * * *", last="2024-12-31T12:00:00")
+    # 00:03: both examined (minutely due; noon has no next fire stored yet, so it is looked at
+    # to store one), one job; 00:03:30: both next fires are stored and later, nothing examined.
+    client.evaluate(now=at("2025-01-01T00:03:00"))
+    client.evaluate(now=at("2025-01-01T00:03:30"))
+    client.snapshot(is_leader=True, now=at("2025-01-01T00:03:31"))
+
+    [row] = client.list_runtimes(now=at("2025-01-01T00:03:31"))
+    assert [(p.at, p.due, p.fired, p.errors) for p in row.passes] == [
+        (at("2025-01-01T00:03:30"), 0, 0, 0),
+        (at("2025-01-01T00:03:00"), 2, 1, 0),
+    ]
+    assert all(p.duration_ms >= 0 for p in row.passes)
+    # What the row holds is exactly that list (the oracle: the column, read directly).
+    stored = conn.execute("SELECT recent_passes FROM awa.runtime_instances").fetchone()["recent_passes"]
+    assert [(p["at"], p["due"], p["fired"], p["errors"]) for p in stored] == [
+        ("2025-01-01T00:03:30+00:00", 0, 0, 0), ("2025-01-01T00:03:00+00:00", 2, 1, 0)]
+
+
+def test_only_the_last_passes_are_kept(client: Client, register: Any) -> None:
+    register("minutely", "* * * * *", last="2025-01-01T00:00:00")
+    start = at("2025-01-01T00:01:00")
+    for minute in range(PASSES_KEPT + 3):
+        client.evaluate(now=start + timedelta(minutes=minute))
+    client.snapshot(now=start + timedelta(minutes=PASSES_KEPT + 3))
+    [row] = client.list_runtimes(now=start + timedelta(minutes=PASSES_KEPT + 3))
+    assert PASSES_KEPT == 10
+    # 13 passes, one fire each (00:01 .. 00:13); the last 10, newest first: 00:13 .. 00:04.
+    assert [p.at for p in row.passes] == [start + timedelta(minutes=m) for m in range(12, 2, -1)]
+    assert {(p.due, p.fired) for p in row.passes} == {(1, 1)}
+
+
+def test_a_hand_edited_passes_value_never_breaks_the_runtimes_page(client: Client,
+                                                                   conn: psycopg.Connection[Any]) -> None:
+    client.snapshot(now=at("2025-01-01T00:00:00"))
+    good = {"at": "2025-01-01T00:00:00+00:00", "duration_ms": 2.5, "due": 3, "fired": 2, "errors": 1}
+    bad = ["text", {"at": "yesterday"}, {**good, "due": -1}, {**good, "at": "2025-01-01T00:00:00"},
+           {**good, "fired": True}, {**good, "duration_ms": "slow"}]
+    force(conn, "UPDATE awa.runtime_instances SET recent_passes = %s", (Jsonb([*bad, good]),))
+    [row] = client.list_runtimes(now=at("2025-01-01T00:00:01"))
+    assert row.passes == (PassSummary(at=datetime(2025, 1, 1, tzinfo=UTC), duration_ms=2.5, due=3, fired=2,
+                                      errors=1),)
+    assert from_json({"not": "a list"}) == ()

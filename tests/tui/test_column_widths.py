@@ -1,0 +1,92 @@
+"""Column widths from content (issue 12, defect 4): each column is as wide as its widest
+cell or its header (plus the sort mark), between its min_width and its width; it grows at
+once and shrinks only beyond SHRINK_SLACK. Expected widths are counted by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from tui_helpers import settled
+
+from awa_tui.tui.widgets.keyed_table import SHRINK_SLACK, Column, KeyedTable
+
+SPECS = (
+    Column("name", "NAME", 22),
+    Column("state", "STATE", 16),
+    Column("n", "N", 5, min_width=4),
+)
+
+
+class OneTable(App[None]):
+    def compose(self) -> ComposeResult:
+        yield KeyedTable(SPECS)
+
+
+def rows(*named: tuple[str, str, str]) -> list[tuple[str, tuple[Any, ...]]]:
+    return [(name, (Text(name), Text(state), Text(n))) for name, state, n in named]
+
+
+def widths(table: KeyedTable) -> list[int]:
+    return [column.width for column in table.ordered_columns]
+
+
+async def test_widths_follow_content_within_min_and_max() -> None:
+    app = OneTable()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        # Before any row: each header and its sort mark ("NAME ↑" = 6, "STATE ↑" = 7), N at its minimum 4.
+        assert widths(table) == [6, 7, 4]
+        table.sync(rows(("alpha", "active", "1"), ("nightly-x", "PAUSED", "12")))
+        await pilot.pause()
+        # NAME: "nightly-x" = 9; STATE: "active"/"PAUSED" = 6 < its header's 7; N: min 4.
+        assert widths(table) == [9, 7, 4]
+        table.sync(rows(("alpha", "active", "1"), ("nightly-x", "PAUSED, Q PAUSED", "12")))
+        await pilot.pause()
+        assert widths(table) == [9, 16, 4]  # grew at once to "PAUSED, Q PAUSED" (16)
+        table.sync(rows(("a-name-of-thirty-characters-x", "active", "123456")))
+        await pilot.pause()
+        # NAME capped at its width 22 (30 wanted); STATE back to 7 (9 less: beyond the
+        # slack); N capped at 5.
+        assert widths(table) == [22, 7, 5]
+        assert table.selected_key == "a-name-of-thirty-characters-x"
+
+
+async def test_a_small_shrink_keeps_the_width() -> None:
+    app = OneTable()
+    async with app.run_test(size=(120, 20)) as pilot:
+        table = app.query_one(KeyedTable)
+        table.sync(rows(("in-10m-ago", "active", "1")))
+        await pilot.pause()
+        assert widths(table) == [10, 7, 4]
+        # 10 -> 9 cells ("in 10m" ticking to "in 9m"): within SHRINK_SLACK, the columns stay.
+        assert SHRINK_SLACK == 2
+        table.sync(rows(("in-9m-ago", "active", "1")))
+        await pilot.pause()
+        assert widths(table) == [10, 7, 4]
+        table.sync(rows(("in-9m", "active", "1")))  # 5 < 10 - 2: shrinks
+        await pilot.pause()
+        assert widths(table) == [6, 7, 4]  # "NAME ↑" still fits
+
+
+async def test_state_is_as_wide_as_its_words_at_80x24(console_factory: Any) -> None:
+    """At 80x24 the schedules' STATE column is the width of its longest cell, not a fixed
+    16: the seeded states are "active", "PAUSED", "RETIRED" and "active, Q PAUSED"."""
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settled(pilot, app)
+        table = app.main.panel("schedules").table
+        shown = {str(c.key.value): c.width for c in table.ordered_columns}
+        longest = max(len(table.get_row_at(i)[1].plain) for i in range(table.row_count))
+        assert longest == len("active, Q PAUSED")
+        # NAME capped at 22 (billing.nightly-invoice is 23); NEXT FIRE: "in 18h59m" (9) under its
+        # minimum 11; LAST FIRE at its minimum 10; LATE: its header "LATE ↑" (6).
+        assert shown == {"name": 22, "state": 16, "next": 11, "last": 10, "late": 6}
+        # Without the Q PAUSED row, STATE is "RETIRED" or its header "STATE" with the sort
+        # mark's room (7) wide: the filter drops that row.
+        panel = app.main.panel("schedules")
+        panel.apply_filter("-crm")
+        await settled(pilot, app)
+        await settled(pilot, app)
+        assert {str(c.key.value): c.width for c in table.ordered_columns}["state"] == 7
