@@ -19,11 +19,12 @@ from typing import Any, NoReturn
 from uuid import UUID
 
 from awa_tui.config import default_operator
+from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
 from awa_tui.engine.bulk import BulkResult, Skipped
 from awa_tui.engine.console_api import FEATURES, OWN_SCHEMA_FEATURES
 from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
-from awa_tui.engine.ledger.models import AuditEntry
+from awa_tui.engine.ledger.models import AuditEntry, AuditPage, JobChange, JobDetail, JobsPage, LedgerView
 from awa_tui.engine.models import (
     Fire,
     NextFire,
@@ -42,11 +43,13 @@ from awa_tui.engine.models import (
     TriggeredJob,
 )
 from awa_tui.engine.ops import check_operator
+from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.engine.preview import ResumePreview
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.upstream import models as up
 from awa_tui.engine.upstream.adapter import UpstreamAdapter
-from awa_tui.filters import GRAMMARS, Filter, Term, value_pattern
+from awa_tui.filters import GRAMMARS, TIME_FIELDS, Filter, Term, value_pattern
+from awa_tui.instants import parse_point
 
 FEATURES_NOTE = (
     "upstream Awa mode: owners, plan, retire/restore, the fire ledger and runtime health are awa-tui "
@@ -295,6 +298,70 @@ class UpstreamConsole:
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained:
         _unsupported("queue drain")
 
+    # --- awa-tui's fire ledger, backfill and overrides: not in upstream's schema -------------
+
+    def jobs_page(self, where: Filter | None = None, *, limit: int = 200, now: datetime | None = None) -> JobsPage:
+        _unsupported("the jobs panel (fire ledger)")
+
+    def job_detail(self, job_id: int) -> JobDetail:
+        _unsupported("job history (fire ledger)")
+
+    def ledger_view(self, name: str, *, at: datetime | None = None, limit: int = 50,
+                    now: datetime | None = None) -> LedgerView:
+        _unsupported("the fire ledger")
+
+    def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
+        _unsupported("job retry")
+
+    def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
+        _unsupported("job cancel")
+
+    def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
+                 max_count: int = BACKFILL_LIMIT, operator: str | None = None,
+                 now: datetime | None = None) -> BackfillResult:
+        _unsupported("backfill")
+
+    def override(self, name: str, request: OverrideRequest, *, operator: str | None = None) -> ScheduleState:
+        _unsupported("operator overrides")
+
+    def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        _unsupported("operator overrides")
+
+    def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
+                     since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+                     before_id: int | None = None, where: Filter | None = None,
+                     now: datetime | None = None) -> AuditPage:
+        """awa-tui's own audit of upstream mode (`db init-audit`), filtered in memory: it
+        holds only the actions taken through awa-tui, a short list."""
+        at = self.db_time() if now is None else now
+        rows = [e for e in self.list_audit(target, AUDIT_SCAN)
+                if (before_id is None or e.id < before_id)
+                and (operator is None or e.operator == operator) and (action is None or e.action == action)
+                and (since is None or e.at >= since) and (until is None or e.at <= until)
+                and _audit_matches(where, e, at)]
+        page = rows[:limit]
+        more = len(rows) > limit
+        return AuditPage(entries=tuple(page), next_before_id=page[-1].id if more and page else None)
+
+
+AUDIT_SCAN = 10_000  # entries of upstream mode's own audit read for one search (newest first)
+
+
+def _audit_matches(where: Filter | None, e: AuditEntry, now: datetime) -> bool:
+    """The audit grammar's terms over one entry (the SQL path's meaning, in memory)."""
+    for term in where.terms if where else ():
+        if term.kind == "text":
+            held = e.target is not None and value_pattern(term.value, True).fullmatch(e.target) is not None
+        elif term.name in TIME_FIELDS:
+            point = parse_point(term.value, f"filter: {term.name}", now)
+            held = e.at >= point if term.name == "since" else e.at <= point
+        else:
+            value = {"operator": e.operator, "action": e.action, "target": e.target}.get(term.name)
+            held = value is not None and value_pattern(term.value, False).fullmatch(value) is not None
+        if held == term.negated:
+            return False
+    return True
+
 
 def _unsupported(what: str) -> NoReturn:
     raise Unsupported(f"{what}: an awa-tui feature that upstream Awa's schema does not have")
@@ -366,6 +433,8 @@ FLAGS: dict[str, Callable[[SchedulePageRow], bool]] = {
     "broken": lambda r: False,  # upstream's own parser decides what fires
     "late": lambda r: False,  # next fires are computed from now: never overdue here
     "unowned": lambda r: True,  # upstream has no owners
+    "finished": lambda r: False,  # upstream has no bounds
+    "overridden": lambda r: False,  # nor operator overrides
 }
 
 
