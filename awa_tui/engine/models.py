@@ -51,14 +51,14 @@ class _ScheduleColumns(CronDefinition):
     retired_at: datetime | None
     retired_by: str | None
     fault: str | None  # why the row is BROKEN (S15), or None
+    _: KW_ONLY  # with defaults: models built by hand (upstream mode) need not name them
     # What fires (v009): overlap policy, bounds, scheduled fires so far, when it finished.
-    overlap: str
-    start_at: datetime | None
-    end_at: datetime | None
-    max_fires: int | None
-    fires_count: int
-    finished_at: datetime | None
-    _: KW_ONLY  # with defaults: models built by hand need not name them
+    overlap: str = "allow"
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_fires: int | None = None
+    fires_count: int = 0
+    finished_at: datetime | None = None
     # Expectations (S41): seconds and counts as declared, None = not declared.
     max_lateness: int | None = field(default=None, kw_only=True)
     expect_success_within: int | None = field(default=None, kw_only=True)
@@ -336,11 +336,11 @@ class ScheduleState:
     owner: str | None
     retired_at: datetime | None
     retired_by: str | None
-    overlap: str
-    start_at: datetime | None
-    end_at: datetime | None
-    max_fires: int | None
-    finished_at: datetime | None
+    overlap: str = field(default="allow", kw_only=True)
+    start_at: datetime | None = field(default=None, kw_only=True)
+    end_at: datetime | None = field(default=None, kw_only=True)
+    max_fires: int | None = field(default=None, kw_only=True)
+    finished_at: datetime | None = field(default=None, kw_only=True)
     max_lateness: int | None = field(default=None, kw_only=True)
     expect_success_within: int | None = field(default=None, kw_only=True)
     max_consecutive_failures: int | None = field(default=None, kw_only=True)

@@ -174,6 +174,16 @@ SIGNATURE = attrgetter(
 )
 
 
+# Columns a backend feature provides (engine/console_api.FEATURES): upstream mode has no
+# health judgement and no fire ledger, so it shows neither rather than blanks.
+COLUMN_NEEDS = {"health": "health", "result": "ledger", "fails": "ledger", "strip": "ledger"}
+
+
+def shown_columns(features: frozenset[str]) -> tuple[int, ...]:
+    """Indexes of the COLUMNS (and cells) a backend with `features` shows."""
+    return tuple(i for i, c in enumerate(COLUMNS) if COLUMN_NEEDS.get(c.key, "") in ("", *features))
+
+
 def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
     who = state_by(row)
     return (
@@ -197,7 +207,7 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
     )
 
 
-def summary(row: SchedulePageRow, now: datetime) -> Text:
+def summary(row: SchedulePageRow, now: datetime, *, ledger: bool = True) -> Text:
     """The selected schedule in full, under the table (everything the narrow columns cut)."""
     text = Text(no_wrap=False, end="")
     text.append(row.name, style="bold")
@@ -228,6 +238,8 @@ def summary(row: SchedulePageRow, now: datetime) -> Text:
             text.append(f" since {utc(row.health_since)}")
         if row.health_reason:
             text.append(f": {row.health_reason}")
+    if not ledger:  # upstream mode: no fire ledger to tell results from
+        return text
     text.append("\nlast result ")
     text.append_text(result_text(row.last_result))
     if row.last_error:
@@ -263,7 +275,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
                     id="filter")
         yield Static(id="schedules-attention", classes="attention")
-        yield KeyedTable(COLUMNS, id="schedules-table")
+        self.shown = shown_columns(self.console.features)
+        yield KeyedTable(tuple(COLUMNS[i] for i in self.shown), id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 
     def on_mount(self) -> None:
@@ -320,7 +333,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         cached = self._cells.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
-        made = cells(printable_row(row), self.clock)
+        every = cells(printable_row(row), self.clock)
+        made = every if len(self.shown) == len(COLUMNS) else tuple(every[i] for i in self.shown)
         self._cells[key] = (signature, made)
         return made
 
@@ -361,7 +375,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if row is None or self.now is None:
             widget.update(Text("No schedule matches." if self.filter_text else "No schedules yet."))
         else:
-            widget.update(summary(printable_row(row), self.now))
+            widget.update(summary(printable_row(row), self.now, ledger="ledger" in self.console.features))
 
     @on(DataTable.RowHighlighted, "#schedules-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -444,8 +458,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.post_message(RefreshRequested())
 
     def action_sort_menu(self) -> None:
-        labels = {c.key: c.label for c in COLUMNS}
-        self.post_message(SortMenuRequested([(key, labels[key]) for key in SORTS], self.sort, self._sort_by))
+        labels = {COLUMNS[i].key: COLUMNS[i].label for i in self.shown}
+        self.post_message(SortMenuRequested([(key, labels[key]) for key in SORTS if key in labels], self.sort,
+                                            self._sort_by))
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
