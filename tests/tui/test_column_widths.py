@@ -81,8 +81,8 @@ async def test_state_is_as_wide_as_its_words_at_80x24(console_factory: Any) -> N
         longest = max(len(table.get_row_at(i)[1].plain) for i in range(table.row_count))
         assert longest == len("active, Q PAUSED")
         # NAME capped at 22 (billing.nightly-invoice is 23); NEXT FIRE: "in 18h59m" (9) under its
-        # minimum 11; LAST FIRE at its minimum 10; LATE: its header "LATE ↑" (6).
-        assert shown == {"name": 22, "state": 16, "next": 11, "last": 10, "late": 6}
+        # minimum 11; HEALTH: its header with the sort mark's room (8); LAST RESULT: its header (11).
+        assert shown == {"name": 22, "state": 16, "next": 11, "health": 8, "result": 11}
         # Without the Q PAUSED row, STATE is "RETIRED" or its header "STATE" with the sort
         # mark's room (7) wide: the filter drops that row.
         panel = app.main.panel("schedules")

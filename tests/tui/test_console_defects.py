@@ -259,8 +259,8 @@ async def test_narrow_terminals_drop_columns_by_priority_keeping_name_state_next
     narrow = [c.label.plain for c in table.ordered_columns]
     assert narrow[:3] == ["NAME ↑", "STATE", "NEXT FIRE"]
     assert sum(c.get_render_width(table) for c in table.ordered_columns) <= table.size.width
-    # HEALTH (1) stays; LAST FIRE (2), LATE (3) and NEXT (UTC) (4) dropped.
-    assert narrow == ["NAME ↑", "STATE", "NEXT FIRE", "HEALTH"]
+    # HEALTH (1) and LAST RESULT (2) stay; FAILS 24h and the strip (3) and the rest dropped.
+    assert narrow == ["NAME ↑", "STATE", "NEXT FIRE", "HEALTH", "LAST RESULT"]
     assert table.selected_key == "billing.nightly-invoice"
     await pilot.resize_terminal(120, 36)
     await until(pilot, lambda: [c.label.plain for c in table.ordered_columns] == wide, what="columns back")

@@ -128,8 +128,8 @@ async def test_body_lines_are_the_stock_datatable_lines_in_every_state() -> None
             table.scroll_to(x=38, animate=False, immediate=True)
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "scrolled")
-        # NAME (24 cells) is frozen; the rest is cropped from x=37 past it (2 cells of NEXT FIRE).
-        assert shown[0] == " NAME" + " " * 19 + "  " + " HEALTH    NEXT (UTC)      LAST FIRE  "
+        # NAME (24 cells) is frozen; the rest is cropped from x=38 past it.
+        assert shown[0] == " NAME" + " " * 19 + "  " + " HEALTH    LAST RESULT  FAILS 24h  LAS"
 
         # A tick: the clock moved, nothing else did; the relative times re-render.
         for table in (keyed, stock):

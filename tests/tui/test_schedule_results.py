@@ -58,8 +58,8 @@ async def test_the_columns_show_result_fails_and_strip(console):
     app, pilot = console
     table = app.main.panel("schedules").table
     reports = [str(c) for c in table.get_row("reports.hourly")]
-    assert reports[3:6] == ["FAILED", "1", "r"]
-    assert [str(c) for c in table.get_row("metrics.rollup")][3:6] == ["ok", "0", ".>."]
+    assert reports[4:7] == ["FAILED", "1", "r"]  # after NAME, STATE, NEXT FIRE, HEALTH
+    assert [str(c) for c in table.get_row("metrics.rollup")][4:7] == ["ok", "0", ".>."]
     select(app, "reports.hourly")
     await pilot.pause()
     text = str(app.main.panel("schedules").query_one("#schedules-summary").content)
@@ -86,11 +86,11 @@ async def test_at_80_columns_name_state_next_fire_and_last_result_stay(console):
     app, pilot = console
     await settled(pilot, app)
     table = app.main.panel("schedules").table
-    assert [table.column_specs[i].key for i in table.shown] == ["name", "state", "next", "result"]
+    assert [table.column_specs[i].key for i in table.shown] == ["name", "state", "next", "health", "result"]
 
 
 async def test_at_120_columns_fails_and_the_strip_show_too(console):
     app, _ = console
     table = app.main.panel("schedules").table
     shown = [table.column_specs[i].key for i in table.shown]
-    assert shown[:6] == ["name", "state", "next", "result", "fails", "strip"]
+    assert shown[:7] == ["name", "state", "next", "health", "result", "fails", "strip"]
