@@ -248,8 +248,13 @@ class Client:
 
     def leader_pass(self) -> None:
         """What the leader does every second (engine/runtime/duties.py): evaluate, and
-        keep house and reconcile owners when they are due."""
+        keep house, reconcile owners and judge health when they are due."""
         self.duties.run_pass()
+
+    def leader_services(self) -> None:
+        """The leader's services that are due (housekeeping, reconciliation, health), on
+        the runtime's duties thread, apart from the evaluator's fires."""
+        self.duties.run_services()
 
     def prune_runtimes(self) -> int:
         """Delete snapshot rows of runtimes stopped or silent for over a day."""

@@ -1,6 +1,9 @@
-"""What the leader does each pass: evaluate, then the small services that are due, each
-with its own interval (monotonic seconds). Evaluation's failure ends the pass (the loop
-backs off); a service's failure is logged and never delays the next evaluation.
+"""What the leader does: evaluate every second, and the small services that are due,
+each with its own interval (monotonic seconds). A running runtime calls them from two
+threads (engine/runtime/loops.py): the evaluator's fires only, and the services run on a
+thread of their own, so a slow service (health over a large jobs table, a prune round)
+never makes a fire late. `run_pass` does both in turn, for tests and embedders.
+Evaluation's failure ends the pass (the loop backs off); a service's failure is logged.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ RECONCILE_INTERVAL_S = 5.0
 # House is kept at this cadence: jobs stranded by dead workers go back to their queue,
 # snapshot rows of runtimes long gone are pruned.
 HOUSEKEEPING_INTERVAL_S = 10.0
-# Retention's share of one housekeeping round, which runs on the evaluator's thread between
-# passes: at most this many batches (one short transaction each) and this long; the rest
+# Retention's share of one housekeeping round (on the duties thread, beside the passes):
+# at most this many batches (one short transaction each) and this long; the rest
 # waits for the next round.
 PRUNE_BATCHES_PER_ROUND = 20
 PRUNE_BUDGET_S = 0.2
@@ -87,6 +90,10 @@ class LeaderDuties:
 
     def run_pass(self) -> None:
         self.host.evaluate()
+        self.run_services()
+
+    def run_services(self) -> None:
+        """The services that are due (the duties thread of a running runtime)."""
         for service in self.services:
             service.run_if_due(self.clock)
 

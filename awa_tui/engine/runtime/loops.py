@@ -1,5 +1,5 @@
 """The Runtime: starts and stops the loops of one process (sync, reporter, election,
-evaluator, worker). It only composes the small modules; each loop has its own thread and
+evaluator, the leader's duties, worker). It only composes the small modules; each loop has its own thread and
 its own connection, so a slow loop (or a slow console render) never delays another.
 """
 
@@ -19,6 +19,7 @@ log = printable_logger("awa_tui.runtime")
 
 SYNC_INTERVAL_S = 60.0
 EVALUATE_INTERVAL_S = 1.0
+DUTIES_INTERVAL_S = 1.0  # how often the duties thread looks for a due service
 WORKER_IDLE_S = 0.2
 MAX_BACKOFF_S = 5.0
 
@@ -50,7 +51,8 @@ class Runtime:
             ("reporter", self._reporter_loop),
         ]
         if self.lead:
-            loops += [("leader", lambda: self.elector.run(self.stop_event)), ("evaluator", self._evaluator_loop)]
+            loops += [("leader", lambda: self.elector.run(self.stop_event)), ("evaluator", self._evaluator_loop),
+                      ("duties", self._duties_loop)]
         if self.run_worker and self.client.handlers:
             loops.append(("worker", self._worker_loop))
         for name, target in loops:
@@ -94,12 +96,10 @@ class Runtime:
 
         self._guarded("snapshot", step, wake=self.elector.changed)
 
-    def evaluate_once(self, now: datetime | None = None) -> bool:
-        """One evaluator tick: a leader pass, only if this runtime leads and its lease is
-        valid at `now` (DB time when omitted; tests inject it). A leader that wakes from a
-        freeze may still believe it leads, its lock connection not yet known dead: the
-        lease check, on the evaluator's own connection, makes it step down without firing.
-        Returns whether a pass ran."""
+    def _leads(self, now: datetime | None) -> bool:
+        """Whether this runtime leads with a valid lease at `now` (DB time when omitted;
+        tests inject it). A leader that wakes from a freeze may still believe it leads, its
+        lock connection not yet known dead: the lease check makes it step down."""
         if not self.elector.is_leader:
             return False
         term = self.elector.term
@@ -108,8 +108,29 @@ class Runtime:
         if not valid:
             self.elector.abdicate(f"leader lease (term {term}) expired or taken over")
             return False
-        self.client.leader_pass()
         return True
+
+    def evaluate_once(self, now: datetime | None = None) -> bool:
+        """One evaluator tick: a pass, only while this runtime leads with a valid lease.
+        Returns whether a pass ran."""
+        if not self._leads(now):
+            return False
+        self.client.evaluate()
+        return True
+
+    def duties_once(self, now: datetime | None = None) -> bool:
+        """The leader's services that are due, under the same lease check as a pass."""
+        if not self._leads(now):
+            return False
+        self.client.leader_services()
+        return True
+
+    def _duties_loop(self) -> None:
+        def step() -> float:
+            self.duties_once()
+            return DUTIES_INTERVAL_S
+
+        self._guarded("leader duties", step)
 
     def _evaluator_loop(self) -> None:
         def step() -> float:
