@@ -38,6 +38,7 @@ SHOTS = [
     ("runtimes", (120, 36), ["3"], False),
     ("plan", (120, 36), ["4"], False),
     ("queues", (120, 36), ["5"], False),
+    ("jobs", (120, 36), ["6"], False),
     ("confirm-pause", (120, 36), ["down", "down", "down", "down", "s"], False),
     ("confirm-retire", (120, 36), ["down", "down", "down", "down", "ctrl+d", *"metrics"], False),
     ("detail", (120, 36), ["enter"], False),
