@@ -345,11 +345,28 @@ async def test_trigger_queue_pause_and_runtimes_against_upstreams_runtime(
     async with app.run_test(size=(120, 36)) as pilot:
         await ready(pilot, app)
         assert table_keys(app) == ["yearly"]
+        # Upstream keeps finished jobs in ring partitions its maintenance truncates: a job may
+        # complete and leave awa.jobs between two reads. So q1 is held while the trigger is
+        # read waiting, then released; a job seen waiting and gone since has finished too (a
+        # waiting or running job never leaves the view).
+        side = backends()
+        side.queue_pause("q1")
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the trigger dialog")
         await pilot.press("y")
-        done = await until(pilot, lambda: [j for j in jobs(upstream_conn, "yearly") if j["state"] == "completed"],
-                           timeout=30, what="upstream's worker to complete the triggered job")
+        seen: dict[int, dict[str, Any]] = {}
+        waiting = await until(pilot, lambda: [j for j in jobs(upstream_conn, "yearly") if j["state"] == "available"],
+                              timeout=10, what="the triggered job waiting in the held queue")
+        seen.update((j["id"], j) for j in waiting)
+        side.queue_resume("q1")
+        side.close()
+
+        def finished() -> list[dict[str, Any]]:
+            current = {j["id"]: j for j in jobs(upstream_conn, "yearly")}
+            seen.update(current)
+            return [j for i, j in seen.items() if j["state"] == "completed" or i not in current]
+
+        done = await until(pilot, finished, timeout=30, what="upstream's worker to complete the triggered job")
         assert [(j["kind"], j["queue"], j["metadata"]) for j in done] == [
             ("up_rare", "q1", {"cron_name": "yearly", "triggered_manually": True})]
 
