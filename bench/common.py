@@ -36,7 +36,8 @@ from psycopg.rows import dict_row
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
-BENCH_PORT = 55432
+# AWA_BENCH_PORT lets two checkouts on one machine run their benches side by side.
+BENCH_PORT = int(os.environ.get("AWA_BENCH_PORT", "55432"))
 # Measurement aids only: durability settings stay at the server defaults.
 SERVER_FLAGS = ("-c track_commit_timestamp=on", "-c shared_preload_libraries=pg_stat_statements",
                 "-c max_connections=200")
