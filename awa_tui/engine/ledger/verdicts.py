@@ -178,6 +178,19 @@ def next_due(segments: list[Segment], after: datetime) -> datetime | None:
         return None
 
 
+# The columns of a schedule's job the verdicts read (one definition for the ledger and
+# for the strips of a page, strips.py).
+JOB_COLUMNS = (
+    "j.id, j.state, awa.safe_ts(j.created_at) AS created_at, "
+    "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time, "
+    "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
+    "coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill, "
+    "j.metadata ->> 'backfilled_by' AS backfilled_by, "
+    "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
+    "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error"
+)
+
+
 def _jobs(conn: psycopg.Connection[Any], name: str, lo: datetime) -> list[dict[str, Any]]:
     """The schedule's jobs created since `lo` (and a little before, see ID_ORDER_SLACK)."""
     # Walking the (cron_name, id) index backwards stops at the first job older than the
@@ -188,13 +201,7 @@ def _jobs(conn: psycopg.Connection[Any], name: str, lo: datetime) -> list[dict[s
         (name, lo - ID_ORDER_SLACK),
     ).fetchone()
     return conn.execute(
-        "SELECT j.id, j.state, awa.safe_ts(j.created_at) AS created_at, "
-        "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time, "
-        "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
-        "coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill, "
-        "j.metadata ->> 'backfilled_by' AS backfilled_by, "
-        "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
-        "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error "
+        f"SELECT {JOB_COLUMNS} "
         "FROM awa.jobs j WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %s AND j.id > %s "
         "ORDER BY j.id",
         (name, boundary["id"] if boundary else 0),
@@ -239,6 +246,145 @@ def schedule_history(conn: psycopg.Connection[Any], name: str) -> tuple[dict[str
     return row, history
 
 
+@dataclass(frozen=True)
+class Window:
+    """The due instants a read judges: `instants` ascending (the ones before `shown_from`
+    only count folds), and the span [shown_from, hi] whose verdicts are returned."""
+
+    segments: list[Segment]
+    instants: list[datetime]
+    shown_from: datetime
+    hi: datetime
+    paused: list[Interval]
+    retired: list[Interval]
+
+    @property
+    def lo(self) -> datetime:
+        """The oldest instant judged: jobs, terms and skips are read from here."""
+        return self.instants[0] if self.instants else self.hi
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What decides a schedule's verdicts over a window, however it was read."""
+
+    jobs: list[dict[str, Any]]  # JOB_COLUMNS rows in id order, created since the window's lo
+    terms: list[Term]
+    skipped: set[datetime]  # awa.fire_skips instants within the window
+    leadership_since: datetime | None
+    pruned_through: datetime | None
+    queue_paused_by: str | None = None  # the schedule's queue is paused (by whom)
+
+
+def born(row: dict[str, Any]) -> datetime:
+    """Where the schedule's due instants begin: the first fire counts from a little before
+    its creation (S13)."""
+    return row["created_at"] - FIRST_FIRE_LOOKBACK
+
+
+def bounded(row: dict[str, Any], lo: datetime, hi: datetime) -> tuple[datetime, datetime]:
+    """[lo, hi] cut to the schedule's bounds (v009): no instant before start_at or after
+    end_at is due, nor one after the last fire of a schedule finished by its count."""
+    if row["start_at"] is not None:
+        lo = max(lo, row["start_at"])
+    if row["end_at"] is not None:
+        hi = min(hi, row["end_at"])
+    if row["finished_at"] is not None:
+        hi = min(hi, row["last_enqueued_at"] or row["created_at"])
+    return lo, hi
+
+
+def window(row: dict[str, Any], history: list[dict[str, Any]], lo: datetime, hi: datetime, limit: int,
+           lookback: int, instants: list[datetime] | None = None) -> Window:
+    """The last `limit` due instants in [lo, hi] to show, with `lookback` more before them
+    judged for their folds. `instants`, when given, are the schedule's last due instants
+    at or before its bounded hi, ascending (computed once for many rows, strips.py)."""
+    segments = definition_segments(history, row["cron_expr"], row["timezone"])
+    first, last = bounded(row, born(row), hi)
+    if instants is None:
+        instants = due_instants(segments, first, last, limit + lookback)[0] if first <= last else []
+    instants = [t for t in instants if first <= t <= last]
+    shown = [t for t in instants if t >= lo][-limit:]
+    if shown:
+        instants = instants[max(0, instants.index(shown[0]) - lookback):]
+    return Window(segments, instants, shown[0] if shown else hi, hi,
+                  paused=_intervals(history, "paused", row["paused_at"], row["paused_by"]),
+                  retired=_intervals(history, "retired", row["retired_at"], row["retired_by"]))
+
+
+def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Verdict]:
+    """The verdicts of the window's shown instants, oldest first, with the jobs fired for
+    instants the definition does not produce and the manual triggers interleaved. The
+    one definition of every verdict: the ledger and the page's strips both judge here."""
+    jobs, shown_from, hi = ev.jobs, win.shown_from, win.hi
+    fired = {j["fire_time"]: j for j in jobs if not j["manual"] and j["fire_time"] is not None}
+    fire_times = sorted(fired)
+
+    out: list[Verdict] = []
+    for t in win.instants:
+        job = fired.get(t)
+        if job is not None:
+            waiting = job["state"] in ("available", "retryable")
+            out.append(Verdict(
+                name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
+                by=job["backfilled_by"], job_state=job["state"], result=job_result(job["state"]),
+                lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
+                error=job["error"] if job["state"] in ("retryable", "discarded") else None,
+                queue=job["queue"],
+                queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+            continue
+        if t in ev.skipped:
+            out.append(Verdict(name, t, SKIPPED_OVERLAP))
+            continue
+        if t < row["created_at"]:
+            continue  # the first fire's lookback (S13): only an instant that fired counts
+        hit = next((i for i in win.retired if i.covers(t)), None)
+        if hit is not None:
+            out.append(Verdict(name, t, SKIPPED_RETIRED, by=hit.by, since=hit.start))
+            continue
+        hit = next((i for i in win.paused if i.covers(t)), None)
+        if hit is not None:
+            out.append(Verdict(name, t, SKIPPED_PAUSED, by=hit.by, since=hit.start))
+            continue
+        if ev.pruned_through is not None and t <= ev.pruned_through:
+            out.append(Verdict(name, t, UNKNOWN, reason="pruned"))
+            continue
+        if ev.leadership_since is None or t < ev.leadership_since:
+            out.append(Verdict(name, t, UNKNOWN, reason="before the ledger recorded leadership"))
+            continue
+        later = bisect_right(fire_times, t)
+        into = fire_times[later] if later < len(fire_times) else None
+        led, gap_from, gap_until = _gap(ev.terms, t)
+        if not led:
+            out.append(Verdict(name, t, NO_LEADER, gap_from=gap_from, gap_until=gap_until, into=into))
+        elif into is not None:
+            out.append(Verdict(name, t, COALESCED, into=into))
+        else:
+            out.append(Verdict(name, t, PENDING))
+    out = [v for v in _count_folds(out, fired) if v.instant >= shown_from]
+    # A job fired for an instant the definition recorded now does not produce (a hand-made
+    # row, a redefinition racing its audit row) is still shown: it did fire.
+    known = set(win.instants)
+    for t, job in fired.items():
+        if t not in known and shown_from <= t <= hi:
+            out.append(Verdict(name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
+                               job_state=job["state"], result=job_result(job["state"]), queue=job["queue"],
+                               lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
+                               error=job["error"] if job["state"] in ("retryable", "discarded") else None))
+    for j in jobs:
+        if j["manual"] and j["created_at"] is not None and shown_from <= j["created_at"] <= hi:
+            out.append(Verdict(name, j["created_at"], MANUAL, job_id=j["id"], job_state=j["state"],
+                               result=job_result(j["state"]), by=j["triggered_by"], queue=j["queue"],
+                               error=j["error"] if j["state"] in ("retryable", "discarded") else None))
+    out.sort(key=lambda v: v.instant)
+    return out
+
+
+def leadership_since(conn: psycopg.Connection[Any]) -> datetime | None:
+    meta = conn.execute("SELECT leadership_since FROM awa.ledger_meta").fetchone()
+    return meta["leadership_since"] if meta else None
+
+
 def ledger(
     conn: psycopg.Connection[Any],
     name: str,
@@ -256,104 +402,23 @@ def ledger(
         raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
     now = now or db_now(conn)
     row, history = schedule_history(conn, name)
-    born = row["created_at"] - FIRST_FIRE_LOOKBACK  # the first fire counts from here (S13)
     hi = min(until, now) if until is not None else now
-    lo = max(since, born) if since is not None else born
+    lo = max(since, born(row)) if since is not None else born(row)
     if hi < lo:
         return []
-    segments = definition_segments(history, row["cron_expr"], row["timezone"])
     # FOLD_LOOKBACK more instants are judged than shown, so an instant folded into a fire
     # is counted with the ones before the window that were folded into the same fire.
-    instants, _ = due_instants(segments, born, hi, limit + FOLD_LOOKBACK)
-    instants = [t for t in instants if _within_bounds(row, t)]
-    shown = [t for t in instants if t >= lo][-limit:]
-    shown_from = shown[0] if shown else hi
-    window_lo = instants[0] if instants else hi
-    jobs = _jobs(conn, name, window_lo)
-    fired = {j["fire_time"]: j for j in jobs if not j["manual"] and j["fire_time"] is not None}
-    fire_times = sorted(fired)
-    paused = _intervals(history, "paused", row["paused_at"], row["paused_by"])
-    retired = _intervals(history, "retired", row["retired_at"], row["retired_by"])
-    terms = _terms(conn, window_lo, hi) if instants else []
-    meta = conn.execute("SELECT leadership_since FROM awa.ledger_meta").fetchone()
-    leadership_since = meta["leadership_since"] if meta else None
+    win = window(row, history, lo, hi, limit, FOLD_LOOKBACK)
     mark = conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = %s", (name,)).fetchone()
-    pruned_through = mark["pruned_through"] if mark else None
     queue = conn.execute("SELECT paused, paused_by FROM awa.queue_meta WHERE queue = %s", (row["queue"],)).fetchone()
-    queue_paused_by = (queue["paused_by"] or "?") if queue and queue["paused"] else None
     skipped = {r["fire_time"] for r in conn.execute(
         "SELECT fire_time FROM awa.fire_skips WHERE cron_name = %s AND fire_time >= %s AND fire_time <= %s",
-        (name, window_lo, hi))} if instants else set()
-
-    out: list[Verdict] = []
-    for t in instants:
-        job = fired.get(t)
-        if job is not None:
-            waiting = job["state"] in ("available", "retryable")
-            out.append(Verdict(
-                name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
-                by=job["backfilled_by"], job_state=job["state"], result=job_result(job["state"]),
-                lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
-                error=job["error"] if job["state"] in ("retryable", "discarded") else None,
-                queue=job["queue"],
-                queue_paused_by=queue_paused_by if waiting and job["queue"] == row["queue"] else None))
-            continue
-        if t in skipped:
-            out.append(Verdict(name, t, SKIPPED_OVERLAP))
-            continue
-        if t < row["created_at"]:
-            continue  # the first fire's lookback (S13): only an instant that fired counts
-        hit = next((i for i in retired if i.covers(t)), None)
-        if hit is not None:
-            out.append(Verdict(name, t, SKIPPED_RETIRED, by=hit.by, since=hit.start))
-            continue
-        hit = next((i for i in paused if i.covers(t)), None)
-        if hit is not None:
-            out.append(Verdict(name, t, SKIPPED_PAUSED, by=hit.by, since=hit.start))
-            continue
-        if pruned_through is not None and t <= pruned_through:
-            out.append(Verdict(name, t, UNKNOWN, reason="pruned"))
-            continue
-        if leadership_since is None or t < leadership_since:
-            out.append(Verdict(name, t, UNKNOWN, reason="before the ledger recorded leadership"))
-            continue
-        later = bisect_right(fire_times, t)
-        into = fire_times[later] if later < len(fire_times) else None
-        led, gap_from, gap_until = _gap(terms, t)
-        if not led:
-            out.append(Verdict(name, t, NO_LEADER, gap_from=gap_from, gap_until=gap_until, into=into))
-        elif into is not None:
-            out.append(Verdict(name, t, COALESCED, into=into))
-        else:
-            out.append(Verdict(name, t, PENDING))
-    out = [v for v in _count_folds(out, fired) if v.instant >= shown_from]
-    # A job fired for an instant the definition recorded now does not produce (a hand-made
-    # row, a redefinition racing its audit row) is still shown: it did fire.
-    known = set(instants)
-    for t, job in fired.items():
-        if t not in known and shown_from <= t <= hi:
-            out.append(Verdict(name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
-                               job_state=job["state"], result=job_result(job["state"]), queue=job["queue"],
-                               lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
-                               error=job["error"] if job["state"] in ("retryable", "discarded") else None))
-    for j in jobs:
-        if j["manual"] and j["created_at"] is not None and shown_from <= j["created_at"] <= hi:
-            out.append(Verdict(name, j["created_at"], MANUAL, job_id=j["id"], job_state=j["state"],
-                               result=job_result(j["state"]), by=j["triggered_by"], queue=j["queue"],
-                               error=j["error"] if j["state"] in ("retryable", "discarded") else None))
-    out.sort(key=lambda v: v.instant)
-    return out
-
-
-def _within_bounds(row: dict[str, Any], t: datetime) -> bool:
-    """Whether `t` is a due instant under the schedule's bounds (v009). A finished
-    schedule's instants after its last fire are not due (it stopped by its count)."""
-    if row["start_at"] is not None and t < row["start_at"]:
-        return False
-    if row["end_at"] is not None and t > row["end_at"]:
-        return False
-    finished_after = row["last_enqueued_at"] or row["created_at"]
-    return row["finished_at"] is None or t <= finished_after
+        (name, win.lo, hi))} if win.instants else set()
+    evidence = Evidence(
+        jobs=_jobs(conn, name, win.lo), terms=_terms(conn, win.lo, hi) if win.instants else [], skipped=skipped,
+        leadership_since=leadership_since(conn), pruned_through=mark["pruned_through"] if mark else None,
+        queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None)
+    return judge(name, row, win, evidence)
 
 
 def _count_folds(verdicts: list[Verdict], fired: dict[datetime, dict[str, Any]]) -> list[Verdict]:
