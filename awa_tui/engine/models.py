@@ -108,7 +108,9 @@ class SchedulePageRow(ScheduleRow):
     last_result: str = "none"  # its latest job (manual too): ok, failed, running, waiting, cancelled, none
     last_error: str | None = None  # that job's latest error, when it failed
     fails_24h: int = 0  # its jobs created in the last 24 h whose latest attempt failed
-    outcomes: tuple[str, ...] = ()  # the states of its latest jobs (views.OUTCOME_STRIP), oldest first
+    # Its last 20 due instants, oldest first, each its job's state when it fired, else its
+    # verdict (ledger/models.instant_outcome, ledger/strips.py); none when BROKEN.
+    outcomes: tuple[str, ...] = ()
 
 
 # Anything an operator action on a schedule can be chosen from (a panel row, the detail).

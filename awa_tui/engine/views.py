@@ -17,6 +17,7 @@ from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.ledger.models import job_result
+from awa_tui.engine.ledger.strips import strips
 from awa_tui.engine.models import (
     Attention,
     AuditEntry,
@@ -291,9 +292,6 @@ SCHEDULE_SORTS = {
     "fails": "coalesce(f.n, 0)",
 }
 
-# How many of a schedule's latest jobs the outcome strip shows.
-OUTCOME_STRIP = 20
-
 _FILTER = (
     "(%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s "
     "OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)"
@@ -324,20 +322,17 @@ SELECT {SCHEDULE_COLUMNS},
        {_JOB_CREATED.format(j="j")} - {_JOB_FIRE.format(j="j")} AS lateness,
        coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS health_since,
        h.reason AS health_reason,
-       o.last_state, o.last_error, coalesce(o.outcomes, ARRAY[]::text[]) AS outcomes, coalesce(f.n, 0) AS fails_24h
+       o.last_state, o.last_error, coalesce(f.n, 0) AS fails_24h
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
 LEFT JOIN awa.cron_health h ON h.name = c.name
 LEFT JOIN fails f ON f.name = c.name
-LEFT JOIN LATERAL (  -- the latest jobs (manual ones too), one index walk per row of the page
-    SELECT array_agg(r.state ORDER BY r.id) AS outcomes,
-           (array_agg(r.state ORDER BY r.id DESC))[1] AS last_state,
-           (array_agg(r.error ORDER BY r.id DESC))[1] AS last_error
-    FROM (SELECT jo.id, jo.state,
-                 CASE WHEN jsonb_typeof(jo.errors) = 'array' THEN jo.errors -> -1 ->> 'error' END AS error
-          FROM awa.jobs jo
-          WHERE jo.metadata ? 'cron_name' AND jo.metadata ->> 'cron_name' = c.name
-          ORDER BY jo.metadata ->> 'cron_name' DESC, jo.id DESC LIMIT %(strip)s) r
+LEFT JOIN LATERAL (  -- the latest job (manual ones too), one index probe per row of the page
+    SELECT jo.state AS last_state,
+           CASE WHEN jsonb_typeof(jo.errors) = 'array' THEN jo.errors -> -1 ->> 'error' END AS last_error
+    FROM awa.jobs jo
+    WHERE jo.metadata ? 'cron_name' AND jo.metadata ->> 'cron_name' = c.name
+    ORDER BY jo.metadata ->> 'cron_name' DESC, jo.id DESC LIMIT 1
 ) o ON true
 LEFT JOIN LATERAL (
     SELECT jb.state, jb.created_at, jb.metadata FROM awa.jobs jb
@@ -390,21 +385,25 @@ def schedule_page(
     now = now or db_time(conn)
     condition = schedule_condition(conn, where, now)
     params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params,
-              "fails_since": now - timedelta(hours=24), "strip": OUTCOME_STRIP}
+              "fails_since": now - timedelta(hours=24)}
     counts = conn.execute(SCHEDULE_COUNTS_SQL.format(condition=condition.sql), params).fetchone()
     sql = SCHEDULE_PAGE_SQL.format(
         filter=f"{_FILTER} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
     )
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}
-    page = []
     for row in rows:
         row["fault"] = row_fault(row)
+    # The outcome strips: the ledger's verdicts of each row's last due instants, for the
+    # whole page at once (ledger/strips.py).
+    outcomes = strips(conn, rows, now)
+    page = []
+    for row in rows:
         row["next_fire"], row["next_fire_due"] = _next_fire_for(row, now, cache)
         last_state = row.pop("last_state")
         row["last_result"] = "none" if last_state is None else job_result(last_state)
         row["last_error"] = row["last_error"] if row["last_result"] == "failed" else None
-        row["outcomes"] = tuple(row["outcomes"])
+        row["outcomes"] = outcomes.get(row["name"], ())
         page.append(SchedulePageRow(**row))
     assert counts is not None  # an aggregate without GROUP BY always returns its row
     return SchedulePage(now=now, rows=page, **counts, **_unhealthy_summary(conn))

@@ -117,17 +117,32 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
     return text
 
 
-# A job's state as one character of an outcome strip: readable without colour.
-OUTCOME_GLYPHS = {"completed": ".", "retryable": "r", "discarded": "x", "running": ">", "available": "w",
-                  "cancelled": "c"}
-OUTCOME_LEGEND = ".ok x failed r retrying >running w waiting c cancelled"
+# A due instant as one character of an outcome strip, readable without colour: the state
+# of the job fired (or backfilled) for it, else its verdict (ledger/models.instant_outcome).
+OUTCOME_GLYPHS = {
+    "completed": ".", "discarded": "x", "retryable": "r", "running": ">", "available": "w", "cancelled": "c",
+    "skipped_paused": "-", "skipped_retired": "-", "skipped_overlap": "-", "no_leader": "?",
+    "coalesced": "~", "pending": "_", "unknown": "#",
+}
+UNKNOWN_GLYPH = "!"  # a job state the console does not know (a hand-written row)
+# The legend, a character and its meaning each (the help, docs/keys.md, the summary line).
+OUTCOME_MEANINGS = (
+    (".", "ok"), ("x", "failed"), ("r", "retrying"), (">", "running"), ("w", "waiting"), ("c", "cancelled"),
+    ("-", "skipped (paused, retired, overlap)"), ("?", "no leader"), ("~", "coalesced into a later fire"),
+    ("_", "not fired yet"), ("#", "unknown (history pruned)"), (UNKNOWN_GLYPH, "a job state not known"),
+)
+OUTCOME_LEGEND = "  ".join(f"{glyph} {meaning}" for glyph, meaning in OUTCOME_MEANINGS)
 RESULT_STYLES = {"failed": "bold red", "running": "cyan", "waiting": "yellow"}
 
 
-def outcome_strip(states: tuple[str, ...]) -> str:
-    """The latest jobs' states, oldest first, one character each ('?' for a state the
-    console does not know: a hand-written row)."""
-    return "".join(OUTCOME_GLYPHS.get(s, "?") for s in states)
+def outcome_strip(outcomes: tuple[str, ...]) -> str:
+    """The last due instants' outcomes, oldest first, one character each."""
+    return "".join(OUTCOME_GLYPHS.get(s, UNKNOWN_GLYPH) for s in outcomes)
+
+
+def strip_legend(strip: str) -> str:
+    """The legend of the characters a strip holds, in the legend's order."""
+    return "  ".join(f"{glyph} {meaning}" for glyph, meaning in OUTCOME_MEANINGS if glyph in strip)
 
 
 def result_text(result: str) -> Text:

@@ -25,6 +25,15 @@ VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER
             SKIPPED_OVERLAP, BACKFILLED)
 
 
+def instant_outcome(verdict: str, job_state: str | None) -> str:
+    """A due instant as the schedules panel's strip shows it: the state of the job fired
+    (or backfilled) for it, else its verdict (coalesced, skipped_*, no_leader, pending,
+    unknown)."""
+    if verdict in (FIRED, BACKFILLED):
+        return job_state or verdict
+    return verdict
+
+
 def job_result(state: str) -> str:
     """A job's state in the last-result vocabulary: ok, failed, running, waiting, cancelled.
 

@@ -208,7 +208,7 @@ def _jobs(conn: psycopg.Connection[Any], name: str, lo: datetime) -> list[dict[s
     ).fetchall()
 
 
-def _terms(conn: psycopg.Connection[Any], lo: datetime, hi: datetime) -> list[Term]:
+def leader_terms(conn: psycopg.Connection[Any], lo: datetime, hi: datetime) -> list[Term]:
     """Terms overlapping [lo, hi], plus the last one before and the first one after (the
     ends of a gap)."""
     rows = conn.execute(
@@ -415,7 +415,7 @@ def ledger(
         "SELECT fire_time FROM awa.fire_skips WHERE cron_name = %s AND fire_time >= %s AND fire_time <= %s",
         (name, win.lo, hi))} if win.instants else set()
     evidence = Evidence(
-        jobs=_jobs(conn, name, win.lo), terms=_terms(conn, win.lo, hi) if win.instants else [], skipped=skipped,
+        jobs=_jobs(conn, name, win.lo), terms=leader_terms(conn, win.lo, hi) if win.instants else [], skipped=skipped,
         leadership_since=leadership_since(conn), pruned_through=mark["pruned_through"] if mark else None,
         queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None)
     return judge(name, row, win, evidence)

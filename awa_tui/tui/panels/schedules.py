@@ -25,7 +25,6 @@ from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import (
-    OUTCOME_LEGEND,
     lateness,
     outcome_strip,
     relative,
@@ -34,6 +33,7 @@ from awa_tui.tui.formatting import (
     state_by,
     state_text,
     state_word,
+    strip_legend,
     utc,
 )
 from awa_tui.tui.messages import (
@@ -57,7 +57,7 @@ COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line
     Column("health", "HEALTH", 8, priority=1, min_width=6),  # S42: a word, not a colour alone
     Column("result", "LAST RESULT", 11, priority=2),  # "which schedules are failing?" at 80 columns too
     Column("fails", "FAILS 24h", 9, priority=3),
-    Column("strip", "LAST 20 JOBS", 20, priority=3),
+    Column("strip", "LAST 20 INSTANTS", 20, priority=3),
     Column("next_at", "NEXT (UTC)", 14, priority=6),
     Column("last", "LAST FIRE", 10, priority=4, min_width=10),
     Column("late", "LATE", 6, priority=5),
@@ -246,7 +246,8 @@ def summary(row: SchedulePageRow, now: datetime, *, ledger: bool = True) -> Text
         text.append(f": {row.last_error}")
     text.append(f" · {row.fails_24h} failed in 24h")
     if row.outcomes:
-        text.append(f" · last {len(row.outcomes)} jobs {outcome_strip(row.outcomes)} ({OUTCOME_LEGEND})")
+        strip = outcome_strip(row.outcomes)
+        text.append(f" · last {len(row.outcomes)} due instants {strip} ({strip_legend(strip)})")
     return text
 
 

@@ -1,0 +1,137 @@
+"""The schedules panel's outcome strips: the verdicts of each row's last due instants,
+for a whole page in a few statements.
+
+Each row is judged by verdicts.judge, the ledger's own definition of every verdict, on
+evidence read for all the rows at once: their audit rows (one statement), their jobs
+since each window's first instant (one statement, one index walk per row), the skips and
+pruning marks of the page (one statement each), and the leadership terms over the
+page's span (one). Due instants are cron arithmetic, computed once per definition and
+bounded span and shared by every row that has them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.ledger.models import MANUAL, instant_outcome
+from awa_tui.engine.ledger.verdicts import (
+    JOB_COLUMNS,
+    Evidence,
+    Segment,
+    Window,
+    born,
+    bounded,
+    definition_segments,
+    due_instants,
+    judge,
+    leader_terms,
+    leadership_since,
+    window,
+)
+
+STRIP_LENGTH = 20
+# Like verdicts.ID_ORDER_SLACK (a fire's transaction may start, its created_at, a little
+# before an id handed to a concurrent one), but shorter: a strip reads every job created
+# since its window began minus this, and a schedule firing each second has 3,600 jobs an
+# hour. A fire transaction running longer than this is what it would miss.
+STRIP_ID_SLACK = timedelta(minutes=5)
+
+# The audit rows the verdicts read (verdicts.definition_segments, verdicts._intervals):
+# redefinitions, pauses and retirements. Other rows are skipped by both there.
+HISTORY_SQL = """
+SELECT a.target, a.id, a.at, a.action, a.operator, a.before, a.after
+FROM unnest(%(names)s::text[], %(born)s::timestamptz[]) AS w(name, born)
+JOIN awa.audit_log a ON a.target = w.name AND a.at >= w.born
+WHERE jsonb_typeof(a.before) = 'object' AND jsonb_typeof(a.after) = 'object'
+  AND (a.after ? 'cron_expr' OR a.after ? 'timezone'
+       OR (a.before ? 'paused_at' AND a.after ? 'paused_at')
+       OR (a.before ? 'retired_at' AND a.after ? 'retired_at'))
+ORDER BY a.id
+"""
+
+# Each row's jobs fired for an instant of its window (manual triggers are no due instant),
+# walked through jobs_cron_name_idx from the last job created before the window's edge.
+JOBS_SQL = f"""
+SELECT w.name, {JOB_COLUMNS}
+FROM unnest(%(names)s::text[], %(los)s::timestamptz[], %(edges)s::timestamptz[]) AS w(name, lo, edge)
+CROSS JOIN LATERAL (
+    SELECT coalesce((SELECT b.id FROM awa.jobs b
+                     WHERE b.metadata ? 'cron_name' AND b.metadata ->> 'cron_name' = w.name AND b.created_at < w.edge
+                     ORDER BY b.metadata ->> 'cron_name' DESC, b.id DESC LIMIT 1), 0) AS id
+) boundary
+JOIN awa.jobs j ON j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = w.name AND j.id > boundary.id
+WHERE NOT coalesce(j.metadata ->> 'triggered_manually' = 'true', false)
+  AND awa.try_timestamptz(j.metadata ->> 'cron_fire_time') >= w.lo
+ORDER BY j.id
+"""
+
+SKIPS_SQL = """
+SELECT f.cron_name, f.fire_time
+FROM unnest(%(names)s::text[], %(los)s::timestamptz[]) AS w(name, lo)
+JOIN awa.fire_skips f ON f.cron_name = w.name AND f.fire_time >= w.lo AND f.fire_time <= %(hi)s
+"""
+
+PRUNED_SQL = "SELECT cron_name, pruned_through FROM awa.ledger_pruned WHERE cron_name = ANY(%(names)s::text[])"
+
+
+def strips(conn: psycopg.Connection[Any], rows: list[dict[str, Any]], now: datetime,
+           count: int = STRIP_LENGTH) -> dict[str, tuple[str, ...]]:
+    """Per schedule row (as the page reads it: the ledger's columns of awa.cron_jobs and
+    `fault`), the outcome of each of its last `count` due instants at `now`, oldest first
+    (models.instant_outcome). A BROKEN row (S15) has none."""
+    live = [r for r in rows if not r.get("fault") and r["created_at"] is not None]
+    if not live:
+        return {}
+    names = [r["name"] for r in live]
+    history: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    for h in conn.execute(HISTORY_SQL, {"names": names, "born": [born(r) for r in live]}).fetchall():
+        history[h.pop("target")].append(h)
+    windows = _windows(live, history, now, count)
+    spans = [(r["name"], w.lo) for r, w in zip(live, windows, strict=True) if w.instants]
+    found: dict[str, tuple[str, ...]] = {n: () for n in names}
+    if not spans:
+        return found
+    span_names, los = [n for n, _ in spans], [lo for _, lo in spans]
+    jobs: dict[str, list[dict[str, Any]]] = {n: [] for n in span_names}
+    for j in conn.execute(JOBS_SQL, {"names": span_names, "los": los,
+                                     "edges": [lo - STRIP_ID_SLACK for lo in los]}).fetchall():
+        jobs[j.pop("name")].append(j)
+    skipped: dict[str, set[datetime]] = {n: set() for n in span_names}
+    for s in conn.execute(SKIPS_SQL, {"names": span_names, "los": los, "hi": now}).fetchall():
+        skipped[s["cron_name"]].add(s["fire_time"])
+    pruned = {p["cron_name"]: p["pruned_through"] for p in conn.execute(PRUNED_SQL, {"names": span_names})}
+    terms = leader_terms(conn, min(los), now)
+    since = leadership_since(conn)
+    for row, win in zip(live, windows, strict=True):
+        name = row["name"]
+        if not win.instants:
+            continue
+        evidence = Evidence(jobs=jobs[name], terms=terms, skipped=skipped[name], leadership_since=since,
+                            pruned_through=pruned.get(name))
+        outcomes = [instant_outcome(v.verdict, v.job_state) for v in judge(name, row, win, evidence)
+                    if v.verdict != MANUAL]
+        found[name] = tuple(outcomes[-count:])
+    return found
+
+
+def _windows(rows: list[dict[str, Any]], history: dict[str, list[dict[str, Any]]], now: datetime,
+             count: int) -> list[Window]:
+    """Each row's window of its last `count` due instants. The instants of one definition
+    up to one bounded end are computed once, back to the page's earliest start, and each
+    row keeps those after its own start (the last `count` there: the same as computing
+    them for that row alone)."""
+    spans = [bounded(r, born(r), now) for r in rows]
+    page_lo = min(first for first, _ in spans)
+    cache: dict[tuple[tuple[Segment, ...], datetime], list[datetime]] = {}
+    out = []
+    for row, (first, last) in zip(rows, spans, strict=True):
+        segments = definition_segments(history[row["name"]], row["cron_expr"], row["timezone"])
+        key = (tuple(segments), last)
+        if key not in cache:
+            cache[key] = due_instants(segments, page_lo, last, count)[0] if page_lo <= last else []
+        out.append(window(row, history[row["name"]], born(row), now, count, 0,
+                          instants=[t for t in cache[key] if t >= first]))
+    return out
