@@ -176,3 +176,19 @@ def test_a_broken_row_has_no_strip_and_the_others_keep_theirs(client: Client, co
     page = client.schedule_page(now=at("2025-01-01T00:01:30"))
     assert {r.name: (bool(r.fault), outcome_strip(r.outcomes)) for r in page.rows} == {
         "bad-expr": (True, ""), "bad-created": (True, ""), "good": (False, "w")}
+
+
+def test_hand_written_fire_times_are_read_as_the_ledger_reads_them(
+        client: Client, conn: psycopg.Connection[Any]) -> None:
+    register(client, conn, "odd", "* * * * *", at("2025-01-01T00:00:30"))
+    lead(conn, at("2025-01-01T00:00:00"))
+    for minute in (1, 2, 3):
+        client.evaluate(now=at(f"2025-01-01T00:0{minute}:00"))
+    ids = states(conn, "odd")
+    # 00:01 in another spelling of the same instant (fired); 00:02 an impossible date and
+    # 00:03 no instant at all: jobs for no due instant, so those two were never fired.
+    for fire, text in (("00:01", "2025-01-01 00:01:00+00"), ("00:02", "2025-02-30T00:02:00Z"),
+                       ("00:03", "soon")):
+        force(conn, "UPDATE awa.jobs SET metadata = metadata || jsonb_build_object('cron_fire_time', %s::text) "
+                    "WHERE id = %s", (text, ids[f"2025-01-01T{fire}:00Z"]))
+    assert strip(client, "odd", at("2025-01-01T00:03:30")) == "w__"

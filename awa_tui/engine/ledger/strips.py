@@ -11,28 +11,32 @@ bounded span and shared by every row that has them.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 import psycopg
 
-from awa_tui.engine.ledger.models import MANUAL, instant_outcome
+from awa_tui.engine.ledger.models import BACKFILLED, FIRED, instant_outcome
 from awa_tui.engine.ledger.verdicts import (
-    JOB_COLUMNS,
+    FIRE_TIME_COLUMN,
     Evidence,
     Segment,
     Window,
     born,
     bounded,
+    decide,
     definition_segments,
     due_instants,
-    judge,
+    fired_jobs,
     leader_terms,
     leadership_since,
     window,
 )
 
 STRIP_LENGTH = 20
+FIRED_VERDICTS = (FIRED, BACKFILLED)
 # Like verdicts.ID_ORDER_SLACK (a fire's transaction may start, its created_at, a little
 # before an id handed to a concurrent one), but shorter: a strip reads every job created
 # since its window began minus this, and a schedule firing each second has 3,600 jobs an
@@ -52,11 +56,22 @@ WHERE jsonb_typeof(a.before) = 'object' AND jsonb_typeof(a.after) = 'object'
 ORDER BY a.id
 """
 
-# Each row's jobs fired for an instant of its window (manual triggers are no due instant),
-# walked through jobs_cron_name_idx from the last job created before the window's edge.
-JOBS_SQL = f"""
-SELECT w.name, {JOB_COLUMNS}
-FROM unnest(%(names)s::text[], %(los)s::timestamptz[], %(edges)s::timestamptz[]) AS w(name, lo, edge)
+# The fire instant as the fire path writes it (`2025-01-01T00:00:00Z`, maybe with a
+# fraction, years 1000-8999): Python reads those, exactly as awa.try_timestamptz would (an
+# impossible date such as Feb 30 is no instant in both), and the database parses only the rest, each
+# distinct text once (ODD_FIRE_TIMES_SQL). Calling that plpgsql function (a subtransaction
+# each) for every job was half of the jobs statement's time.
+CANONICAL_FIRE_TIME = (r"[1-8][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+                       r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|\+00:00)")
+_CANONICAL = re.compile(CANONICAL_FIRE_TIME)
+
+# Each row's jobs created since its window began (manual triggers are no due instant),
+# walked through jobs_cron_name_idx from the last job created before the window's edge:
+# only the columns that decide a verdict (verdicts.decide).
+JOBS_SQL = """
+SELECT w.name, j.id, j.state, j.metadata ->> 'cron_fire_time' AS fire_text, false AS manual,
+       coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill
+FROM unnest(%(names)s::text[], %(edges)s::timestamptz[]) AS w(name, edge)
 CROSS JOIN LATERAL (
     SELECT coalesce((SELECT b.id FROM awa.jobs b
                      WHERE b.metadata ? 'cron_name' AND b.metadata ->> 'cron_name' = w.name AND b.created_at < w.edge
@@ -64,9 +79,39 @@ CROSS JOIN LATERAL (
 ) boundary
 JOIN awa.jobs j ON j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = w.name AND j.id > boundary.id
 WHERE NOT coalesce(j.metadata ->> 'triggered_manually' = 'true', false)
-  AND awa.try_timestamptz(j.metadata ->> 'cron_fire_time') >= w.lo
 ORDER BY j.id
 """
+
+
+ODD_FIRE_TIMES_SQL = f"""
+SELECT j.fire_text, {FIRE_TIME_COLUMN.replace("j.metadata ->> 'cron_fire_time'", "j.fire_text")}
+FROM unnest(%(texts)s::text[]) AS j(fire_text)
+"""
+
+
+@lru_cache(maxsize=65536)
+def _canonical_instant(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:  # Feb 30, Apr 31, year 0: no instant (awa.try_timestamptz: NULL)
+        return None
+
+
+def fire_instants(conn: psycopg.Connection[Any], texts: set[str | None]) -> dict[str | None, datetime | None]:
+    """Each stored fire text as an instant: the canonical ones read here, any other (a
+    hand-written row) by awa.try_timestamptz, as the ledger reads them all."""
+    out: dict[str | None, datetime | None] = {None: None}
+    odd = []
+    for text in texts:
+        if text is not None:
+            if _CANONICAL.fullmatch(text):
+                out[text] = _canonical_instant(text)
+            else:
+                odd.append(text)
+    if odd:
+        out.update((r["fire_text"], r["fire_time"]) for r in conn.execute(ODD_FIRE_TIMES_SQL, {"texts": odd}))
+    return out
+
 
 SKIPS_SQL = """
 SELECT f.cron_name, f.fire_time
@@ -85,6 +130,15 @@ def strips(conn: psycopg.Connection[Any], rows: list[dict[str, Any]], now: datet
     live = [r for r in rows if not r.get("fault") and r["created_at"] is not None]
     if not live:
         return {}
+    with conn.transaction():
+        # One snapshot for every statement; and no JIT: the jobs statement's estimate
+        # (a few hundred jobs a row) makes it compile for longer than it runs.
+        conn.execute("SET LOCAL jit = off")
+        return _strips(conn, live, now, count)
+
+
+def _strips(conn: psycopg.Connection[Any], live: list[dict[str, Any]], now: datetime,
+            count: int) -> dict[str, tuple[str, ...]]:
     names = [r["name"] for r in live]
     history: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     for h in conn.execute(HISTORY_SQL, {"names": names, "born": [born(r) for r in live]}).fetchall():
@@ -96,9 +150,13 @@ def strips(conn: psycopg.Connection[Any], rows: list[dict[str, Any]], now: datet
         return found
     span_names, los = [n for n, _ in spans], [lo for _, lo in spans]
     jobs: dict[str, list[dict[str, Any]]] = {n: [] for n in span_names}
-    for j in conn.execute(JOBS_SQL, {"names": span_names, "los": los,
-                                     "edges": [lo - STRIP_ID_SLACK for lo in los]}).fetchall():
-        jobs[j.pop("name")].append(j)
+    lo_of = dict(spans)
+    rows = conn.execute(JOBS_SQL, {"names": span_names, "edges": [lo - STRIP_ID_SLACK for lo in los]}).fetchall()
+    instants = fire_instants(conn, {j["fire_text"] for j in rows})
+    for j in rows:
+        j["fire_time"] = instants[j["fire_text"]]
+        if j["fire_time"] is not None and j["fire_time"] >= lo_of[j["name"]]:  # older ones decide nothing here
+            jobs[j.pop("name")].append(j)
     skipped: dict[str, set[datetime]] = {n: set() for n in span_names}
     for s in conn.execute(SKIPS_SQL, {"names": span_names, "los": los, "hi": now}).fetchall():
         skipped[s["cron_name"]].add(s["fire_time"])
@@ -111,9 +169,10 @@ def strips(conn: psycopg.Connection[Any], rows: list[dict[str, Any]], now: datet
             continue
         evidence = Evidence(jobs=jobs[name], terms=terms, skipped=skipped[name], leadership_since=since,
                             pruned_through=pruned.get(name))
-        outcomes = [instant_outcome(v.verdict, v.job_state) for v in judge(name, row, win, evidence)
-                    if v.verdict != MANUAL]
-        found[name] = tuple(outcomes[-count:])
+        decided = sorted((t, verdict, why["state"] if verdict in FIRED_VERDICTS else None)
+                         for t, verdict, why, _ in decide(row, win, evidence, fired_jobs(evidence))
+                         if t >= win.shown_from)
+        found[name] = tuple(instant_outcome(verdict, state) for _, verdict, state in decided[-count:])
     return found
 
 

@@ -20,6 +20,7 @@ skipped_paused, unknown, no_leader, coalesced, pending.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -180,9 +181,10 @@ def next_due(segments: list[Segment], after: datetime) -> datetime | None:
 
 # The columns of a schedule's job the verdicts read (one definition for the ledger and
 # for the strips of a page, strips.py).
+FIRE_TIME_COLUMN = "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time"
 JOB_COLUMNS = (
     "j.id, j.state, awa.safe_ts(j.created_at) AS created_at, "
-    "awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time, "
+    f"{FIRE_TIME_COLUMN}, "
     "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
     "coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill, "
     "j.metadata ->> 'backfilled_by' AS backfilled_by, "
@@ -312,65 +314,93 @@ def window(row: dict[str, Any], history: list[dict[str, Any]], lo: datetime, hi:
                   retired=_intervals(history, "retired", row["retired_at"], row["retired_by"]))
 
 
-def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Verdict]:
-    """The verdicts of the window's shown instants, oldest first, with the jobs fired for
-    instants the definition does not produce and the manual triggers interleaved. The
-    one definition of every verdict: the ledger and the page's strips both judge here."""
-    jobs, shown_from, hi = ev.jobs, win.shown_from, win.hi
-    fired = {j["fire_time"]: j for j in jobs if not j["manual"] and j["fire_time"] is not None}
-    fire_times = sorted(fired)
+def fired_jobs(ev: Evidence) -> dict[datetime, dict[str, Any]]:
+    """The jobs fired for an instant (manual triggers are not), by that instant."""
+    return {j["fire_time"]: j for j in ev.jobs if not j["manual"] and j["fire_time"] is not None}
 
-    out: list[Verdict] = []
+
+def decide(row: dict[str, Any], win: Window, ev: Evidence,
+           fired: dict[datetime, dict[str, Any]]) -> Iterator[tuple[datetime, str, Any, bool]]:
+    """The one definition of every verdict: (instant, verdict, what decided it, extra) for
+    each due instant of the window, oldest first, then each job fired for an instant the
+    definition does not produce (a hand-made row, a redefinition racing its audit row:
+    it did fire; `extra`). What decided it: the job (fired, backfilled), the pause or
+    retirement, the reason (unknown), (gap from, gap until, later fire) for no_leader, the
+    later fire (coalesced). The ledger (judge) and the page's strips (strips.py) both read
+    their verdicts here."""
+    fire_times = sorted(fired)
     for t in win.instants:
         job = fired.get(t)
         if job is not None:
-            waiting = job["state"] in ("available", "retryable")
-            out.append(Verdict(
-                name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
-                by=job["backfilled_by"], job_state=job["state"], result=job_result(job["state"]),
-                lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
-                error=job["error"] if job["state"] in ("retryable", "discarded") else None,
-                queue=job["queue"],
-                queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+            yield t, BACKFILLED if job["backfill"] else FIRED, job, False
             continue
         if t in ev.skipped:
-            out.append(Verdict(name, t, SKIPPED_OVERLAP))
+            yield t, SKIPPED_OVERLAP, None, False
             continue
         if t < row["created_at"]:
             continue  # the first fire's lookback (S13): only an instant that fired counts
         hit = next((i for i in win.retired if i.covers(t)), None)
         if hit is not None:
-            out.append(Verdict(name, t, SKIPPED_RETIRED, by=hit.by, since=hit.start))
+            yield t, SKIPPED_RETIRED, hit, False
             continue
         hit = next((i for i in win.paused if i.covers(t)), None)
         if hit is not None:
-            out.append(Verdict(name, t, SKIPPED_PAUSED, by=hit.by, since=hit.start))
+            yield t, SKIPPED_PAUSED, hit, False
             continue
         if ev.pruned_through is not None and t <= ev.pruned_through:
-            out.append(Verdict(name, t, UNKNOWN, reason="pruned"))
+            yield t, UNKNOWN, "pruned", False
             continue
         if ev.leadership_since is None or t < ev.leadership_since:
-            out.append(Verdict(name, t, UNKNOWN, reason="before the ledger recorded leadership"))
+            yield t, UNKNOWN, "before the ledger recorded leadership", False
             continue
         later = bisect_right(fire_times, t)
         into = fire_times[later] if later < len(fire_times) else None
         led, gap_from, gap_until = _gap(ev.terms, t)
         if not led:
-            out.append(Verdict(name, t, NO_LEADER, gap_from=gap_from, gap_until=gap_until, into=into))
+            yield t, NO_LEADER, (gap_from, gap_until, into), False
         elif into is not None:
-            out.append(Verdict(name, t, COALESCED, into=into))
+            yield t, COALESCED, into, False
         else:
-            out.append(Verdict(name, t, PENDING))
-    out = [v for v in _count_folds(out, fired) if v.instant >= shown_from]
-    # A job fired for an instant the definition recorded now does not produce (a hand-made
-    # row, a redefinition racing its audit row) is still shown: it did fire.
+            yield t, PENDING, None, False
     known = set(win.instants)
     for t, job in fired.items():
-        if t not in known and shown_from <= t <= hi:
-            out.append(Verdict(name, t, BACKFILLED if job["backfill"] else FIRED, job_id=job["id"],
-                               job_state=job["state"], result=job_result(job["state"]), queue=job["queue"],
-                               lateness_s=(job["created_at"] - t).total_seconds() if job["created_at"] else None,
-                               error=job["error"] if job["state"] in ("retryable", "discarded") else None))
+        if t not in known and win.shown_from <= t <= win.hi:
+            yield t, BACKFILLED if job["backfill"] else FIRED, job, True
+
+
+def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Verdict]:
+    """The verdicts of the window's shown instants (decide), oldest first, with what the
+    ledger tells of each, and the manual triggers interleaved."""
+    jobs, shown_from, hi = ev.jobs, win.shown_from, win.hi
+    fired = fired_jobs(ev)
+    out: list[Verdict] = []
+    extras: list[Verdict] = []
+    for t, verdict, why, extra in decide(row, win, ev, fired):
+        if verdict in (FIRED, BACKFILLED):
+            job = why
+            lateness = (job["created_at"] - t).total_seconds() if job["created_at"] else None
+            error = job["error"] if job["state"] in ("retryable", "discarded") else None
+            if extra:
+                extras.append(Verdict(name, t, verdict, job_id=job["id"], job_state=job["state"],
+                                      result=job_result(job["state"]), queue=job["queue"], lateness_s=lateness,
+                                      error=error))
+                continue
+            waiting = job["state"] in ("available", "retryable")
+            out.append(Verdict(
+                name, t, verdict, job_id=job["id"], by=job["backfilled_by"], job_state=job["state"],
+                result=job_result(job["state"]), lateness_s=lateness, error=error, queue=job["queue"],
+                queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+        elif verdict in (SKIPPED_RETIRED, SKIPPED_PAUSED):
+            out.append(Verdict(name, t, verdict, by=why.by, since=why.start))
+        elif verdict == UNKNOWN:
+            out.append(Verdict(name, t, verdict, reason=why))
+        elif verdict == NO_LEADER:
+            out.append(Verdict(name, t, verdict, gap_from=why[0], gap_until=why[1], into=why[2]))
+        elif verdict == COALESCED:
+            out.append(Verdict(name, t, verdict, into=why))
+        else:
+            out.append(Verdict(name, t, verdict))
+    out = [v for v in _count_folds(out, fired) if v.instant >= shown_from] + extras
     for j in jobs:
         if j["manual"] and j["created_at"] is not None and shown_from <= j["created_at"] <= hi:
             out.append(Verdict(name, j["created_at"], MANUAL, job_id=j["id"], job_state=j["state"],
