@@ -1,6 +1,6 @@
 """The schedules page with its outcome strips: 1,000 rows of 10,000 schedules, 1M jobs.
 
-    .venv/bin/python bench/page_strip.py [--keep] [--db NAME] [--runs 20]
+    .venv/bin/python -m bench.page_strip [--keep] [--db NAME] [--runs 20]
 
 Seeds a scratch database on AWA_BENCH_DATABASE_URL (or AWA_TEST_DATABASE_URL): 10,000
 schedules of five expressions in three zones, each with 100 jobs fired for its last 100

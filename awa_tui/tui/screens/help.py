@@ -14,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from awa_tui.tui.formatting import OUTCOME_LEGEND
 from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act
 
 LEGEND = (
@@ -22,6 +23,13 @@ LEGEND = (
     "LEADER, READ-ONLY, ATTENTION. Times are UTC unless a zone is named. Every action asks first, "
     "names its target, database and operator, and is written to the audit log (l)."
 )
+
+
+def strip_legend_text(*, upstream: bool) -> str:
+    """The schedules panel's LAST 20 INSTANTS, character by character (docs/keys.md)."""
+    where = " (not in upstream Awa mode: no fire ledger)" if upstream else ""
+    return (f"LAST 20 INSTANTS{where}: each of a schedule's last 20 due instants, oldest first: "
+            f"{OUTCOME_LEGEND}; a backfilled instant shows its job's, manual triggers are left out.")
 
 
 def help_table(allowed: Callable[[Act], bool]) -> Table:
@@ -64,4 +72,5 @@ class HelpScreen(ModalScreen[None]):
                 yield Static(Text(self.features_note.capitalize() + "."), id="help-features")
             yield Static(help_table(self.allowed))
             yield Static(Text(LEGEND))
+            yield Static(Text(strip_legend_text(upstream=self.features_note is not None)))
             yield Static(Text("esc, ? or q closes this help", style="dim"))
