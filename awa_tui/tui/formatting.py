@@ -129,7 +129,7 @@ UNKNOWN_GLYPH = "!"  # a job state the console does not know (a hand-written row
 OUTCOME_MEANINGS = (
     (".", "ok"), ("x", "failed"), ("r", "retrying"), (">", "running"), ("w", "waiting"), ("c", "cancelled"),
     ("-", "skipped (paused, retired, overlap)"), ("?", "no leader"), ("~", "coalesced into a later fire"),
-    ("_", "not fired yet"), ("#", "unknown (its history pruned or never recorded)"),
+    ("_", "not fired yet"), ("#", "unknown (no history left)"),
     (UNKNOWN_GLYPH, "a job state not known"),
 )
 OUTCOME_LEGEND = "  ".join(f"{glyph} {meaning}" for glyph, meaning in OUTCOME_MEANINGS)
