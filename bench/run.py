@@ -163,7 +163,7 @@ def scale_tables(report: Report) -> dict[str, object]:
     print_cells("1M targets", ["target", "limit", "measured", "pass", "figure"], [
         [t["target"], t["limit"], fmt(t["value"], t["unit"]), "PASS" if t["passed"] else "FAIL", t["source"]]
         for t in targets])
-    lines = curve(report.rows)
+    lines = curve(report.rows, SCALE_SIZES)
     sizes = [str(n) for n in SCALE_SIZES]
     print_cells("Cost curve", ["scenario", "metric", *(f"{n:,}" for n in SCALE_SIZES)], [
         [c["scenario"] + (f" ({c['size']})" if c["size"] else ""), c["metric"],

@@ -67,7 +67,10 @@ HOURLY_EVERY = 10  # 1 in 10 hourly: 100,000 of 1M
 # of the whole fleet exactly when 89 % of it is daily (10k, 100k, 1M).
 DAILY_CYCLE, PAUSED_IN_CYCLE = 89, 10
 
-WINDOW_S = 120.0  # the leader window: two whole minute boundaries (see bench/README.md)
+# The leader window (the 5 minutes, shortened to fit the run in 20 minutes): at 1M
+# two whole minute boundaries, at the smaller sizes (the curve's points) one.
+WINDOW_S = 120.0
+SMALL_WINDOW_S = 60.0
 SETTLE_S = 5.0  # a boundary counts if the window lasts this long after it
 IDLE_LAST_SECOND = 35  # idle passes start before this second of a minute (none due until :00)
 FAILOVER_PER_SECOND = 100
@@ -237,8 +240,11 @@ def failovers(server: Server, dsn: str) -> dict[str, dict[str, float | None]]:
     return results
 
 
-def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None,
-        window_s: float = WINDOW_S) -> None:
+def window_for(n: int) -> float:
+    return WINDOW_S if n >= 1000000 else SMALL_WINDOW_S
+
+
+def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
     for n in sizes:
         size = f"{n:,} fleet"
 
@@ -261,19 +267,22 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
             row(f"idle pass CPU, worst of {passes}", "", d["cpu_worst"], "ms")
             row(f"idle pass wall, median of {passes}", "", d["wall"], "ms")
 
-            w = leader_window(server, dsn, fleet, window_s)
-            span = f"{w['window']:.0f} s"
-            count = f"worst of {w['boundaries']:g}"
-            row(f"minute boundary: due ({count})", "", w["b_due"], "")
-            row(f"minute boundary: lateness p50 ({count})", "", w["b_p50"], "s")
-            row(f"minute boundary: lateness p99 ({count})", f"< {P99_TARGET_S:g} s", w["b_p99"], "s", P99_TARGET_S)
-            row(f"minute boundary: lateness max ({count})", "", w["b_max"], "s")
-            report.add(Row("scale", size, f"minute boundary: fired ({count})", "100 %", w["b_fired"], "%",
+            w = leader_window(server, dsn, fleet, window_for(n))
+            # Labels without the window or the boundary count: the cost curve lines rows up by
+            # label across sizes (the window is shorter below 1M); both are rows of their own.
+            row("leader window", "", w["window"], "s")
+            row("minute boundaries in the window", "", w["boundaries"], "")
+            row("minute boundary: due (worst boundary)", "", w["b_due"], "")
+            row("minute boundary: lateness p50 (worst boundary)", "", w["b_p50"], "s")
+            row("minute boundary: lateness p99 (worst boundary)", f"< {P99_TARGET_S:g} s", w["b_p99"], "s",
+                P99_TARGET_S)
+            row("minute boundary: lateness max (worst boundary)", "", w["b_max"], "s")
+            report.add(Row("scale", size, "minute boundary: fired (worst boundary)", "100 %", w["b_fired"], "%",
                            w["b_fired"] == 100, lower_is_better=False))
-            report.add(Row("scale", size, f"doubled fires over {span}", "0", w["doubled"], "", w["doubled"] == 0))
-            row(f"leader process CPU, % of one core over {span}", f"< {LEADER_CPU_TARGET_PCT:g} %", w["cpu_pct"],
-                "%", LEADER_CPU_TARGET_PCT)
-            row(f"leader DB time / s over {span}", "", w["db_per_s"], "ms")
+            report.add(Row("scale", size, "doubled fires in the window", "0", w["doubled"], "", w["doubled"] == 0))
+            row("leader process CPU, % of one core", f"< {LEADER_CPU_TARGET_PCT:g} %", w["cpu_pct"], "%",
+                LEADER_CPU_TARGET_PCT)
+            row("leader DB time / s", "", w["db_per_s"], "ms")
             row("runtime RSS (peak)", f"< {RSS_TARGET_MB:g} MB", w["rss_peak"], "MB", RSS_TARGET_MB)
 
             for how, f in failovers(server, dsn).items():
@@ -284,7 +293,8 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                 report.add(Row("scale", size, f"failover ({how}): doubled", "0", f["doubled"], "",
                                f["doubled"] == 0))
     report.note(f"scale: lateness = {lateness_basis(server.commit_ts)} - cron_fire_time; leader window "
-                f"{window_s:g} s (shortened from 5 minutes to fit the run in 20 minutes); fleet seeded with COPY "
+                f"{WINDOW_S:g} s at 1M, {SMALL_WINDOW_S:g} s below (the issue's 5 minutes, shortened to fit the run "
+                "in 20 minutes); fleet seeded with COPY "
                 "(1 % per-minute, 10 % hourly H, the rest daily H H; 5 zones; 10 % paused, 1 % retired)")
 
 
