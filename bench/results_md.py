@@ -61,6 +61,8 @@ def render(data: dict[str, Any], source: str) -> str:
         f"- **Commit**: {machine.get('git_commit') or '?'}{dirty}",
         f"- **Outcome**: {'every target met' if not missed else f'{len(missed)} target(s) missed (FAIL rows)'}",
         *_busy(load, machine.get("nproc")),
+        *([f"- **Seconds per scenario**: {', '.join(f'{k} {v:g}' for k, v in data['scenario_seconds'].items())}"]
+          if data.get("scenario_seconds") else []),
         "",
         "## Machine",
         "",

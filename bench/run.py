@@ -222,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     started = datetime.now(UTC)
     table = scenarios(mode)
+    durations: dict[str, float] = {}  # seconds per scenario: what a time budget is spent on
     try:
         for name in names:
             ours_sizes = sizes[name]
@@ -234,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # one broken scenario must not hide the others
                 traceback.print_exc()
                 report.add(Row(name, "-", "error", "", None, "", False, note=str(exc)[:200]))
-            print(f"   {name} took {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+            durations[name] = round(time.monotonic() - t0, 1)
+            print(f"   {name} took {durations[name]:.0f} s", file=sys.stderr, flush=True)
     finally:
         load_summary = load.stop()
         if not args.keep_server:
@@ -254,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "args": sys.argv[1:] if argv is None else argv,
         "seconds": round(time.monotonic() - began, 1),
+        "scenario_seconds": durations,
         "machine": machine,
         "load": load_summary,
         "notes": report.notes,

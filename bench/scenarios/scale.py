@@ -36,7 +36,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -48,6 +48,7 @@ from bench.common import (
     Server,
     collect_fires,
     connect,
+    count_fires,
     db_now,
     lateness_basis,
     percentile,
@@ -71,7 +72,7 @@ DAILY_CYCLE, PAUSED_IN_CYCLE = 89, 10
 # two whole minute boundaries, at the smaller sizes (the curve's points) one.
 WINDOW_S = 120.0
 SMALL_WINDOW_S = 60.0
-SETTLE_S = 5.0  # a boundary counts if the window lasts this long after it
+BOUNDARY_LIMIT_S = 60.0  # after the window, how long a boundary's jobs are waited for
 IDLE_LAST_SECOND = 35  # idle passes start before this second of a minute (none due until :00)
 FAILOVER_PER_SECOND = 100
 
@@ -188,26 +189,34 @@ def leader_window(server: Server, dsn: str, fleet: Fleet, window_s: float) -> di
         cpu = running.cpu_seconds() - cpu0
         db_ms = stat_statements_ms(dsn) if server.stat_statements else None
         memory = proc_memory_mb(running.proc.pid)
-        end = db_now(dsn)
+        end = start + timedelta(seconds=elapsed)
+        boundaries: dict[datetime, int] = {}  # every whole minute in the window -> schedules due
+        b = start.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        while b <= end:
+            boundaries[b] = fleet.due_at(b)
+            b += timedelta(minutes=1)
+        # A boundary near the window's end may still be firing: the runtime keeps running
+        # (outside the CPU window) until its jobs are in, so none is cut short.
+        for b, due in boundaries.items():
+            wait_until(lambda b=b, due=due: count_fires(dsn, "ours", b) >= due,
+                       time.monotonic() + max(0.0, (b - db_now(dsn)).total_seconds()) + BOUNDARY_LIMIT_S, 0.5)
     finally:
         running.stop()
-    boundary = start.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    boundaries = []
-    while boundary + timedelta(seconds=SETTLE_S) <= end:
-        boundaries.append(boundary)
-        boundary += timedelta(minutes=1)
-    worst: dict[str, float | None] = {"p50": None, "p99": None, "max": None, "fired": None, "due": None}
-    for b in boundaries:
-        due = fleet.due_at(b)
+    per: list[dict[str, float | None]] = []
+    for b, due in boundaries.items():
         late = collect_fires(dsn, "ours", server.commit_ts, b, b + timedelta(seconds=1)).lateness
-        stats = {"p50": percentile(late, 0.5), "p99": percentile(late, 0.99), "max": max(late, default=None),
-                 "fired": len(late) / due * 100 if due else None, "due": float(due)}
-        if worst["p99"] is None or (stats["p99"] is not None and stats["p99"] > worst["p99"]):
-            worst = stats
-    doubled = collect_fires(dsn, "ours", server.commit_ts, start, end).doubled
+        per.append({"p50": percentile(late, 0.5), "p99": percentile(late, 0.99), "max": max(late, default=None),
+                    "fired": len(late) / due * 100 if due else None, "due": float(due)})
+    doubled = collect_fires(dsn, "ours", server.commit_ts, start, end + timedelta(seconds=1)).doubled
+
+    def worst(key: str, pick: Callable[..., float | None] = max) -> float | None:
+        values = [p[key] for p in per]
+        return None if not values or None in values else pick(values)  # type: ignore[type-var]
+
     return {"cpu_pct": cpu / elapsed * 100, "db_per_s": db_ms / elapsed if db_ms is not None else None,
             "rss": memory["rss"], "rss_peak": memory["peak"], "boundaries": float(len(boundaries)),
-            "doubled": float(doubled), "window": elapsed, **{f"b_{k}": v for k, v in worst.items()}}
+            "doubled": float(doubled), "window": elapsed, "b_due": worst("due"), "b_p50": worst("p50"),
+            "b_p99": worst("p99"), "b_max": worst("max"), "b_fired": worst("fired", min)}
 
 
 def failovers(server: Server, dsn: str) -> dict[str, dict[str, float | None]]:
@@ -272,7 +281,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
             # label across sizes (the window is shorter below 1M); both are rows of their own.
             row("leader window", "", w["window"], "s")
             row("minute boundaries in the window", "", w["boundaries"], "")
-            row("minute boundary: due (worst boundary)", "", w["b_due"], "")
+            row("minute boundary: due (most)", "", w["b_due"], "")
             row("minute boundary: lateness p50 (worst boundary)", "", w["b_p50"], "s")
             row("minute boundary: lateness p99 (worst boundary)", f"< {P99_TARGET_S:g} s", w["b_p99"], "s",
                 P99_TARGET_S)
