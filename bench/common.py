@@ -273,7 +273,7 @@ class LoadSampler:
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args, missed_fire_policy, last_enqueued_at)
-SELECT 'bench-' || lpad(i::text, 6, '0'), %(expr)s, 'UTC', %(kind)s, %(queue)s, '{}'::jsonb,
+SELECT 'bench-' || lpad(i::text, greatest(6, length(i::text)), '0'), %(expr)s, 'UTC', %(kind)s, %(queue)s, '{}'::jsonb,
        %(policy)s, %(last)s
 FROM generate_series(1, %(n)s) AS i
 """
@@ -281,6 +281,9 @@ FROM generate_series(1, %(n)s) AS i
 
 def seed_schedules(dsn: str, n: int, expr: str, policy: str, last: datetime | None) -> None:
     """N identical-definition schedules, as if they had been running (last fire = `last`).
+
+    Named as bench_names() names them (`bench-%06d`: seven digits from 1,000,000 on, where a
+    plain lpad to 6 would cut the name and collide with bench-100000).
 
     Both engines share these awa.cron_jobs columns, so both start from the same state."""
     with connect(dsn) as conn:
@@ -427,3 +430,41 @@ def next_whole_second(now: datetime, lead: float) -> datetime:
     """The first whole second at least `lead` seconds after `now`."""
     t = now + timedelta(seconds=lead)
     return t.replace(microsecond=0) + timedelta(seconds=1)
+
+
+# --- processes and scale curves (issue 18) ------------------------------------------------------
+
+
+def proc_memory_mb(pid: int) -> dict[str, float | None]:
+    """A process's resident memory now (VmRSS) and at its peak so far (VmHWM), in MB."""
+    out: dict[str, float | None] = {"rss": None, "peak": None}
+    for key, name in (("VmRSS", "rss"), ("VmHWM", "peak")):
+        value = _proc_field(f"/proc/{pid}/status", key)
+        if value is not None:
+            out[name] = int(value.split()[0]) / 1024
+    return out
+
+
+CURVE_SIZES = (10000, 100000, 1000000)
+
+
+def size_of(label: str) -> tuple[int | None, str]:
+    """A row's size label split into its leading count and the rest: "100,000 idle" ->
+    (100000, "idle"); (None, label) when it does not start with a count."""
+    head, _, rest = label.partition(" ")
+    digits = head.replace(",", "")
+    return (int(digits), rest) if digits.isdigit() else (None, label)
+
+
+def curve(rows: Sequence[Row], sizes: Sequence[int] = CURVE_SIZES) -> list[dict[str, Any]]:
+    """Each figure measured at more than one of `sizes`, with its value at every size side
+    by side (the growth from 10k to 1M in one line), in the order first measured."""
+    lines: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for r in rows:
+        n, rest = size_of(r.size)
+        if n not in sizes:
+            continue
+        line = lines.setdefault((r.scenario, rest, r.metric), {
+            "scenario": r.scenario, "size": rest, "metric": r.metric, "unit": r.unit, "values": {}})
+        line["values"][str(n)] = r.ours
+    return [line for line in lines.values() if len(line["values"]) > 1]

@@ -61,6 +61,8 @@ def render(data: dict[str, Any], source: str) -> str:
         f"- **Commit**: {machine.get('git_commit') or '?'}{dirty}",
         f"- **Outcome**: {'every target met' if not missed else f'{len(missed)} target(s) missed (FAIL rows)'}",
         *_busy(load, machine.get("nproc")),
+        *([f"- **Seconds per scenario**: {', '.join(f'{k} {v:g}' for k, v in data['scenario_seconds'].items())}"]
+          if data.get("scenario_seconds") else []),
         "",
         "## Machine",
         "",
@@ -90,10 +92,30 @@ def render(data: dict[str, Any], source: str) -> str:
             cells += [fmt(r.get("upstream"), r["unit"]), f"{ratio:.1f}x" if ratio is not None else ""]
         table.append(cells)
     out += _table(headers, table)
+    out += _scale_tables(data)
     notes = data.get("notes") or []
     if notes:
         out += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in notes]
     return "\n".join(out) + "\n"
+
+
+def _scale_tables(data: dict[str, Any]) -> list[str]:
+    """A --scale run's extra tables (issue 18): the 1M targets and the cost curve."""
+    out: list[str] = []
+    targets = data.get("targets_1m")
+    if targets:
+        out += ["", "## Targets at 1,000,000 schedules", ""]
+        out += _table(["target", "limit", "measured", "pass", "figure"], [
+            [t["target"], t["limit"], fmt(t.get("value"), t.get("unit", "")),
+             "PASS" if t.get("passed") else "**FAIL**", t.get("source", "")] for t in targets])
+    lines = data.get("curve")
+    if lines:
+        sizes = [str(n) for n in data.get("curve_sizes") or sorted({int(k) for c in lines for k in c["values"]})]
+        out += ["", "## Cost curve", "", "Each figure at every fleet size, side by side.", ""]
+        out += _table(["scenario", "metric", *(f"{int(n):,}" for n in sizes)], [
+            [c["scenario"] + (f" ({c['size']})" if c.get("size") else ""), c["metric"],
+             *(fmt(c["values"].get(n), c["unit"]) for n in sizes)] for c in lines])
+    return out
 
 
 def write(json_path: Path, md_path: Path) -> None:

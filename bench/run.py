@@ -1,15 +1,18 @@
-"""The one entry point: `python -m bench.run [--full] [--compare] [--only NAME ...]`.
+"""The one entry point: `python -m bench.run [--full | --scale] [--compare] [--only NAME ...]`.
 
 Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durability
 (fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
 server, runs every scenario at quick sizes (or the issue's full sizes with --full), prints
 one table and writes it as JSON to bench/results/. With --save-reference the JSON is also
 kept as bench/results/reference.json (committed) and bench/RESULTS.md is written from it.
+--scale (issue 18) runs the fleet-size scenarios at 10k, 100k and 1M instead and adds three
+tables: the 1M targets, the cost curve (each figure at every size) and the CLI at 1M.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import shutil
@@ -21,9 +24,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench import results_md
-from bench.common import RESULTS_DIR, LoadSampler, Report, Row, Server, fmt, machine_info, start_server
+from bench.common import (
+    RESULTS_DIR,
+    LoadSampler,
+    Report,
+    Row,
+    Server,
+    curve,
+    fmt,
+    machine_info,
+    size_of,
+    start_server,
+)
 from bench.engines import Engine, Ours, Upstream
-from bench.scenarios import cli_latency, console, cron_math, failover, fire_on_time, idle, overlap, per_second, sync
+from bench.scenarios import (
+    cli_latency,
+    console,
+    cron_math,
+    failover,
+    fire_on_time,
+    idle,
+    overlap,
+    per_second,
+    scale,
+    sync,
+)
 
 # Sizes per scenario: quick (the default, minutes in all) and full (the issue's targets).
 QUICK = {
@@ -48,6 +73,16 @@ FULL = {
     "cli_latency": [100000],
     "overlap": [10000, 100000],
 }
+# --scale (issue 18): each figure at 10k, 100k and 1M, so the cost curve shows. The
+# smaller sizes run the same code on smaller fleets; the 1M targets are judged on 1M.
+SCALE_SIZES = [10000, 100000, 1000000]
+SCALE = {
+    "sync": SCALE_SIZES,
+    "fresh_start": SCALE_SIZES,
+    "scale": SCALE_SIZES,
+    "console": SCALE_SIZES,
+    "cli_latency": SCALE_SIZES,
+}
 # Side-by-side sizes (issue 6): the same scenarios against awa-pg.
 COMPARE = {
     "sync": [10000],
@@ -55,8 +90,8 @@ COMPARE = {
     "fire_on_time": [1000, 10000, 50000],
     "per_second": [100, 1000, 10000],
 }
-PER_SECOND_WINDOW = {"quick": 20, "full": 60}
-FAILOVER_REPEATS = {"quick": 2, "full": 5}
+PER_SECOND_WINDOW = {"quick": 20, "full": 60, "scale": 60}
+FAILOVER_REPEATS = {"quick": 2, "full": 5, "scale": 2}
 
 Scenario = Callable[[Server, Engine, list[int], Report, Engine | None], None]
 
@@ -73,7 +108,22 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
         "cli_latency": lambda s, e, sizes, r, u: cli_latency.run(s, sizes, r),
         "overlap": overlap.run,
+        "fresh_start": fresh_start,
+        "scale": scale.run,
     }
+
+
+def fresh_start(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
+    """bench/scenarios/fresh_start.py when this checkout has it; otherwise one row saying so."""
+    try:
+        module = importlib.import_module("bench.scenarios.fresh_start")
+    except ModuleNotFoundError as exc:
+        if exc.name != "bench.scenarios.fresh_start":
+            raise
+        report.add(Row("fresh start", "-", "not measured", "", None, "", None,
+                       note="bench/scenarios/fresh_start.py is missing in this checkout"))
+        return
+    module.run(server, engine, sizes, report, upstream)
 
 
 def print_table(report: Report, compare: bool) -> None:
@@ -97,9 +147,40 @@ def print_table(report: Report, compare: bool) -> None:
         print(f"note: {note}")
 
 
+def print_cells(title: str, headers: list[str], lines: list[list[str]]) -> None:
+    print(f"\n{title}")
+    widths = [max(len(h), *(len(c[i]) for c in lines)) if lines else len(h) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for cells in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def scale_tables(report: Report) -> dict[str, object]:
+    """The --scale tables (issue 18): the 1M targets, the cost curve, the CLI at 1M; printed
+    here and returned for the JSON (bench/results_md.py renders them the same way)."""
+    targets = scale.targets_1m(report.rows)
+    print_cells("1M targets", ["target", "limit", "measured", "pass", "figure"], [
+        [t["target"], t["limit"], fmt(t["value"], t["unit"]), "PASS" if t["passed"] else "FAIL", t["source"]]
+        for t in targets])
+    lines = curve(report.rows, SCALE_SIZES)
+    sizes = [str(n) for n in SCALE_SIZES]
+    print_cells("Cost curve", ["scenario", "metric", *(f"{n:,}" for n in SCALE_SIZES)], [
+        [c["scenario"] + (f" ({c['size']})" if c["size"] else ""), c["metric"],
+         *(fmt(c["values"].get(n), c["unit"]) for n in sizes)] for c in lines])
+    cli = [r for r in report.rows if r.scenario == "cli_latency" and size_of(r.size)[0] == SCALE_SIZES[-1]]
+    print_cells(f"CLI latency at {SCALE_SIZES[-1]:,}", ["command", "target", "wall", "pass"], [
+        [r.metric, r.target, fmt(r.ours, r.unit), {True: "PASS", False: "FAIL", None: ""}[r.passed]] for r in cli])
+    return {"targets_1m": targets, "curve": lines, "curve_sizes": SCALE_SIZES}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="the issue's full sizes (100k; tens of minutes)")
+    sizes_group = parser.add_mutually_exclusive_group()
+    sizes_group.add_argument("--full", action="store_true", help="the issue's full sizes (100k; tens of minutes)")
+    sizes_group.add_argument("--scale", action="store_true",
+                             help="issue 18: the fleet-size scenarios at 10k, 100k and 1M, the 1M targets and "
+                                  "the cost curve (under 20 minutes on 2 cores)")
     parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
@@ -110,10 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.save_reference and args.only is not None:
         parser.error("--save-reference records a whole run: drop --only")
+    if args.scale and (args.compare or args.save_reference):
+        parser.error("--scale runs awa-tui alone and is not the reference run: drop --compare / --save-reference")
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
-    mode = "full" if args.full else "quick"
-    sizes = FULL if args.full else QUICK
+    mode = "scale" if args.scale else "full" if args.full else "quick"
+    sizes = {"scale": SCALE, "full": FULL, "quick": QUICK}[mode]
     names = args.only or list(sizes)
     unknown = [n for n in names if n not in sizes]
     if unknown:
@@ -139,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
     started = datetime.now(UTC)
     table = scenarios(mode)
+    durations: dict[str, float] = {}  # seconds per scenario: what a time budget is spent on
     try:
         for name in names:
             ours_sizes = sizes[name]
@@ -151,13 +235,15 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # one broken scenario must not hide the others
                 traceback.print_exc()
                 report.add(Row(name, "-", "error", "", None, "", False, note=str(exc)[:200]))
-            print(f"   {name} took {time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
+            durations[name] = round(time.monotonic() - t0, 1)
+            print(f"   {name} took {durations[name]:.0f} s", file=sys.stderr, flush=True)
     finally:
         load_summary = load.stop()
         if not args.keep_server:
             server.stop()
 
     print_table(report, compare=upstream is not None)
+    extra = scale_tables(report) if args.scale else {}
     print(f"load average (1 min) during the run: start {load_summary['start_1min']:.2f}, "
           f"mean {load_summary['mean_1min']:.2f}, max {load_summary['max_1min']:.2f} on {machine['nproc']} CPUs")
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -170,17 +256,21 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "args": sys.argv[1:] if argv is None else argv,
         "seconds": round(time.monotonic() - began, 1),
+        "scenario_seconds": durations,
         "machine": machine,
         "load": load_summary,
         "notes": report.notes,
         "rows": report.as_json(),
+        **extra,
     }, indent=2, default=str))
     print(f"results: {out}")
     if args.save_reference:
         shutil.copyfile(out, results_md.REFERENCE_JSON)
         results_md.write(results_md.REFERENCE_JSON, results_md.RESULTS_MD)
         print(f"reference: {results_md.REFERENCE_JSON} and {results_md.RESULTS_MD} (commit both)")
-    return 0 if all(r.passed is not False for r in report.rows) else 1
+    missed = [r for r in report.rows if r.passed is False]
+    missed += [t for t in extra.get("targets_1m", []) if not t["passed"]]  # type: ignore[attr-defined]
+    return 0 if not missed else 1
 
 
 if __name__ == "__main__":
