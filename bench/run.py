@@ -23,7 +23,18 @@ from pathlib import Path
 from bench import results_md
 from bench.common import RESULTS_DIR, LoadSampler, Report, Row, Server, fmt, machine_info, start_server
 from bench.engines import Engine, Ours, Upstream
-from bench.scenarios import cli_latency, console, cron_math, failover, fire_on_time, idle, overlap, per_second, sync
+from bench.scenarios import (
+    cli_latency,
+    console,
+    cron_math,
+    failover,
+    fire_on_time,
+    idle,
+    overlap,
+    per_second,
+    saturation,
+    sync,
+)
 
 # Sizes per scenario: quick (the default, minutes in all) and full (the targets).
 QUICK = {
@@ -55,6 +66,8 @@ COMPARE = {
     "fire_on_time": [1000, 10000, 50000],
     "per_second": [100, 1000, 10000],
 }
+# Run only when named (`--only saturation`): ~5 minutes, a measurement, not a target.
+ON_REQUEST = {"saturation": [1000, 2000, 5000, 10000, 20000, 40000]}
 PER_SECOND_WINDOW = {"quick": 20, "full": 60}
 FAILOVER_REPEATS = {"quick": 2, "full": 5}
 
@@ -73,6 +86,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
         "cli_latency": lambda s, e, sizes, r, u: cli_latency.run(s, sizes, r),
         "overlap": overlap.run,
+        "saturation": saturation.run,
     }
 
 
@@ -113,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     mode = "full" if args.full else "quick"
-    sizes = FULL if args.full else QUICK
-    names = args.only or list(sizes)
+    sizes = (FULL if args.full else QUICK) | ON_REQUEST
+    names = args.only or [n for n in sizes if n not in ON_REQUEST]
     unknown = [n for n in names if n not in sizes]
     if unknown:
         parser.error(f"unknown scenario(s) {unknown}; choose from {list(sizes)}")
