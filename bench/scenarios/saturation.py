@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import math
 import os
-import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -235,46 +233,77 @@ def ladder(server: Server, engine: Engine, sizes: list[int], deadline: float,
 PHASES = ("due", "plan", "params", "execute", "fetch", "commit")
 
 
+def backend_clock(pid: int | None) -> tuple[float, float]:
+    """(seconds on a CPU, seconds waiting for one) of a server process, from the kernel's
+    scheduler statistics (ns resolution): CPU time per fire does not move with the load,
+    and the wait says how much the other processes on the machine cost this one."""
+    if pid is None:
+        return 0.0, 0.0
+    try:
+        run_ns, wait_ns, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    return int(run_ns) / 1e9, int(wait_ns) / 1e9
+
+
 @dataclass
 class Split:
     n: int
     fires: int = 0
     chunks: int = 0
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))  # wall
+    py_cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))  # this thread
+    pg_cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))  # the backend
+    pg_wait: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))  # backend runnable
     wal: Wal | None = None
+    backend: int | None = None
+    last: tuple[float, float, float, float] | None = None  # the clocks at the previous _mark
 
     @property
     def total(self) -> float:
         return sum(self.seconds.values())
 
+    def per_fire_us(self, clock: dict[str, float]) -> float | None:
+        return sum(clock.values()) / self.fires * 1e6 if self.fires else None
 
-@contextmanager
-def _timed(split: Split, phase: str) -> Iterator[None]:
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        split.seconds[phase] += time.perf_counter() - t0
+
+def _clocks(split: Split) -> tuple[float, float, float, float]:
+    run, wait = backend_clock(split.backend)
+    return time.perf_counter(), time.thread_time(), run, wait
+
+
+def _mark(split: Split, phase: str) -> None:
+    """Charge every clock's time since the previous mark to `phase`. One reading per phase
+    boundary, never per row: reading the clocks costs ~40 µs (a /proc file), which timed
+    around each of 5,000 plan_fires calls would be most of what it measured."""
+    now = _clocks(split)
+    if split.last is not None:
+        wall, py, run, wait = (a - b for a, b in zip(now, split.last, strict=True))
+        split.seconds[phase] += wall
+        split.py_cpu[phase] += py
+        split.pg_cpu[phase] += run
+        split.pg_wait[phase] += wait
+    split.last = _clocks(split)  # after the reading itself
 
 
 def _send_timed(conn: psycopg.Connection[Any], plans: list[Any], now: datetime, split: Split) -> None:
     """One chunk, as the evaluator's _run_batch sends it, with execute/fetch/commit apart."""
     from awa_tui.engine import evaluator
 
-    with _timed(split, "params"):
-        plans = sorted(plans, key=lambda p: p.name)
-        params = evaluator._batch_params(plans, now)
+    plans = sorted(plans, key=lambda p: p.name)
+    params = evaluator._batch_params(plans, now)
+    _mark(split, "params")
     tx = conn.transaction()
-    with _timed(split, "execute"):
-        tx.__enter__()
-        if len(plans) >= evaluator.HASH_JOINS_FROM:
-            conn.execute("SET LOCAL enable_nestloop = off")
-        cur = conn.execute(evaluator.FIRE_BATCH_SQL, params, prepare=False)
-    with _timed(split, "fetch"):
-        rows = cur.fetchall()
-        jobs = [evaluator.FiredJob(r["id"], r["name"], r["fire_time"], r["outcome"]) for r in rows]
-    with _timed(split, "commit"):
-        tx.__exit__(None, None, None)
+    tx.__enter__()
+    if len(plans) >= evaluator.HASH_JOINS_FROM:
+        conn.execute("SET LOCAL enable_nestloop = off")
+    cur = conn.execute(evaluator.FIRE_BATCH_SQL, params, prepare=False)
+    _mark(split, "execute")
+    rows = cur.fetchall()
+    jobs = [evaluator.FiredJob(r["id"], r["name"], r["fire_time"], r["outcome"]) for r in rows]
+    _mark(split, "fetch")
+    tx.__exit__(None, None, None)
+    _mark(split, "commit")
     split.fires += sum(1 for j in jobs if j.outcome == "job")
     split.chunks += 1
 
@@ -283,22 +312,24 @@ def timed_pass(conn: psycopg.Connection[Any], now: datetime, n: int) -> Split:
     """The evaluator's pass (evaluate), phase by phase and never overlapped."""
     from awa_tui.engine import evaluator
 
-    split = Split(n)
+    split = Split(n, backend=conn.info.backend_pid)
     wal0 = wal_point(conn)
-    with _timed(split, "due"):
-        rows = evaluator.due_schedules(conn, now)
+    _mark(split, "due")  # starts the clocks
+    rows = evaluator.due_schedules(conn, now)
+    _mark(split, "due")
     plans: list[Any] = []
     planned = 0
     for row in rows:
-        with _timed(split, "plan"):
-            plan, _hint = evaluator.plan_fires(row, now, evaluator.CATCH_UP_LIMIT)
+        plan, _hint = evaluator.plan_fires(row, now, evaluator.CATCH_UP_LIMIT)
         if plan is None:
             continue
         plans.append(plan)
         planned += len(plan.fires)
         if planned >= evaluator.FIRE_CHUNK:
+            _mark(split, "plan")
             _send_timed(conn, plans, now, split)
             plans, planned = [], 0
+    _mark(split, "plan")
     if plans:
         _send_timed(conn, plans, now, split)
     split.wal = wal_since(conn, wal0)
@@ -320,13 +351,9 @@ def split_point(server: Server, engine: Engine, n: int) -> Split:
 
 
 def _median_split(n: int, splits: list[Split]) -> Split:
-    out = Split(n, fires=splits[0].fires, chunks=splits[0].chunks)
-    for phase in PHASES:
-        out.seconds[phase] = statistics.median(s.seconds[phase] for s in splits)
-    per = [s.wal for s in splits if s.wal is not None]
-    if per:
-        out.wal = Wal(int(statistics.median(w.bytes for w in per)), int(statistics.median(w.records for w in per)),
-                      int(statistics.median(w.fpi for w in per)))
+    # The pass with the median wall time, whole (its phases and clocks belong together).
+    out = sorted(splits, key=lambda s: s.total)[len(splits) // 2]
+    out = Split(n, out.fires, out.chunks, out.seconds, out.py_cpu, out.pg_cpu, out.pg_wait, out.wal)
     return out
 
 
@@ -373,12 +400,22 @@ def _precomputed(conn: psycopg.Connection[Any], t: datetime, passes: int,
     return out
 
 
+@dataclass
+class Drive:
+    wall: float  # s
+    commit: float  # s of the wall spent in COMMIT
+    rows: int
+    pg_cpu: float  # s on a CPU, the backend(s)
+    pg_wait: float  # s runnable but waiting for a CPU
+
+
 def _drive(conn: psycopg.Connection[Any], statement: str,
-           chunks: list[list[tuple[int, dict[str, str | None]]]]) -> tuple[float, float, int]:
+           chunks: list[list[tuple[int, dict[str, str | None]]]]) -> Drive:
     """Run the statement over every chunk of every pass, one transaction per chunk, back to
-    back. Returns (wall s, of which commit s, rows)."""
+    back."""
     rows = 0
     commit = 0.0
+    r0, w0 = backend_clock(conn.info.backend_pid)
     t0 = time.perf_counter()
     for chunk_list in chunks:
         for size, params in chunk_list:
@@ -391,7 +428,9 @@ def _drive(conn: psycopg.Connection[Any], statement: str,
             c0 = time.perf_counter()
             tx.__exit__(None, None, None)
             commit += time.perf_counter() - c0
-    return time.perf_counter() - t0, commit, rows
+    wall = time.perf_counter() - t0
+    r1, w1 = backend_clock(conn.info.backend_pid)
+    return Drive(wall, commit, rows, r1 - r0, w1 - w0)
 
 
 def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float | None]]:
@@ -400,8 +439,7 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
 
     out: dict[str, dict[str, float | None]] = {}
 
-    def measure(label: str, body: Callable[[str, psycopg.Connection[Any], datetime], tuple[float, float, int]]
-                ) -> None:
+    def measure(label: str, body: Callable[[str, psycopg.Connection[Any], datetime], Drive]) -> None:
         with server.database(f"ceil_{label}") as dsn:
             engine.migrate(dsn)
             t = db_now(dsn).replace(microsecond=0) + timedelta(seconds=2)
@@ -409,27 +447,31 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
             with connect(dsn) as conn:
                 evaluator.evaluate(conn, t - timedelta(milliseconds=500))  # hints
                 wal0 = wal_point(conn)
-                wall, commit, rows = body(dsn, conn, t)
+                d = body(dsn, conn, t)
                 wal = wal_since(conn, wal0)
-        out[label] = {"rate": rows / wall if wall else None, "commit_share": commit / wall * 100 if wall else None,
-                      "wal_per_row": wal.bytes / rows if rows else None, "rows": float(rows), "wall": wall}
+        rows = d.rows or 1
+        out[label] = {"rate": d.rows / d.wall if d.wall else None,
+                      "commit_share": d.commit / d.wall * 100 if d.wall else None,
+                      "wal_per_row": wal.bytes / rows, "pg_us_per_row": d.pg_cpu / rows * 1e6,
+                      "pg_wait_share": d.pg_wait / (d.pg_cpu + d.pg_wait) * 100 if d.pg_cpu + d.pg_wait else None,
+                      "rows": float(d.rows), "wall": d.wall}
 
-    def fire(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> tuple[float, float, int]:
+    def fire(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
         return _drive(conn, evaluator.FIRE_BATCH_SQL, _precomputed(conn, t, CEILING_PASSES))
 
-    def insert(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> tuple[float, float, int]:
+    def insert(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
         return _drive(conn, INSERT_ONLY_SQL, _precomputed(conn, t, CEILING_PASSES))
 
-    def update(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> tuple[float, float, int]:
+    def update(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
         return _drive(conn, UPDATE_ONLY_SQL, _precomputed(conn, t, CEILING_PASSES))
 
-    def fire_two(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> tuple[float, float, int]:
+    def fire_two(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
         # Two leaders of two shards (names split by parity), each its own connection and
         # thread; psycopg releases the GIL while a statement runs.
         names = [r["name"] for r in conn.execute("SELECT name FROM awa.cron_jobs ORDER BY name").fetchall()]
         halves = [set(names[0::2]), set(names[1::2])]
         work = [_precomputed(conn, t, CEILING_PASSES, h) for h in halves]
-        results: list[tuple[float, float, int]] = [(0.0, 0.0, 0)] * 2
+        results: list[Drive] = [Drive(0.0, 0.0, 0, 0.0, 0.0)] * 2
         conns = [connect(dsn) for _ in halves]
         try:
             start = threading.Barrier(3)
@@ -449,7 +491,8 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
         finally:
             for c in conns:
                 c.close()
-        return wall, max(r[1] for r in results), sum(r[2] for r in results)
+        return Drive(wall, max(r.commit for r in results), sum(r.rows for r in results),
+                     sum(r.pg_cpu for r in results), sum(r.pg_wait for r in results))
 
     measure("fire", fire)
     measure("insert", insert)
@@ -507,6 +550,9 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
         report.add(Row(scen, size, "fired by grace end", "100 %", p["fired"], "%", p["fired"] == 100,
                        lower_is_better=False))
         report.add(Row(scen, size, "WAL bytes per fire", "", _round(p["wal_per_fire"]), ""))
+        if p["rate"]:
+            report.add(Row(scen, size, "engine process CPU per fire", "", p["cpu"]["ours"] / p["rate"] * 1e6, "µs"))
+            report.add(Row(scen, size, "server CPU per fire", "", p["cpu"]["server"] / p["rate"] * 1e6, "µs"))
         report.note(f"saturation ladder {p['n']:,}: {_load_text(p['cpu'])}; full-page images "
                     f"{_fmt(p['fpi_share'], '.0f')} % of WAL records"
                     + (f"; repeated (other run's numbers: p99 {_fmt(p['repeat_of']['p99'], '.2f')} s, "
@@ -537,6 +583,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
             report.add(Row("db ceiling", size, f"{label}: rows/s", "", _round(c["rate"]), "", lower_is_better=False))
             report.add(Row("db ceiling", size, f"{label}: commit share", "", c["commit_share"], "%"))
             report.add(Row("db ceiling", size, f"{label}: WAL bytes per row", "", _round(c["wal_per_row"]), ""))
+            report.add(Row("db ceiling", size, f"{label}: backend CPU per row", "", c["pg_us_per_row"], "µs"))
         report.note(f"db ceiling: {_load_text(used)}")
 
     b: dict[str, Any] = {}
@@ -564,6 +611,14 @@ def _split_rows(report: Report, scen: str, size: str, s: Split) -> None:
                    lower_is_better=False))
     if s.wal is not None and s.fires:
         report.add(Row(scen, size, "WAL bytes per fire", "", _round(s.wal.bytes / s.fires), ""))
+    report.add(Row(scen, size, "Python CPU per fire", "", s.per_fire_us(s.py_cpu), "µs"))
+    report.add(Row(scen, size, "Postgres backend CPU per fire", "", s.per_fire_us(s.pg_cpu), "µs"))
+    report.add(Row(scen, size, "Postgres backend waiting for a CPU", "", _share(s.pg_wait, s.pg_cpu), "%"))
+
+
+def _share(wait: dict[str, float], run: dict[str, float]) -> float | None:
+    busy = sum(wait.values()) + sum(run.values())
+    return sum(wait.values()) / busy * 100 if busy else None
 
 
 def _round(value: float | None) -> float | None:
@@ -583,7 +638,7 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
     """The scenario's own compact tables (stdout), besides the rows of the run's table."""
     print("\nsaturation ladder (running runtime, catch_up, per-second schedules)")
     print(f"{'N':>7} {'fires/s':>8} {'p50 s':>6} {'p99 s':>6} {'fired%':>7} {'WAL B/fire':>10} "
-          f"{'ours':>5} {'srv':>5} {'others':>6} {'load':>11}")
+          f"{'ours':>5} {'srv':>5} {'others':>6} {'load':>11}  (ours/srv/others: cores used)")
     for p in points:
         c = p["cpu"]
         print(f"{p['n']:>7,} {p['rate']:>8.0f} {_fmt(p['p50'], '6.2f'):>6} {_fmt(p['p99'], '6.2f'):>6} "
@@ -593,21 +648,27 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
     if b.get("split") is not None:
         rows.append((f"{BURST_N:,} burst", b["split"], None))
     if rows:
-        print("\npass split, ms (sequential driver; median of "
-              f"{SPLIT_PASSES} steady passes; burst: one pass)")
-        print(f"{'pass':>14} " + " ".join(f"{p:>8}" for p in PHASES) + f" {'total':>8} {'fires/s':>8} {'WAL B/f':>8}")
+        print("\npass split, ms (sequential driver, the median of "
+              f"{SPLIT_PASSES} steady passes; burst: one pass): wall, this thread's CPU, the backend's CPU")
+        print(f"{'pass':>14} {'clock':>5} " + " ".join(f"{p:>8}" for p in PHASES)
+              + f" {'total':>8} {'µs/fire':>8} {'fires/s':>8} {'WAL B/f':>8}")
         for label, s, _cpu in rows:
             wal = s.wal.bytes / s.fires if s.wal is not None and s.fires else None
-            print(f"{label:>14} " + " ".join(f"{s.seconds[p] * 1000:>8.0f}" for p in PHASES)
-                  + f" {s.total * 1000:>8.0f} {s.fires / s.total if s.total else 0:>8.0f} {_fmt(wal, '8.0f'):>8}")
+            for clock, values in (("wall", s.seconds), ("py", s.py_cpu), ("pg", s.pg_cpu)):
+                total = sum(values.values())
+                tail = f" {s.fires / total if total else 0:>8.0f} {_fmt(wal, '8.0f'):>8}" if clock == "wall" else ""
+                print(f"{label if clock == 'wall' else '':>14} {clock:>5} "
+                      + " ".join(f"{values[p] * 1000:>8.0f}" for p in PHASES)
+                      + f" {total * 1000:>8.0f} {_fmt(s.per_fire_us(values), '8.1f'):>8}" + tail)
     if b.get("evaluate_s") is not None:
         print(f"burst via evaluator.evaluate (planning overlapped with execution): {b['evaluate_s']:.2f} s, "
               f"{b['evaluate_fired']:,} fired")
     if ceil:
         print(f"\ndatabase ceiling ({CEILING_N:,} schedules x {CEILING_PASSES} passes, chunks of 5,000, "
               "parameters precomputed)")
-        print(f"{'statement':>32} {'rows/s':>8} {'commit%':>8} {'WAL B/row':>10}")
+        print(f"{'statement':>10} {'rows/s':>8} {'commit%':>8} {'WAL B/row':>10} {'pg µs/row':>10} {'pg wait%':>9}")
         for key, c in ceil.items():
-            print(f"{key:>32} {_fmt(c['rate'], '8.0f'):>8} {_fmt(c['commit_share'], '8.1f'):>8} "
-                  f"{_fmt(c['wal_per_row'], '10.0f'):>10}")
+            print(f"{key:>10} {_fmt(c['rate'], '8.0f'):>8} {_fmt(c['commit_share'], '8.1f'):>8} "
+                  f"{_fmt(c['wal_per_row'], '10.0f'):>10} {_fmt(c['pg_us_per_row'], '10.1f'):>10} "
+                  f"{_fmt(c['pg_wait_share'], '9.0f'):>9}")
     print(flush=True)
