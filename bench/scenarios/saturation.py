@@ -438,6 +438,8 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
     from awa_tui.engine import evaluator
 
     out: dict[str, dict[str, float | None]] = {}
+    explained: dict[str, float] = {}
+    to_explain: list[dict[str, str | None]] = []
 
     def measure(label: str, body: Callable[[str, psycopg.Connection[Any], datetime], Drive]) -> None:
         with server.database(f"ceil_{label}") as dsn:
@@ -449,6 +451,8 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
                 wal0 = wal_point(conn)
                 d = body(dsn, conn, t)
                 wal = wal_since(conn, wal0)
+                if to_explain:
+                    explained.update(explain_parts(conn, to_explain.pop()))
         rows = d.rows or 1
         out[label] = {"rate": d.rows / d.wall if d.wall else None,
                       "commit_share": d.commit / d.wall * 100 if d.wall else None,
@@ -457,7 +461,9 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
                       "rows": float(d.rows), "wall": d.wall}
 
     def fire(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
-        return _drive(conn, evaluator.FIRE_BATCH_SQL, _precomputed(conn, t, CEILING_PASSES))
+        work = _precomputed(conn, t, CEILING_PASSES + 1)
+        to_explain.append(work[-1][0][1])  # the next pass's first chunk, explained after the WAL reading
+        return _drive(conn, evaluator.FIRE_BATCH_SQL, work[:-1])
 
     def insert(dsn: str, conn: psycopg.Connection[Any], t: datetime) -> Drive:
         return _drive(conn, INSERT_ONLY_SQL, _precomputed(conn, t, CEILING_PASSES))
@@ -498,7 +504,48 @@ def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float
     measure("insert", insert)
     measure("update", update)
     measure("fire_two", fire_two)
+    out["explain"] = dict(explained)
     return out
+
+
+def _self(node: dict[str, Any], key: str) -> float:
+    return float(node.get(key) or 0) - sum(float(c.get(key) or 0) for c in node.get("Plans", []))
+
+
+def explain_parts(conn: psycopg.Connection[Any], params: dict[str, str | None]) -> dict[str, float]:
+    """EXPLAIN (ANALYZE, WAL) of one fire chunk: ms and WAL bytes of its three writes (the
+    row locks of `locked`, the CAS UPDATE, the job INSERT) and of everything else (unnest
+    of the arrays, the joins, the sort, the result). ANALYZE's timing adds its own cost,
+    so these are shares, not rates. Rolled back: the chunk's fires stay due."""
+    from awa_tui.engine import evaluator
+
+    parts = {"locks_ms": 0.0, "update_ms": 0.0, "insert_ms": 0.0, "locks_wal": 0.0, "update_wal": 0.0,
+             "insert_wal": 0.0}
+
+    def walk(node: dict[str, Any]) -> None:
+        kind = node.get("Node Type")
+        label = ("locks" if kind == "LockRows" else
+                 "update" if kind == "ModifyTable" and node.get("Relation Name") == "cron_jobs" else
+                 "insert" if kind == "ModifyTable" and node.get("Relation Name") == "jobs" else None)
+        if label is not None:
+            parts[f"{label}_ms"] += _self(node, "Actual Total Time")
+            parts[f"{label}_wal"] += _self(node, "WAL Bytes")
+        for child in node.get("Plans", []):
+            walk(child)
+
+    try:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL enable_nestloop = off")
+            plan = conn.execute("EXPLAIN (ANALYZE, WAL, FORMAT JSON) " + evaluator.FIRE_BATCH_SQL, params,
+                                prepare=False).fetchone()
+    except psycopg.Error:
+        return {}  # an old server without EXPLAIN's WAL option: the parts are left out
+    top = (plan[next(iter(plan))] if isinstance(plan, dict) else plan[0])[0]
+    walk(top["Plan"])
+    parts["total_ms"] = float(top["Execution Time"])
+    parts["total_wal"] = float(top["Plan"].get("WAL Bytes") or 0)
+    parts["other_ms"] = parts["total_ms"] - parts["locks_ms"] - parts["update_ms"] - parts["insert_ms"]
+    return parts
 
 
 # --- 4. the burst --------------------------------------------------------------------------------------
@@ -584,6 +631,15 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
             report.add(Row("db ceiling", size, f"{label}: commit share", "", c["commit_share"], "%"))
             report.add(Row("db ceiling", size, f"{label}: WAL bytes per row", "", _round(c["wal_per_row"]), ""))
             report.add(Row("db ceiling", size, f"{label}: backend CPU per row", "", c["pg_us_per_row"], "µs"))
+        ex = ceil.get("explain") or {}
+        if ex:
+            rows_ = evaluator_chunk()
+            for part in ("locks", "update", "insert", "other"):
+                report.add(Row("db ceiling", "EXPLAIN of one chunk", f"{part}: share of execution", "",
+                               ex[f"{part}_ms"] / ex["total_ms"] * 100 if ex["total_ms"] else None, "%"))
+                if part != "other":
+                    report.add(Row("db ceiling", "EXPLAIN of one chunk", f"{part}: WAL bytes per fire", "",
+                                   _round(ex[f"{part}_wal"] / rows_), ""))
         report.note(f"db ceiling: {_load_text(used)}")
 
     b: dict[str, Any] = {}
@@ -668,7 +724,23 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
               "parameters precomputed)")
         print(f"{'statement':>10} {'rows/s':>8} {'commit%':>8} {'WAL B/row':>10} {'pg µs/row':>10} {'pg wait%':>9}")
         for key, c in ceil.items():
+            if key == "explain":
+                continue
             print(f"{key:>10} {_fmt(c['rate'], '8.0f'):>8} {_fmt(c['commit_share'], '8.1f'):>8} "
                   f"{_fmt(c['wal_per_row'], '10.0f'):>10} {_fmt(c['pg_us_per_row'], '10.1f'):>10} "
                   f"{_fmt(c['pg_wait_share'], '9.0f'):>9}")
+    ex = ceil.get("explain") or {}
+    if ex:
+        print(f"\nEXPLAIN (ANALYZE, WAL) of one {evaluator_chunk():,}-fire chunk: {ex['total_ms']:.0f} ms, "
+              f"{ex['total_wal'] / evaluator_chunk():.0f} WAL bytes per fire")
+        for part, what in (("locks", "row locks (locked CTE)"), ("update", "CAS UPDATE of cron_jobs"),
+                           ("insert", "INSERT of the jobs"), ("other", "unnest, joins, sort, result")):
+            wal = f", {ex[part + '_wal'] / evaluator_chunk():.0f} WAL B/fire" if part != "other" else ""
+            print(f"{what:>32}: {ex[part + '_ms']:>6.0f} ms ({ex[part + '_ms'] / ex['total_ms'] * 100:.0f} %){wal}")
     print(flush=True)
+
+
+def evaluator_chunk() -> int:
+    from awa_tui.engine import evaluator
+
+    return evaluator.FIRE_CHUNK
