@@ -12,7 +12,8 @@ Four measurements, each bounded in count and time (the whole scenario ~4-5 minut
    evaluator's own pieces (due_schedules, plan_fires, _batch_params, FIRE_BATCH_SQL) at
    injected instants, one after the other and never overlapped, so each phase is timed
    alone: fetching the due rows, planning (cron arithmetic), building the array
-   literals, the fire statement's execution, reading its result rows, the commit.
+   literals, the fire statement's execution, reading its result rows, the commit; then
+   `evaluate` itself at its chunk size and at a smaller one (overlap needs two chunks).
 3. **Database ceiling.** The engine out of the way: the same fire statement with
    parameters computed beforehand, back to back; a plain INSERT of equivalent job rows;
    the CAS UPDATE alone; and the fire statement from two connections at once (two
@@ -59,6 +60,8 @@ LADDER_STEP_MAX_S = 60.0  # one step's own bound (lead + window + grace + setup)
 BUSY_OTHERS = 0.7  # cores used by other processes above which a ladder point is repeated once
 REPEATS_MAX = 2  # ... for at most this many points: on a machine busy throughout, reach the top instead
 SPLIT_PASSES = 3  # steady passes per split point (the median is reported)
+EVALUATE_PASSES = 2  # evaluator.evaluate passes per chunk size and split point (the best is reported)
+SMALL_CHUNK = 1000  # the smaller chunk size evaluate is also timed at
 CEILING_N = 20000  # schedules per pass for the database-only measurements
 CEILING_PASSES = 3
 BURST_N = 100000
@@ -258,6 +261,7 @@ class Split:
     wal: Wal | None = None
     backend: int | None = None
     last: tuple[float, float, float, float] | None = None  # the clocks at the previous _mark
+    evaluate_s: dict[int, float] = field(default_factory=dict)  # evaluator.evaluate wall, by chunk size
 
     @property
     def total(self) -> float:
@@ -347,13 +351,21 @@ def split_point(server: Server, engine: Engine, n: int) -> Split:
         with connect(dsn) as conn:
             evaluator.evaluate(conn, t - timedelta(milliseconds=500))  # hints, as a runtime's first pass
             splits = [timed_pass(conn, t + timedelta(seconds=k), n) for k in range(SPLIT_PASSES)]
-    return _median_split(n, splits)
-
-
-def _median_split(n: int, splits: list[Split]) -> Split:
-    # The pass with the median wall time, whole (its phases and clocks belong together).
-    out = sorted(splits, key=lambda s: s.total)[len(splits) // 2]
-    out = Split(n, out.fires, out.chunks, out.seconds, out.py_cpu, out.pg_cpu, out.pg_wait, out.wal)
+            # The pass with the median wall time, whole (its phases and clocks belong together).
+            out = sorted(splits, key=lambda s: s.total)[len(splits) // 2]
+            # The engine's own pass at its chunk size, and at a smaller one: a pass of one
+            # chunk never overlaps planning with execution, smaller chunks do.
+            k = SPLIT_PASSES
+            for chunk in (evaluator.FIRE_CHUNK, SMALL_CHUNK):
+                walls = []
+                for _ in range(EVALUATE_PASSES):
+                    t0 = time.perf_counter()
+                    result = evaluator.evaluate(conn, t + timedelta(seconds=k), chunk=chunk)
+                    walls.append(time.perf_counter() - t0)
+                    k += 1
+                    if result.fired != n:
+                        raise RuntimeError(f"split {n}: evaluate fired {result.fired}, not {n}")
+                out.evaluate_s[chunk] = min(walls)
     return out
 
 
@@ -596,6 +608,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                        p["p99"] is not None and p["p99"] < P99_LIMIT_S))
         report.add(Row(scen, size, "fired by grace end", "100 %", p["fired"], "%", p["fired"] == 100,
                        lower_is_better=False))
+        report.add(Row(scen, size, "doubled", "0", float(p["doubled"]), "", p["doubled"] == 0))
         report.add(Row(scen, size, "WAL bytes per fire", "", _round(p["wal_per_fire"]), ""))
         if p["rate"]:
             report.add(Row(scen, size, "engine process CPU per fire", "", p["cpu"]["ours"] / p["rate"] * 1e6, "µs"))
@@ -667,6 +680,8 @@ def _split_rows(report: Report, scen: str, size: str, s: Split) -> None:
                    lower_is_better=False))
     if s.wal is not None and s.fires:
         report.add(Row(scen, size, "WAL bytes per fire", "", _round(s.wal.bytes / s.fires), ""))
+    for chunk, wall in s.evaluate_s.items():
+        report.add(Row(scen, size, f"evaluate() wall, chunks of {chunk:,}", "", wall * 1000, "ms"))
     report.add(Row(scen, size, "Python CPU per fire", "", s.per_fire_us(s.py_cpu), "µs"))
     report.add(Row(scen, size, "Postgres backend CPU per fire", "", s.per_fire_us(s.pg_cpu), "µs"))
     report.add(Row(scen, size, "Postgres backend waiting for a CPU", "", _share(s.pg_wait, s.pg_cpu), "%"))
@@ -716,6 +731,10 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
                 print(f"{label if clock == 'wall' else '':>14} {clock:>5} "
                       + " ".join(f"{values[p] * 1000:>8.0f}" for p in PHASES)
                       + f" {total * 1000:>8.0f} {_fmt(s.per_fire_us(values), '8.1f'):>8}" + tail)
+    for label, s, _cpu in rows:
+        if s.evaluate_s:
+            print(f"{label:>14} via evaluator.evaluate: "
+                  + ", ".join(f"{w * 1000:.0f} ms in chunks of {c:,}" for c, w in s.evaluate_s.items()))
     if b.get("evaluate_s") is not None:
         print(f"burst via evaluator.evaluate (planning overlapped with execution): {b['evaluate_s']:.2f} s, "
               f"{b['evaluate_fired']:,} fired")
