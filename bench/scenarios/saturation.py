@@ -65,6 +65,9 @@ SMALL_CHUNK = 1000  # the smaller chunk size evaluate is also timed at
 CEILING_N = 20000  # schedules per pass for the database-only measurements
 CEILING_PASSES = 3
 BURST_N = 100000
+PARALLEL_N = 20000  # schedules per pass for the several-connections prototype (4 chunks)
+PARALLEL_KS = (2, 3)  # firing connections tried beside evaluate()'s one
+PARALLEL_PASSES = 3
 
 # --- how busy the machine was, besides us ---------------------------------------------------------
 
@@ -560,6 +563,95 @@ def explain_parts(conn: psycopg.Connection[Any], params: dict[str, str | None]) 
     return parts
 
 
+# --- 3b. a prototype: one leader, several firing connections --------------------------------------------
+
+
+def _fire_on(conn: psycopg.Connection[Any], params: dict[str, str | None], size: int) -> int:
+    from awa_tui.engine import evaluator
+
+    with conn.transaction():
+        if size >= evaluator.HASH_JOINS_FROM:
+            conn.execute("SET LOCAL enable_nestloop = off")
+        rows = conn.execute(evaluator.FIRE_BATCH_SQL, params, prepare=False).fetchall()
+    return sum(1 for r in rows if r["outcome"] == "job")
+
+
+def parallel_pass(conn: psycopg.Connection[Any], senders: list[psycopg.Connection[Any]], now: datetime) -> int:
+    """evaluate()'s pass with chunk k sent on connection k mod K, up to K chunks in flight.
+
+    A bench prototype of "several firing connections, same leader" (docs/scaling.md), built
+    from the evaluator's pieces; the engine is unchanged. Chunks hold disjoint names and the
+    statement locks with SKIP LOCKED, so concurrent chunks never wait on each other's rows."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from awa_tui.engine import evaluator
+
+    fired = 0
+    inflight: list[Future[int] | None] = [None] * len(senders)
+    with ThreadPoolExecutor(max_workers=len(senders), thread_name_prefix="bench-fire") as pool:
+        k = 0
+
+        def send(plans: list[Any]) -> None:
+            nonlocal fired, k
+            plans = sorted(plans, key=lambda p: p.name)
+            params = evaluator._batch_params(plans, now)
+            slot = k % len(senders)
+            previous = inflight[slot]
+            if previous is not None:
+                fired += previous.result()  # that connection's last chunk, first
+            inflight[slot] = pool.submit(_fire_on, senders[slot], params, len(plans))
+            k += 1
+
+        plans: list[Any] = []
+        planned = 0
+        for row in evaluator.due_schedules(conn, now):
+            plan, _hint = evaluator.plan_fires(row, now, evaluator.CATCH_UP_LIMIT)
+            if plan is None:
+                continue
+            plans.append(plan)
+            planned += len(plan.fires)
+            if planned >= evaluator.FIRE_CHUNK:
+                send(plans)
+                plans, planned = [], 0
+        if plans:
+            send(plans)
+        fired += sum(f.result() for f in inflight if f is not None)
+    return fired
+
+
+def parallel(server: Server, engine: Engine, n: int) -> dict[int, float]:
+    """Wall of the best of PARALLEL_PASSES passes over N per-second schedules: evaluate()
+    itself (K=1: one helper thread, one connection) and the prototype with K connections."""
+    from awa_tui.engine import evaluator
+
+    out: dict[int, float] = {}
+    with server.database(f"par_{n}") as dsn:
+        engine.migrate(dsn)
+        t = db_now(dsn).replace(microsecond=0) + timedelta(seconds=2)
+        seed_schedules(dsn, n, EVERY_SECOND, "catch_up", t - timedelta(seconds=1))
+        with connect(dsn) as conn:
+            evaluator.evaluate(conn, t - timedelta(milliseconds=500))  # hints
+            step = 0
+            for k in (1, *PARALLEL_KS):
+                senders = [connect(dsn) for _ in range(k)] if k > 1 else []
+                try:
+                    walls = []
+                    for _ in range(PARALLEL_PASSES):
+                        now = t + timedelta(seconds=step)
+                        step += 1
+                        t0 = time.perf_counter()
+                        fired = (evaluator.evaluate(conn, now).fired if k == 1
+                                 else parallel_pass(conn, senders, now))
+                        walls.append(time.perf_counter() - t0)
+                        if fired != n:
+                            raise RuntimeError(f"parallel {n} x {k}: fired {fired}, not {n}")
+                    out[k] = min(walls)
+                finally:
+                    for c in senders:
+                        c.close()
+    return out
+
+
 # --- 4. the burst --------------------------------------------------------------------------------------
 
 
@@ -597,7 +689,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
     postmaster = _postmaster_pid(server)
     print(f"saturation: ladder {sizes}, {WINDOW_S} s windows, budget {BUDGET_S:.0f} s", flush=True)
 
-    points = ladder(server, engine, sizes, deadline - 110, postmaster)  # keep ~110 s for parts 2-4
+    points = ladder(server, engine, sizes, deadline - 130, postmaster)  # keep ~130 s for parts 2-5
     for p in points:
         size = f"{p['n']:,} x 1/s, {WINDOW_S} s"
         scen = "saturation ladder"
@@ -655,6 +747,17 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                                    _round(ex[f"{part}_wal"] / rows_), ""))
         report.note(f"db ceiling: {_load_text(used)}")
 
+    par: dict[int, float] = {}
+    if time.monotonic() + 20 < deadline:
+        cpu = CpuAccount(postmaster).start()
+        par = parallel(server, engine, PARALLEL_N)
+        used = cpu.stop()
+        for k, wall in par.items():
+            label = "evaluate() (1 connection)" if k == 1 else f"prototype, {k} firing connections"
+            report.add(Row("several connections", f"{PARALLEL_N:,} x 1/s", f"{label}: pass wall", "",
+                           wall * 1000, "ms"))
+        report.note(f"several connections: {_load_text(used)}")
+
     b: dict[str, Any] = {}
     if time.monotonic() + 25 < deadline:
         cpu = CpuAccount(postmaster).start()
@@ -668,7 +771,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
         report.note("saturation: burst skipped (time budget)")
     report.note(f"saturation lateness = {lateness_basis(server.commit_ts)} - cron_fire_time; a fire not in by "
                 f"{GRACE_S:g} s after the window counts as infinitely late")
-    print_summary(points, splits, ceil, b)
+    print_summary(points, splits, ceil, b, par)
 
 
 def _split_rows(report: Report, scen: str, size: str, s: Split) -> None:
@@ -705,7 +808,7 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[str, float]]],
-                  ceil: dict[str, dict[str, float | None]], b: dict[str, Any]) -> None:
+                  ceil: dict[str, dict[str, float | None]], b: dict[str, Any], par: dict[int, float]) -> None:
     """The scenario's own compact tables (stdout), besides the rows of the run's table."""
     print("\nsaturation ladder (running runtime, catch_up, per-second schedules)")
     print(f"{'N':>7} {'fires/s':>8} {'p50 s':>6} {'p99 s':>6} {'fired%':>7} {'WAL B/fire':>10} "
@@ -748,6 +851,10 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
             print(f"{key:>10} {_fmt(c['rate'], '8.0f'):>8} {_fmt(c['commit_share'], '8.1f'):>8} "
                   f"{_fmt(c['wal_per_row'], '10.0f'):>10} {_fmt(c['pg_us_per_row'], '10.1f'):>10} "
                   f"{_fmt(c['pg_wait_share'], '9.0f'):>9}")
+    if par:
+        print(f"\none leader, several firing connections ({PARALLEL_N:,} x 1/s, best of {PARALLEL_PASSES} passes): "
+              + ", ".join(f"{'evaluate() ' if k == 1 else ''}{k} conn. {w * 1000:.0f} ms "
+                          f"({PARALLEL_N / w:,.0f} fires/s)" for k, w in par.items()))
     ex = ceil.get("explain") or {}
     if ex:
         print(f"\nEXPLAIN (ANALYZE, WAL) of one {evaluator_chunk():,}-fire chunk: {ex['total_ms']:.0f} ms, "
