@@ -46,6 +46,7 @@ from bench.scenarios import (
     idle,
     overlap,
     per_second,
+    saturation,
     scale,
     sync,
 )
@@ -90,6 +91,8 @@ COMPARE = {
     "fire_on_time": [1000, 10000, 50000],
     "per_second": [100, 1000, 10000],
 }
+# Run only when named (`--only saturation`): ~5 minutes, a measurement, not a target.
+ON_REQUEST = {"saturation": [1000, 2000, 5000, 10000, 20000, 40000]}
 PER_SECOND_WINDOW = {"quick": 20, "full": 60, "scale": 60}
 FAILOVER_REPEATS = {"quick": 2, "full": 5, "scale": 2}
 
@@ -110,6 +113,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "overlap": overlap.run,
         "fresh_start": fresh_start,
         "scale": scale.run,
+        "saturation": saturation.run,
     }
 
 
@@ -196,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     mode = "scale" if args.scale else "full" if args.full else "quick"
-    sizes = {"scale": SCALE, "full": FULL, "quick": QUICK}[mode]
-    names = args.only or list(sizes)
+    sizes = {"scale": SCALE, "full": FULL, "quick": QUICK}[mode] | ON_REQUEST
+    names = args.only or [n for n in sizes if n not in ON_REQUEST]
     unknown = [n for n in names if n not in sizes]
     if unknown:
         parser.error(f"unknown scenario(s) {unknown}; choose from {list(sizes)}")
