@@ -1,0 +1,196 @@
+"""Rows without a next-fire hint, decided by group (S52).
+
+A fresh registration (or a hand edit of many expressions) leaves `next_fire_at` NULL on
+every row it touched. Computing each row's hint in Python is linear in the schedule count
+(~20-60 s at a million), and it used to sit on the critical path of every pass until the
+hints were written. Instead, rows without a hint are grouped by (cron_expr, timezone)
+(a loose scan of cron_jobs_unhinted_idx, v015), and per group Python computes, once:
+
+- L, the latest instant <= now, and N, the next instant after now (engine/cron, cached
+  while they hold: for any `now` in [L, N) they are the same).
+
+A row's fires are new after its candidate C (last_enqueued_at, else created_at minus the
+first-fire lookback: evaluator.first_candidate, S13). Then, with no bounds (v009):
+- C < L: the instant L is due: the row goes to the Python path and fires this pass;
+- L <= C <= now: nothing is due and the hint is exactly N, next_after(C) = N: written in
+  SQL, set-based, in bounded chunks (HINT_CHUNK rows per statement, a time budget per
+  pass), guarded like the per-row hint write (a fire or edit in between wins);
+- C > now (a hand-written future instant): the Python path, which gives next_after(C).
+Rows with bounds or an unknown policy (cron_jobs_unhinted_bounded_idx), and every row of
+a group whose expression or zone does not parse, take the Python path on every pass, as
+every row without a hint did before, so check_stored reports each broken row per pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.cron.expression import compile_cron
+from awa_tui.engine.pg_arrays import array_literal as _array
+from awa_tui.engine.schedule import POLICIES
+
+UNHINTED = "c.next_fire_at IS NULL AND c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL"
+# The predicate of cron_jobs_unhinted_bounded_idx (v015), word for word, so the planner
+# matches it: rows whose hint SQL does not derive.
+BOUNDED = ("(c.start_at IS NOT NULL OR c.end_at IS NOT NULL OR c.max_fires IS NOT NULL "
+           f"OR c.missed_fire_policy NOT IN ({', '.join(repr(p) for p in POLICIES)}))")
+
+HINT_CHUNK = 20000  # rows per hint statement: one short transaction, its row locks held briefly
+HINT_BUDGET_S = 0.4  # per pass, from the pass's start: then the rest waits for the next pass
+INSTANTS_CACHED = 65536
+
+# The distinct (cron_expr, timezone) of rows without a hint: one index descent per group
+# (a loose index scan; Postgres 15 has no skip scan of its own). With every hint written
+# the index is empty: one descent.
+GROUPS_SQL = f"""
+WITH RECURSIVE g AS (
+    (SELECT c.cron_expr, c.timezone FROM awa.cron_jobs c WHERE {UNHINTED}
+     ORDER BY c.cron_expr, c.timezone LIMIT 1)
+    UNION ALL
+    SELECT n.cron_expr, n.timezone FROM g, LATERAL (
+        SELECT c.cron_expr, c.timezone FROM awa.cron_jobs c
+        WHERE {UNHINTED} AND (c.cron_expr, c.timezone) > (g.cron_expr, g.timezone)
+        ORDER BY c.cron_expr, c.timezone LIMIT 1) n
+)
+SELECT cron_expr, timezone FROM g
+"""
+
+_GROUPS = """
+WITH g AS (
+    SELECT * FROM unnest(%(exprs)s::text[], %(zones)s::text[], %(latest)s::timestamptz[],
+                         %(next_hint)s::timestamptz[]) AS g(cron_expr, timezone, latest, next_hint)
+)"""
+_JOIN = "FROM g JOIN awa.cron_jobs c ON c.cron_expr = g.cron_expr AND c.timezone = g.timezone"
+
+
+def unhinted_rows_sql(columns: str) -> str:
+    """Rows without a hint that the Python path plans this pass: due (C < L) or dated after
+    now in a group, every row of a broken group, every bounded row. Each branch is a range
+    of one of the v015 indexes; `lookback` moves created_at onto the candidate's scale."""
+    return f"""{_GROUPS}
+SELECT {columns} {_JOIN}
+WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at < g.latest
+UNION ALL
+SELECT {columns} {_JOIN}
+WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at IS NULL AND c.created_at < g.latest + %(lookback)s
+UNION ALL
+SELECT {columns} {_JOIN}
+WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at > %(now)s
+UNION ALL
+SELECT {columns} {_JOIN}
+WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at IS NULL AND c.created_at > %(now)s + %(lookback)s
+UNION ALL
+SELECT {columns} FROM awa.cron_jobs c
+WHERE {UNHINTED} AND NOT {BOUNDED}
+  AND (c.cron_expr, c.timezone) IN (SELECT * FROM unnest(%(broken_exprs)s::text[], %(broken_zones)s::text[]))
+UNION ALL
+SELECT {columns} FROM awa.cron_jobs c WHERE {UNHINTED} AND {BOUNDED}
+"""
+
+
+def hint_write_sql(fault: str) -> str:
+    """Hint N for at most 2 x %(limit)s rows whose candidate is in [L, now] (fired ones, then
+    never-fired ones), none with a fault. The UPDATE repeats the guards of the per-row hint
+    write (evaluator.HINT_SQL) on the row as it is when locked: a fire, a pause or an edit
+    that commits first wins, and a row changed meanwhile is skipped (its ctid moved)."""
+    return f"""{_GROUPS},
+pick AS (
+    (SELECT c.ctid AS tid, c.last_enqueued_at AS expected, g.cron_expr, g.timezone, g.next_hint {_JOIN}
+     WHERE {UNHINTED} AND NOT {BOUNDED} AND {fault} IS NULL
+       AND c.last_enqueued_at >= g.latest AND c.last_enqueued_at <= %(now)s
+     LIMIT %(limit)s)
+    UNION ALL
+    (SELECT c.ctid, NULL::timestamptz, g.cron_expr, g.timezone, g.next_hint {_JOIN}
+     WHERE {UNHINTED} AND NOT {BOUNDED} AND {fault} IS NULL
+       AND c.last_enqueued_at IS NULL AND c.created_at >= g.latest + %(lookback)s
+       AND c.created_at <= %(now)s + %(lookback)s
+     LIMIT %(limit)s)
+)
+UPDATE awa.cron_jobs c SET next_fire_at = p.next_hint
+FROM pick p
+WHERE c.ctid = p.tid
+  AND c.last_enqueued_at IS NOT DISTINCT FROM p.expected
+  AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone
+  AND {UNHINTED}
+"""
+
+
+@dataclass(frozen=True)
+class GroupInstants:
+    latest: datetime | None  # L: the latest instant <= now (None: none within the search)
+    next_hint: datetime  # N: the first instant after now
+
+    def holds_at(self, now: datetime) -> bool:
+        return (self.latest is None or self.latest <= now) and now < self.next_hint
+
+
+@dataclass
+class Groups:
+    """The groups of rows without a hint at one `now`: their instants, and the broken ones."""
+
+    now: datetime
+    instants: dict[tuple[str, str], GroupInstants] = field(default_factory=dict)
+    broken: list[tuple[str, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.instants or self.broken)
+
+    def params(self, lookback: timedelta) -> dict[str, Any]:
+        keys = list(self.instants)
+        return {
+            "exprs": _array(e for e, _ in keys),
+            "zones": _array(z for _, z in keys),
+            # No instant within the search: every candidate up to now is at or after it.
+            "latest": _array(i.latest if i.latest is not None else "-infinity" for i in self.instants.values()),
+            "next_hint": _array(i.next_hint for i in self.instants.values()),
+            "broken_exprs": _array(e for e, _ in self.broken),
+            "broken_zones": _array(z for _, z in self.broken),
+            "now": self.now,
+            "lookback": lookback,
+        }
+
+
+# (cron_expr, timezone) -> its instants, reused while they hold (every pass within [L, N)).
+_instants: dict[tuple[str, str], GroupInstants] = {}
+
+
+def group_instants(cron_expr: str, timezone: str, now: datetime) -> GroupInstants:
+    """L and N of one group at `now`; raises (ValidationError, OverflowError) when the
+    expression or zone is broken or the calendar runs out."""
+    key = (cron_expr, timezone)
+    cached = _instants.get(key)
+    if cached is not None and cached.holds_at(now):
+        return cached
+    cron = compile_cron(cron_expr, timezone)
+    latest = cron.latest_at_or_before(now)
+    found = GroupInstants(latest.at if latest is not None else None, cron.next_after(now).at)
+    if len(_instants) >= INSTANTS_CACHED:
+        _instants.clear()
+    _instants[key] = found
+    return found
+
+
+def unhinted_groups(conn: psycopg.Connection[Any], now: datetime) -> Groups:
+    """The groups of rows without a hint, each with its instants at `now`."""
+    groups = Groups(now)
+    for row in conn.execute(GROUPS_SQL).fetchall():
+        key = (row["cron_expr"], row["timezone"])
+        try:
+            groups.instants[key] = group_instants(*key, now)
+        except Exception:  # S15: its rows take the Python path, which reports each one
+            groups.broken.append(key)
+    return groups
+
+
+def write_group_hints(conn: psycopg.Connection[Any], groups: Groups, fault: str, lookback: timedelta,
+                      limit: int = HINT_CHUNK) -> int:
+    """One chunk of set-based hints; returns the rows hinted (fewer than `limit`: done)."""
+    if not groups.instants:
+        return 0
+    params = groups.params(lookback) | {"limit": limit}
+    cur = conn.execute(hint_write_sql(fault), params, prepare=False)  # see evaluator._run_batch
+    return max(cur.rowcount, 0)
