@@ -23,7 +23,18 @@ from pathlib import Path
 from bench import results_md
 from bench.common import RESULTS_DIR, LoadSampler, Report, Row, Server, fmt, machine_info, start_server
 from bench.engines import Engine, Ours, Upstream
-from bench.scenarios import cli_latency, console, cron_math, failover, fire_on_time, idle, overlap, per_second, sync
+from bench.scenarios import (
+    cli_latency,
+    console,
+    cron_math,
+    failover,
+    fire_on_time,
+    fresh_start,
+    idle,
+    overlap,
+    per_second,
+    sync,
+)
 
 # Sizes per scenario: quick (the default, minutes in all) and full (the issue's targets).
 QUICK = {
@@ -36,6 +47,7 @@ QUICK = {
     "console": [10000],
     "cli_latency": [10000],
     "overlap": [10000],
+    "fresh_start": [10000],
 }
 FULL = {
     "cron_math": [100000],
@@ -47,6 +59,7 @@ FULL = {
     "console": [100000],
     "cli_latency": [100000],
     "overlap": [10000, 100000],
+    "fresh_start": [100000],
 }
 # Side-by-side sizes (issue 6): the same scenarios against awa-pg.
 COMPARE = {
@@ -73,6 +86,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
         "cli_latency": lambda s, e, sizes, r, u: cli_latency.run(s, sizes, r),
         "overlap": overlap.run,
+        "fresh_start": fresh_start.run,
     }
 
 
