@@ -23,6 +23,7 @@ from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.hints import (
     HINT_BUDGET_S,
     HINT_CHUNK,
+    HINT_CHUNK_MIN,
     Groups,
     unhinted_groups,
     unhinted_rows_sql,
@@ -215,7 +216,7 @@ def due_schedules(conn: psycopg.Connection[Any], now: datetime, groups: Groups |
     hint that their group does not decide (S52)."""
     rows = conn.execute(DUE_SQL, {"now": now}).fetchall()
     if groups is None:
-        groups = unhinted_groups(conn, now)
+        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
     if groups:
         rows += conn.execute(UNHINTED_SQL, groups.params(CANDIDATE_LOOKBACK), prepare=False).fetchall()
     return rows
@@ -446,7 +447,7 @@ def evaluate(
         now = row["now"]
     started = time.perf_counter()
     result = PassResult(now=now)
-    groups = unhinted_groups(conn, now)
+    groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
     rows = due_schedules(conn, now, groups)
     result.examined = len(rows)
     plans: list[FirePlan] = []
@@ -486,15 +487,19 @@ def evaluate(
 
 def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float) -> int:
     """S52: hints of the rows no instant is due for, set-based, after the pass's fires.
-    Chunk after chunk while the pass is within its budget (at least one chunk: progress
-    every pass); what is left waits for the next pass, which finds it by group again."""
-    written = 0
-    while groups.instants:
-        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK)
+    Chunks are sized from the rate of the previous one to end the pass within its budget
+    (so it never runs into the next second's pass); one small chunk at least, so every
+    pass makes progress. What is left waits for the next pass, which finds it by group."""
+    written, limit = 0, HINT_CHUNK_MIN
+    while True:
+        began = time.perf_counter()
+        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, limit)
         written += n
-        if n < HINT_CHUNK or time.perf_counter() - started >= budget_s:
-            break
-    return written
+        left = budget_s - (time.perf_counter() - started)
+        if n < limit or left <= 0:
+            return written
+        rate = n / max(time.perf_counter() - began, 1e-6)
+        limit = int(min(HINT_CHUNK, max(HINT_CHUNK_MIN, rate * left * 0.8)))
 
 
 # S15: a broken row is reported in every PassResult, but logged once until its message

@@ -39,13 +39,16 @@ UNHINTED = "c.next_fire_at IS NULL AND c.paused_at IS NULL AND c.retired_at IS N
 BOUNDED = ("(c.start_at IS NOT NULL OR c.end_at IS NOT NULL OR c.max_fires IS NOT NULL "
            f"OR c.missed_fire_policy NOT IN ({', '.join(repr(p) for p in POLICIES)}))")
 
-HINT_CHUNK = 20000  # rows per hint statement: one short transaction, its row locks held briefly
-HINT_BUDGET_S = 0.4  # per pass, from the pass's start: then the rest waits for the next pass
+HINT_CHUNK = 20000  # rows per hint statement at most: one short transaction
+HINT_CHUNK_MIN = 1000  # the first chunk of a pass (and the least): its rate sizes the next
+HINT_BUDGET_S = 0.5  # per pass, from the pass's start: the rest waits for the next pass
 INSTANTS_CACHED = 65536
 
-# The distinct (cron_expr, timezone) of rows without a hint: one index descent per group
-# (a loose index scan; Postgres 15 has no skip scan of its own). With every hint written
-# the index is empty: one descent.
+# The distinct (cron_expr, timezone) of rows without a hint, with the first and the last
+# entry of each in the index order (last_enqueued_at ascending, NULL last, then created_at):
+# the smallest candidates and the largest, from which Python tells which ranges of the
+# group can hold rows to plan. A loose index scan (Postgres 15 has no skip scan of its
+# own): two descents per group; with every hint written the index is empty, one descent.
 GROUPS_SQL = f"""
 WITH RECURSIVE g AS (
     (SELECT c.cron_expr, c.timezone FROM awa.cron_jobs c WHERE {UNHINTED}
@@ -56,37 +59,53 @@ WITH RECURSIVE g AS (
         WHERE {UNHINTED} AND (c.cron_expr, c.timezone) > (g.cron_expr, g.timezone)
         ORDER BY c.cron_expr, c.timezone LIMIT 1) n
 )
-SELECT cron_expr, timezone FROM g
+SELECT g.cron_expr, g.timezone,
+       f.last_enqueued_at IS NOT NULL AS fired, awa.safe_ts(f.last_enqueued_at) AS first_last,
+       awa.safe_ts(f.created_at) AS first_created,
+       l.last_enqueued_at IS NULL AS fresh, awa.safe_ts(l.created_at) AS last_created
+FROM g
+CROSS JOIN LATERAL (
+    SELECT c.last_enqueued_at, c.created_at FROM awa.cron_jobs c
+    WHERE c.cron_expr = g.cron_expr AND c.timezone = g.timezone AND {UNHINTED}
+    ORDER BY c.last_enqueued_at, c.created_at LIMIT 1) f
+CROSS JOIN LATERAL (
+    SELECT c.last_enqueued_at, c.created_at FROM awa.cron_jobs c
+    WHERE c.cron_expr = g.cron_expr AND c.timezone = g.timezone AND {UNHINTED}
+    ORDER BY c.last_enqueued_at DESC, c.created_at DESC LIMIT 1) l
 """
 
-_GROUPS = """
-WITH g AS (
-    SELECT * FROM unnest(%(exprs)s::text[], %(zones)s::text[], %(latest)s::timestamptz[],
-                         %(next_hint)s::timestamptz[]) AS g(cron_expr, timezone, latest, next_hint)
-)"""
-_JOIN = "FROM g JOIN awa.cron_jobs c ON c.cron_expr = g.cron_expr AND c.timezone = g.timezone"
+def _source(prefix: str) -> str:
+    """The groups of one range, as parameters `<prefix>_exprs`, `_zones`, `_latest`, `_next`."""
+    return (f"unnest(%({prefix}_exprs)s::text[], %({prefix}_zones)s::text[], %({prefix}_latest)s::timestamptz[], "
+            f"%({prefix}_next)s::timestamptz[]) AS g(cron_expr, timezone, latest, next_hint)")
+
+
+def _per_group(columns: str, where: str, groups: str = "g", limit: str = "") -> str:
+    """`columns` of the rows of each group matching `where`, as one index range per group.
+    OFFSET 0 keeps the subquery from being pulled up into a join: on a fresh table (no
+    statistics yet) the planner would hash all the rows without hints against the groups
+    (measured: 34 s at a million rows) instead of descending the index once per group."""
+    return f"""SELECT u.* FROM {groups} CROSS JOIN LATERAL (
+    SELECT {columns} FROM awa.cron_jobs c
+    WHERE c.cron_expr = g.cron_expr AND c.timezone = g.timezone AND {UNHINTED} AND NOT {BOUNDED}
+      AND {where}
+    OFFSET 0) u{limit}"""
 
 
 def unhinted_rows_sql(columns: str) -> str:
     """Rows without a hint that the Python path plans this pass: due (C < L) or dated after
     now in a group, every row of a broken group, every bounded row. Each branch is a range
     of one of the v015 indexes; `lookback` moves created_at onto the candidate's scale."""
-    return f"""{_GROUPS}
-SELECT {columns} {_JOIN}
-WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at < g.latest
+    return f"""
+{_per_group(columns, "c.last_enqueued_at < g.latest", _source("due_fired"))}
 UNION ALL
-SELECT {columns} {_JOIN}
-WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at IS NULL AND c.created_at < g.latest + %(lookback)s
+{_per_group(columns, "c.last_enqueued_at IS NULL AND c.created_at < g.latest + %(lookback)s", _source("due_fresh"))}
 UNION ALL
-SELECT {columns} {_JOIN}
-WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at > %(now)s
+{_per_group(columns, "c.last_enqueued_at > %(now)s", _source("future_fired"))}
 UNION ALL
-SELECT {columns} {_JOIN}
-WHERE {UNHINTED} AND NOT {BOUNDED} AND c.last_enqueued_at IS NULL AND c.created_at > %(now)s + %(lookback)s
+{_per_group(columns, "c.last_enqueued_at IS NULL AND c.created_at > %(now)s + %(lookback)s", _source("future_fresh"))}
 UNION ALL
-SELECT {columns} FROM awa.cron_jobs c
-WHERE {UNHINTED} AND NOT {BOUNDED}
-  AND (c.cron_expr, c.timezone) IN (SELECT * FROM unnest(%(broken_exprs)s::text[], %(broken_zones)s::text[]))
+{_per_group(columns, "true", _source("broken"))}
 UNION ALL
 SELECT {columns} FROM awa.cron_jobs c WHERE {UNHINTED} AND {BOUNDED}
 """
@@ -94,21 +113,19 @@ SELECT {columns} FROM awa.cron_jobs c WHERE {UNHINTED} AND {BOUNDED}
 
 def hint_write_sql(fault: str) -> str:
     """Hint N for at most 2 x %(limit)s rows whose candidate is in [L, now] (fired ones, then
-    never-fired ones), none with a fault. The UPDATE repeats the guards of the per-row hint
-    write (evaluator.HINT_SQL) on the row as it is when locked: a fire, a pause or an edit
-    that commits first wins, and a row changed meanwhile is skipped (its ctid moved)."""
-    return f"""{_GROUPS},
-pick AS (
-    (SELECT c.ctid AS tid, c.last_enqueued_at AS expected, g.cron_expr, g.timezone, g.next_hint {_JOIN}
-     WHERE {UNHINTED} AND NOT {BOUNDED} AND {fault} IS NULL
-       AND c.last_enqueued_at >= g.latest AND c.last_enqueued_at <= %(now)s
-     LIMIT %(limit)s)
+    never-fired ones), none with a fault, group after group (so the groups left shrink).
+    The UPDATE repeats the guards of the per-row hint write (evaluator.HINT_SQL) on the row
+    as it is when locked: a fire, a pause or an edit that commits first wins, and a row
+    changed meanwhile is skipped (its ctid moved)."""
+    pick = "c.ctid AS tid, c.last_enqueued_at AS expected, c.cron_expr, c.timezone, g.next_hint"
+    fired = f"{fault} IS NULL AND c.last_enqueued_at >= g.latest AND c.last_enqueued_at <= %(now)s"
+    fresh = (f"{fault} IS NULL AND c.last_enqueued_at IS NULL AND c.created_at >= g.latest + %(lookback)s "
+             "AND c.created_at <= %(now)s + %(lookback)s")
+    return f"""
+WITH pick AS (
+    ({_per_group(pick, fired, _source("hint_fired"), limit=" LIMIT %(limit)s")})
     UNION ALL
-    (SELECT c.ctid, NULL::timestamptz, g.cron_expr, g.timezone, g.next_hint {_JOIN}
-     WHERE {UNHINTED} AND NOT {BOUNDED} AND {fault} IS NULL
-       AND c.last_enqueued_at IS NULL AND c.created_at >= g.latest + %(lookback)s
-       AND c.created_at <= %(now)s + %(lookback)s
-     LIMIT %(limit)s)
+    ({_per_group(pick, fresh, _source("hint_fresh"), limit=" LIMIT %(limit)s")})
 )
 UPDATE awa.cron_jobs c SET next_fire_at = p.next_hint
 FROM pick p
@@ -128,30 +145,57 @@ class GroupInstants:
         return (self.latest is None or self.latest <= now) and now < self.next_hint
 
 
+RANGES = ("due_fired", "due_fresh", "future_fired", "future_fresh", "broken", "hint_fired", "hint_fresh")
+
+
 @dataclass
 class Groups:
-    """The groups of rows without a hint at one `now`: their instants, and the broken ones."""
+    """The groups of rows without a hint at one `now`: their instants, the broken ones, and
+    per range of the index the groups whose rows may lie there (the others are skipped)."""
 
     now: datetime
     instants: dict[tuple[str, str], GroupInstants] = field(default_factory=dict)
     broken: list[tuple[str, str]] = field(default_factory=list)
+    ranges: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: {r: [] for r in RANGES})
 
     def __bool__(self) -> bool:
         return bool(self.instants or self.broken)
 
+    def add(self, row: dict[str, Any], lookback: timedelta) -> None:
+        """One group of GROUPS_SQL: its instants, and which of its ranges can hold rows."""
+        key = (row["cron_expr"], row["timezone"])
+        try:
+            found = self.instants[key] = group_instants(*key, self.now)
+        except Exception:  # S15: its rows take the Python path, which reports each one
+            self.broken.append(key)
+            self.ranges["broken"].append(key)
+            return
+        latest = found.latest or datetime.min.replace(tzinfo=self.now.tzinfo)
+        wanted = self.ranges
+        # An unloadable instant (S15) reads as None: that range is searched.
+        if row["fired"]:
+            wanted["hint_fired"].append(key)
+            wanted["future_fired"].append(key)
+            if row["first_last"] is None or row["first_last"] < latest:
+                wanted["due_fired"].append(key)
+        if row["fresh"]:
+            wanted["hint_fresh"].append(key)
+            first_fresh = row["first_created"] if not row["fired"] else None
+            if first_fresh is None or first_fresh < latest + lookback:
+                wanted["due_fresh"].append(key)
+            if row["last_created"] is None or row["last_created"] > self.now + lookback:
+                wanted["future_fresh"].append(key)
+
     def params(self, lookback: timedelta) -> dict[str, Any]:
-        keys = list(self.instants)
-        return {
-            "exprs": _array(e for e, _ in keys),
-            "zones": _array(z for _, z in keys),
+        out: dict[str, Any] = {"now": self.now, "lookback": lookback}
+        for name, keys in self.ranges.items():
+            found = [self.instants.get(k) for k in keys]
+            out[f"{name}_exprs"] = _array(e for e, _ in keys)
+            out[f"{name}_zones"] = _array(z for _, z in keys)
             # No instant within the search: every candidate up to now is at or after it.
-            "latest": _array(i.latest if i.latest is not None else "-infinity" for i in self.instants.values()),
-            "next_hint": _array(i.next_hint for i in self.instants.values()),
-            "broken_exprs": _array(e for e, _ in self.broken),
-            "broken_zones": _array(z for _, z in self.broken),
-            "now": self.now,
-            "lookback": lookback,
-        }
+            out[f"{name}_latest"] = _array((i.latest or "-infinity") if i else None for i in found)
+            out[f"{name}_next"] = _array(i.next_hint if i else None for i in found)
+        return out
 
 
 # (cron_expr, timezone) -> its instants, reused while they hold (every pass within [L, N)).
@@ -174,22 +218,18 @@ def group_instants(cron_expr: str, timezone: str, now: datetime) -> GroupInstant
     return found
 
 
-def unhinted_groups(conn: psycopg.Connection[Any], now: datetime) -> Groups:
+def unhinted_groups(conn: psycopg.Connection[Any], now: datetime, lookback: timedelta) -> Groups:
     """The groups of rows without a hint, each with its instants at `now`."""
     groups = Groups(now)
     for row in conn.execute(GROUPS_SQL).fetchall():
-        key = (row["cron_expr"], row["timezone"])
-        try:
-            groups.instants[key] = group_instants(*key, now)
-        except Exception:  # S15: its rows take the Python path, which reports each one
-            groups.broken.append(key)
+        groups.add(row, lookback)
     return groups
 
 
 def write_group_hints(conn: psycopg.Connection[Any], groups: Groups, fault: str, lookback: timedelta,
                       limit: int = HINT_CHUNK) -> int:
     """One chunk of set-based hints; returns the rows hinted (fewer than `limit`: done)."""
-    if not groups.instants:
+    if not (groups.ranges["hint_fired"] or groups.ranges["hint_fresh"]):
         return 0
     params = groups.params(lookback) | {"limit": limit}
     cur = conn.execute(hint_write_sql(fault), params, prepare=False)  # see evaluator._run_batch

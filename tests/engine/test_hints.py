@@ -159,7 +159,7 @@ def test_a_fire_edit_or_pause_between_grouping_and_hint_write_wins(
     created = at("2025-01-01T00:01:10")
     for name in ("fired", "edited", "paused", "plain"):
         _insert(conn, name, "0 * * * *", created=created)
-    groups = hints.unhinted_groups(conn, now)
+    groups = hints.unhinted_groups(conn, now, evaluator.CANDIDATE_LOOKBACK)
     assert groups.instants == {("0 * * * *", "UTC"): hints.GroupInstants(at("2025-01-01T00:00:00"),
                                                                           at("2025-01-01T01:00:00"))}
     # Committed after the grouping, before the hint write:
@@ -181,13 +181,13 @@ def test_hints_are_written_in_bounded_chunks(client: Client, conn: psycopg.Conne
     for i in range(5):
         _insert(conn, f"s{i}", "0 * * * *", created=at("2025-01-01T00:01:10"))
     _insert(conn, "fired", "0 * * * *", created=at("2024-01-01T00:00:00"), last=at("2025-01-01T00:00:00"))
-    groups = hints.unhinted_groups(conn, now)
+    groups = hints.unhinted_groups(conn, now, evaluator.CANDIDATE_LOOKBACK)
     written = [hints.write_group_hints(conn, groups, evaluator.FAULT_SQL, evaluator.CANDIDATE_LOOKBACK, limit=2)
                for _ in range(4)]
     assert written == [3, 2, 1, 0]  # up to `limit` fired rows and `limit` never-fired ones per chunk
     assert _unhinted(conn) == []
     # With every hint written, a pass finds no group and plans nothing.
-    assert not hints.unhinted_groups(conn, now)
+    assert not hints.unhinted_groups(conn, now, evaluator.CANDIDATE_LOOKBACK)
     assert client.evaluate(now=now).examined == 0
 
 
