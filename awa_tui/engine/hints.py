@@ -122,7 +122,7 @@ def hint_write_sql(fault: str) -> str:
     fresh = (f"{fault} IS NULL AND c.last_enqueued_at IS NULL AND c.created_at >= g.latest + %(lookback)s "
              "AND c.created_at <= %(now)s + %(lookback)s")
     return f"""
-WITH pick AS (
+WITH pick AS MATERIALIZED (  -- computed once; each picked row is then one TID probe
     ({_per_group(pick, fired, _source("hint_fired"), limit=" LIMIT %(limit)s")})
     UNION ALL
     ({_per_group(pick, fresh, _source("hint_fresh"), limit=" LIMIT %(limit)s")})
