@@ -48,26 +48,23 @@ INSTANTS_CACHED = 65536
 # entry of each in the index order (last_enqueued_at ascending, NULL last, then created_at):
 # the smallest candidates and the largest, from which Python tells which ranges of the
 # group can hold rows to plan. A loose index scan (Postgres 15 has no skip scan of its
-# own): two descents per group; with every hint written the index is empty, one descent.
+# own): the step to the next group lands on its first entry, one more descent reads its
+# last; with every hint written the index is empty, one descent.
 GROUPS_SQL = f"""
 WITH RECURSIVE g AS (
-    (SELECT c.cron_expr, c.timezone FROM awa.cron_jobs c WHERE {UNHINTED}
-     ORDER BY c.cron_expr, c.timezone LIMIT 1)
+    (SELECT c.cron_expr, c.timezone, c.last_enqueued_at, c.created_at FROM awa.cron_jobs c WHERE {UNHINTED}
+     ORDER BY c.cron_expr, c.timezone, c.last_enqueued_at, c.created_at LIMIT 1)
     UNION ALL
-    SELECT n.cron_expr, n.timezone FROM g, LATERAL (
-        SELECT c.cron_expr, c.timezone FROM awa.cron_jobs c
+    SELECT n.* FROM g, LATERAL (
+        SELECT c.cron_expr, c.timezone, c.last_enqueued_at, c.created_at FROM awa.cron_jobs c
         WHERE {UNHINTED} AND (c.cron_expr, c.timezone) > (g.cron_expr, g.timezone)
-        ORDER BY c.cron_expr, c.timezone LIMIT 1) n
+        ORDER BY c.cron_expr, c.timezone, c.last_enqueued_at, c.created_at LIMIT 1) n
 )
 SELECT g.cron_expr, g.timezone,
-       f.last_enqueued_at IS NOT NULL AS fired, awa.safe_ts(f.last_enqueued_at) AS first_last,
-       awa.safe_ts(f.created_at) AS first_created,
+       g.last_enqueued_at IS NOT NULL AS fired, awa.safe_ts(g.last_enqueued_at) AS first_last,
+       awa.safe_ts(g.created_at) AS first_created,
        l.last_enqueued_at IS NULL AS fresh, awa.safe_ts(l.created_at) AS last_created
 FROM g
-CROSS JOIN LATERAL (
-    SELECT c.last_enqueued_at, c.created_at FROM awa.cron_jobs c
-    WHERE c.cron_expr = g.cron_expr AND c.timezone = g.timezone AND {UNHINTED}
-    ORDER BY c.last_enqueued_at, c.created_at LIMIT 1) f
 CROSS JOIN LATERAL (
     SELECT c.last_enqueued_at, c.created_at FROM awa.cron_jobs c
     WHERE c.cron_expr = g.cron_expr AND c.timezone = g.timezone AND {UNHINTED}
