@@ -23,7 +23,6 @@ from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.hints import (
     HINT_BUDGET_S,
     HINT_CHUNK,
-    HINT_CHUNK_MIN,
     Groups,
     unhinted_groups,
     unhinted_rows_sql,
@@ -487,19 +486,18 @@ def evaluate(
 
 def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float) -> int:
     """S52: hints of the rows no instant is due for, set-based, after the pass's fires.
-    Chunks are sized from the rate of the previous one to end the pass within its budget
-    (so it never runs into the next second's pass); one small chunk at least, so every
-    pass makes progress. What is left waits for the next pass, which finds it by group."""
-    written, limit = 0, HINT_CHUNK_MIN
+    Small chunks, one more only while the pass has twice the last one's time left in its
+    budget (so it does not run into the next second's pass; a chunk's cost per row varies
+    tenfold on a busy machine, so none is sized from the last); one chunk at least, so
+    every pass makes progress. The rest waits for the next pass, which finds it by group."""
+    written = 0
     while True:
         began = time.perf_counter()
-        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, limit)
+        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, HINT_CHUNK)
         written += n
-        left = budget_s - (time.perf_counter() - started)
-        if n < limit or left <= 0:
+        took = time.perf_counter() - began
+        if n < HINT_CHUNK or budget_s - (time.perf_counter() - started) < 2 * took:
             return written
-        rate = n / max(time.perf_counter() - began, 1e-6)
-        limit = int(min(HINT_CHUNK, max(HINT_CHUNK_MIN, rate * left * 0.8)))
 
 
 # S15: a broken row is reported in every PassResult, but logged once until its message

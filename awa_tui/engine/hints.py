@@ -39,8 +39,7 @@ UNHINTED = "c.next_fire_at IS NULL AND c.paused_at IS NULL AND c.retired_at IS N
 BOUNDED = ("(c.start_at IS NOT NULL OR c.end_at IS NOT NULL OR c.max_fires IS NOT NULL "
            f"OR c.missed_fire_policy NOT IN ({', '.join(repr(p) for p in POLICIES)}))")
 
-HINT_CHUNK = 20000  # rows per hint statement at most: one short transaction
-HINT_CHUNK_MIN = 1000  # the first chunk of a pass (and the least): its rate sizes the next
+HINT_CHUNK = 2000  # rows per hint statement (per range: fired rows, never-fired rows)
 HINT_BUDGET_S = 0.5  # per pass, from the pass's start: the rest waits for the next pass
 INSTANTS_CACHED = 65536
 
