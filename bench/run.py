@@ -12,7 +12,6 @@ tables: the 1M targets, the cost curve (each figure at every size) and the CLI a
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import shutil
@@ -43,6 +42,7 @@ from bench.scenarios import (
     cron_math,
     failover,
     fire_on_time,
+    fresh_start,
     idle,
     overlap,
     per_second,
@@ -62,6 +62,7 @@ QUICK = {
     "console": [10000],
     "cli_latency": [10000],
     "overlap": [10000],
+    "fresh_start": [10000],
 }
 FULL = {
     "cron_math": [100000],
@@ -73,6 +74,7 @@ FULL = {
     "console": [100000],
     "cli_latency": [100000],
     "overlap": [10000, 100000],
+    "fresh_start": [100000],
 }
 # --scale (issue 18): each figure at 10k, 100k and 1M, so the cost curve shows. The
 # smaller sizes run the same code on smaller fleets; the 1M targets are judged on 1M.
@@ -111,23 +113,10 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "console": lambda s, e, sizes, r, u: console.run(s, sizes, r),
         "cli_latency": lambda s, e, sizes, r, u: cli_latency.run(s, sizes, r),
         "overlap": overlap.run,
-        "fresh_start": fresh_start,
+        "fresh_start": fresh_start.run,
         "scale": scale.run,
         "saturation": saturation.run,
     }
-
-
-def fresh_start(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
-    """bench/scenarios/fresh_start.py when this checkout has it; otherwise one row saying so."""
-    try:
-        module = importlib.import_module("bench.scenarios.fresh_start")
-    except ModuleNotFoundError as exc:
-        if exc.name != "bench.scenarios.fresh_start":
-            raise
-        report.add(Row("fresh start", "-", "not measured", "", None, "", None,
-                       note="bench/scenarios/fresh_start.py is missing in this checkout"))
-        return
-    module.run(server, engine, sizes, report, upstream)
 
 
 def print_table(report: Report, compare: bool) -> None:

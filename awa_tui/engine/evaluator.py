@@ -1,14 +1,15 @@
 """One evaluator pass: which fires are due (S13, S14), fired atomically (S11, S12).
 
 A pass reads DB time once (S9), fetches only rows whose stored `next_fire_at` hint is due
-or unknown (one indexed probe when idle, S10), computes fires in Python, then CAS-marks
-and inserts jobs for a whole chunk of schedules in one statement.
+(one indexed probe when idle, S10) and the rows without a hint that are due or that SQL
+does not decide (found by group, engine/hints.py, S52), computes fires in Python, then
+CAS-marks and inserts jobs for a whole chunk of schedules in one statement. The other
+rows without a hint get theirs set-based, in bounded chunks, after the fires.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +20,15 @@ import psycopg
 from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
+from awa_tui.engine.hints import (
+    HINT_BUDGET_S,
+    HINT_CHUNK,
+    Groups,
+    unhinted_groups,
+    unhinted_rows_sql,
+    write_group_hints,
+)
+from awa_tui.engine.pg_arrays import array_literal as _array
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
@@ -47,15 +57,16 @@ DUE_COLUMNS = (
     + f", {FAULT_SQL} AS fault"
 )
 
+# The rows with a hint that is due: one probe of cron_jobs_due_idx (S10). Rows without a
+# hint are found by group (engine/hints.py, S52): UNHINTED_SQL.
 DUE_SQL = f"""
 SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at <= %(now)s
-UNION ALL
-SELECT {DUE_COLUMNS}
-FROM awa.cron_jobs c
-WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at IS NULL
 """
+UNHINTED_SQL = unhinted_rows_sql(DUE_COLUMNS)
+# S13's first-fire rule on created_at: candidate < L  <=>  created_at < L + lookback + 1 us.
+CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 
 # Issue 16: f.run_at is a jittered fire's run time, NULL for an unjittered one (runs now).
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
@@ -162,28 +173,6 @@ WHERE c.name = h.name
 """
 
 
-def _array(values: Iterable[str | datetime | None]) -> str:
-    """A Postgres array literal, every element quoted (names may hold , { } " \\ spaces).
-
-    psycopg dumps a Python list element by element in Python (~11 ms per 5000 strings,
-    eight lists per batch); joining one literal is several times cheaper. The statement
-    casts it (`::text[]`), so the planner still sees a constant array and its length."""
-    seen: dict[object, str] = {}  # a batch repeats the same instants, zones and expressions
-    out = []
-    for v in values:
-        text = seen.get(v)
-        if text is None:
-            if v is None:
-                text = "NULL"
-            elif isinstance(v, datetime):
-                text = v.isoformat()
-            else:
-                text = '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-            seen[v] = text
-        out.append(text)
-    return "{" + ",".join(out) + "}"
-
-
 @dataclass
 class FirePlan:
     name: str
@@ -221,8 +210,15 @@ class PassResult:
         return len(self.jobs)
 
 
-def due_schedules(conn: psycopg.Connection[Any], now: datetime) -> list[dict[str, Any]]:
-    return conn.execute(DUE_SQL, {"now": now}).fetchall()
+def due_schedules(conn: psycopg.Connection[Any], now: datetime, groups: Groups | None = None) -> list[dict[str, Any]]:
+    """The rows the Python path plans at `now`: hints that are due, and the rows without a
+    hint that their group does not decide (S52)."""
+    rows = conn.execute(DUE_SQL, {"now": now}).fetchall()
+    if groups is None:
+        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
+    if groups:
+        rows += conn.execute(UNHINTED_SQL, groups.params(CANDIDATE_LOOKBACK), prepare=False).fetchall()
+    return rows
 
 
 def first_candidate(row: dict[str, Any]) -> datetime:
@@ -441,14 +437,17 @@ def evaluate(
     *,
     catch_up_limit: int = CATCH_UP_LIMIT,
     chunk: int = FIRE_CHUNK,
+    hint_budget_s: float = HINT_BUDGET_S,
 ) -> PassResult:
     """One pass at `now` (DB time when omitted). `conn` must be in autocommit mode."""
     if now is None:
         row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
         assert row is not None
         now = row["now"]
+    started = time.perf_counter()
     result = PassResult(now=now)
-    rows = due_schedules(conn, now)
+    groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
+    rows = due_schedules(conn, now, groups)
     result.examined = len(rows)
     plans: list[FirePlan] = []
     planned_fires = 0  # in `plans`: a chunk is bounded by jobs (catch_up: up to 1000 each)
@@ -480,8 +479,25 @@ def evaluate(
         sender.close()
     _log_once(conn, result.errors)
     write_hints(conn, hints)
-    refresh_planner_stats(conn, result.planned + len(hints))
+    hinted = write_hint_chunks(conn, groups, started, hint_budget_s)
+    refresh_planner_stats(conn, result.planned + len(hints) + hinted)
     return result
+
+
+def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float) -> int:
+    """S52: hints of the rows no instant is due for, set-based, after the pass's fires.
+    Small chunks, one more only while the pass has twice the last one's time left in its
+    budget (so it does not run into the next second's pass; a chunk's cost per row varies
+    tenfold on a busy machine, so none is sized from the last); one chunk at least, so
+    every pass makes progress. The rest waits for the next pass, which finds it by group."""
+    written = 0
+    while True:
+        began = time.perf_counter()
+        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, HINT_CHUNK)
+        written += n
+        took = time.perf_counter() - began
+        if n < HINT_CHUNK or budget_s - (time.perf_counter() - started) < 2 * took:
+            return written
 
 
 # S15: a broken row is reported in every PassResult, but logged once until its message
