@@ -132,6 +132,38 @@ def test_skip_enqueues_again_once_the_job_failed_for_good_but_not_while_retryabl
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:03:00")).jobs] == ["2025-01-01T00:03:00Z"]
 
 
+
+def test_one_pass_decides_each_guarded_schedule_of_a_mixed_batch_by_its_own_jobs(
+    client: Client, conn: psycopg.Connection[Any], register: Any
+) -> None:
+    # One statement for all of them. The probe reads jobs between the batch's first and
+    # last guarded name (a range for the planner, issue 18): the guarded names sit at both
+    # ends and in between allow schedules, with names that need quoting in array literals.
+    cases = {  # name: (policy, jobs it has, enqueued?)
+        " a first": ("skip", ["running"], False),
+        "b, allow": ("allow", ["available"], True),
+        'c "quoted"': ("buffer_one", ["running"], True),
+        "d {braces}": ("buffer_one", ["running", "available"], False),
+        "e idle": ("skip", ["completed"], True),
+        "f\\back": ("skip", ["retryable"], False),
+        "g allow": ("allow", ["running"], True),
+        "zz last": ("skip", ["available"], False),
+    }
+    for name, (policy, _, _) in cases.items():
+        register(name, "* * * * *", last="2025-01-01T00:00:00", overlap=policy)
+    for name, (_, states, _) in cases.items():
+        for state in states:
+            force(conn, "INSERT INTO awa.jobs (kind, state, metadata) VALUES ('test.job', %s, "
+                        "jsonb_build_object('cron_name', %s::text, 'cron_fire_time', 'earlier'))", (state, name))
+    result = client.evaluate(now=at("2025-01-01T00:01:00"))
+    assert sorted(j.name for j in result.jobs) == sorted(n for n, (_, _, fires) in cases.items() if fires)
+    assert sorted(n for n, _ in result.skipped) == sorted(n for n, (_, _, fires) in cases.items() if not fires)
+    assert result.lost_races == 0 and result.errors == []
+    for name, (_, _, fires) in cases.items():
+        assert _skips(conn, name) == ([] if fires else ["2025-01-01T00:01:00Z"]), name
+        assert schedule_row(conn, name)["last_enqueued_at"] == at("2025-01-01T00:01:00"), name
+
+
 # --- overlap: buffer_one -------------------------------------------------------------------
 
 
