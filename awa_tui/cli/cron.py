@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,10 +25,10 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.engine.errors import ValidationError, short_repr
-from awa_tui.engine.models import AnySchedule
-from awa_tui.engine.overrides import OverrideRequest
-from awa_tui.filters import parse
 from awa_tui.instants import parse_instant as _parse_instant
+
+if TYPE_CHECKING:
+    from awa_tui.engine.models import AnySchedule
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
@@ -44,6 +44,8 @@ def cron_list(
         "owner:billing state:paused queue:q1 late, free text (name, kind, queue, owner)... (docs/keys.md)."))] = None,
 ) -> None:
     """Every schedule with its state and queue pause."""
+    from awa_tui.filters import parse
+
     with errors_as_lines():
         where = parse(filter_text)  # a bad filter is refused before any connection
         rows = make_client(dsn, read_only=True).list_schedules(where=where)
@@ -202,6 +204,8 @@ def cron_override(
     dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
+    from awa_tui.engine.overrides import OverrideRequest
+
     with errors_as_lines():
         # Bad JSON is refused before any connection; "nothing to change" by the engine,
         # after the schema check (a database without it says to migrate, like every command).
