@@ -1,7 +1,12 @@
-"""The `awa-tui` command: the console by default, and scriptable subcommands (S38)."""
+"""The `awa-tui` command: the console by default, and scriptable subcommands (S38).
+
+Importing this package imports typer and nothing of the engine: `main` builds the command
+tree lazily (cli/lazy.py), importing only the modules of the command being run.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
@@ -14,14 +19,43 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# Every top-level command, in the order `awa-tui --help` lists them, with the modules that
+# register it (a group: each module adding subcommands to it; the first declares it).
+# tests/cli/test_cli_lazy.py checks this against the tree Typer builds from every module.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "check": ("health",),
+    "run": ("core",),
+    "migrate": ("core",),
+    "audit": ("core",),
+    "plan": ("owners",),
+    "cron": ("cron", "backfill", "ledger", "owners"),
+    "db": ("core", "grants"),
+    "runtime": ("core",),
+    "jobs": ("jobs", "prune"),
+    "owner": ("owners",),
+    "queue": ("queue",),
+}
+
+
+def load_commands(name: str | None) -> None:
+    """Import the modules registering top-level command `name` (None: the first module of
+    each, enough to list every command with its help)."""
+    modules = [mods[0] for mods in COMMAND_MODULES.values()] if name is None else COMMAND_MODULES.get(name, ())
+    for module in modules:
+        importlib.import_module(f"awa_tui.cli.{module}")
+
 
 def main() -> None:
-    from awa_tui.cli import backfill, console, core, cron, grants, health, jobs, ledger, owners, queue  # noqa: F401  (register commands)
-    from awa_tui.cli.common import add_dsn_file_option
+    from typer.models import TyperInfo
+
+    from awa_tui.cli import console  # noqa: F401  (the top level's own options: the console's)
+    from awa_tui.cli.common import prepare_command
+    from awa_tui.cli.lazy import build_lazy
     from awa_tui.printable import printable
 
-    command = typer.main.get_command(app)
-    add_dsn_file_option(command)
+    command = build_lazy(TyperInfo(app), load_commands, prepare_command)
+    command.lazy_order = tuple(COMMAND_MODULES)
+    prepare_command(command, "")
     try:
         code = command(standalone_mode=False)
     except typer.Abort:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from awa_tui.cli.common import emit, errors_as_lines, make_client, run_action, say
-from awa_tui.filters import parse
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
@@ -54,6 +53,8 @@ def run_bulk(
     verb: str, names: list[str] | None, filter_expr: str | None, dry_run: bool, dsn: str | None,
     operator: str | None, as_json: bool, owner: str | None = None,
 ) -> None:
+    from awa_tui.filters import parse
+
     check_selection(names, filter_expr)
     with errors_as_lines():
         where = parse(filter_expr) if filter_expr is not None else None  # refused before any connection

@@ -13,18 +13,19 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from uuid import UUID
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from awa_tui.bootstrap import running_embedded_dsn
 from awa_tui.config import resolve_dsn
-from awa_tui.engine.db import check_dsn
 from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from awa_tui.engine.client import Client
+
+# Imported here: typer, and light modules of our own. Rich (the output) and the engine
+# (psycopg) load when a command first prints or connects: `awa-tui --help` needs neither
+# (tests/cli/test_cli_lazy.py).
 
 DsnOpt = Annotated[
     str | None,
@@ -48,22 +49,35 @@ OperatorOpt = Annotated[
     str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
 ]
 
-# Piped output keeps tables at their natural width: a script or a log must see whole values.
-# No emoji codes: ":fire:" in a schedule name is text, like "[bold]" (markup=False below).
-out = Console(highlight=False, soft_wrap=True, emoji=False, width=None if sys.stdout.isatty() else 10_000)
-err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+@functools.cache
+def out() -> Console:
+    """The console of stdout, made on first use.
+
+    Piped output keeps tables at their natural width: a script or a log must see whole values.
+    No emoji codes: ":fire:" in a schedule name is text, like "[bold]" (markup=False below)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True, emoji=False, width=None if sys.stdout.isatty() else 10_000)
+
+
+@functools.cache
+def err() -> Console:
+    """The console of stderr, made on first use."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def say(text: str) -> None:
     """One line of human output. Every line may quote the database (names, operators),
     so it is escaped (awa_tui/printable.py) and never read as markup."""
-    out.print(printable(text), markup=False)
+    out().print(printable(text), markup=False)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, non-zero exit, never a traceback. The message may quote the
     database ("already paused (by ...)"): escaped, so no control byte reaches the terminal."""
-    err.print(f"error: {printable(' '.join(str(message).split()))}", markup=False)
+    err().print(f"error: {printable(' '.join(str(message).split()))}", markup=False)
     raise typer.Exit(code)
 
 
@@ -85,12 +99,16 @@ def require_dsn(flag: str | None) -> str:
     Postgres already running (started by the console or `awa-tui db start`). It is never
     started here: a forgotten variable on a bastion must fail, not point the command at
     a new, empty database."""
+    from awa_tui.engine.db import check_dsn
+
     dsn = resolve_dsn(flag)
     if dsn is None:
+        from awa_tui.bootstrap import running_embedded_dsn
+
         dsn = running_embedded_dsn()
         if dsn is None:
             fail(NO_DATABASE)
-        err.print(printable(f"no database configured: using the running embedded Postgres: {dsn}"), markup=False)
+        err().print(printable(f"no database configured: using the running embedded Postgres: {dsn}"), markup=False)
         return dsn
     try:
         check_dsn(dsn)  # libpq's own parse errors would quote the password
@@ -99,6 +117,7 @@ def require_dsn(flag: str | None) -> str:
     return dsn
 
 
+@functools.cache
 def _typer_param(name: str) -> Any:
     """The --dsn-file or top-level --json option exactly as Typer builds it."""
     probe = typer.Typer()
@@ -166,26 +185,22 @@ def _with_options(callback: Callable[..., Any], command: str, leaf: bool) -> Cal
     return wrapper
 
 
-def add_dsn_file_option(command: Any) -> None:
-    """Give every command that takes --dsn a --dsn-file beside it (in one place, so no
-    command can miss it): the file's content reaches the command as its dsn. Every
-    command also takes the options given before the subcommand (GlobalOptions).
+def prepare_command(command: Any, path: str) -> None:
+    """Give a command that takes --dsn a --dsn-file beside it (in one place, so no command
+    can miss it): the file's content reaches the command as its dsn. Every command also
+    takes the options given before the subcommand (GlobalOptions); the top level (path "")
+    takes --json for its subcommand.
 
-    `command` is the click command Typer built for the app (Typer vendors click, so it is
+    Called by the lazy command tree (cli/lazy.py) on each command it builds, with its path
+    ("cron show"). `command` is a click command Typer built (Typer vendors click, so it is
     handled through its attributes: params, callback, and a group's commands)."""
-    param = _typer_param("dsn_file")
-    command.params.append(_typer_param("as_json"))  # the top level's --json, for its subcommand
-
-    def visit(cmd: Any, path: str) -> None:
-        names = [p.name for p in cmd.params]
-        if "dsn" in names and "dsn_file" not in names:
-            cmd.params.insert(names.index("dsn") + 1, param)
-        if cmd.callback is not None:
-            cmd.callback = _with_options(cmd.callback, path, leaf=not hasattr(cmd, "commands"))
-        for sub_name, sub in getattr(cmd, "commands", {}).items():
-            visit(sub, f"{path} {sub_name}".strip())
-
-    visit(command, "")
+    if not path:
+        command.params.append(_typer_param("as_json"))  # the top level's --json, for its subcommand
+    names = [p.name for p in command.params]
+    if "dsn" in names and "dsn_file" not in names:
+        command.params.insert(names.index("dsn") + 1, _typer_param("dsn_file"))
+    if command.callback is not None:
+        command.callback = _with_options(command.callback, path, leaf=not hasattr(command, "commands"))
 
 
 def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Client:
@@ -241,6 +256,9 @@ def fmt(value: Any) -> str:
 
 def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
     """`rows`: read models or dicts; `columns` are their field names (keys)."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, show_lines=False)
     for column in columns:
         # Fold, never ellipsise: a narrow terminal (or a pipe, 80 columns) must not hide data.
@@ -249,7 +267,7 @@ def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = 
         # Text, not markup: values from the database ("[queue paused]", names) print as is,
         # control bytes escaped (a newline would forge a row, ESC drive the terminal).
         table.add_row(*(Text(printable(fmt(row.get(c)))) for c in columns))
-    out.print(table)
+    out().print(table)
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui import embedded
-from awa_tui.bootstrap import build_client, dsn_or_embedded, running_embedded_dsn
 from awa_tui.cli import app
 from awa_tui.cli.common import (
     APP_HELP,
@@ -29,14 +27,16 @@ from awa_tui.cli.common import (
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.timeargs import parse_duration as parse_retention
-from awa_tui.cli.upstream import database_status, init_upstream_audit
 from awa_tui.config import parse_duration, resolve_dsn
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
-from awa_tui.engine.ledger.retention import MAX_KEEP
-from awa_tui.engine.ownership.manifest import check_owner
-from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import PrintableFormatter, printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.runtime.leader import Leadership
+
+# The engine, the embedded server and upstream mode are imported by the commands that use
+# them: `awa-tui audit` does not load what `awa-tui run` needs (issue 18).
 
 db_app = typer.Typer(
     help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
@@ -81,6 +81,8 @@ def run(
         "Finished jobs kept per schedule whatever their age, for its history (default 50; 0 keeps none)."))] = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
+    from awa_tui.bootstrap import build_client, dsn_or_embedded
+
     # Names, kinds and errors in log lines come from the database: one escaped line each,
     # whichever logger wrote it (the engine's own loggers escape at the source too).
     handler = logging.StreamHandler(sys.stderr)
@@ -117,6 +119,8 @@ def run(
 
 def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None) -> dict[str, Any]:
     """The Client's owner arguments from run's options, each misuse refused in one line."""
+    from awa_tui.engine.ownership.manifest import check_owner
+
     if owner is not None:
         check_owner(owner)
     if authoritative and owner is None:
@@ -131,6 +135,8 @@ def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None)
 
 def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any]:
     """The Client's retention arguments (the leader's housekeeping, S40), refused in one line."""
+    from awa_tui.engine.ledger.retention import MAX_KEEP
+
     retention: dict[str, Any] = {}
     if job_retention is not None:
         retention["job_retention"] = parse_retention(job_retention, "--job-retention")
@@ -144,6 +150,7 @@ def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any
 @app.command()
 def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     """Apply pending schema migrations (S4)."""
+    from awa_tui.bootstrap import dsn_or_embedded
     from awa_tui.engine import migrations
 
     with errors_as_lines():
@@ -158,6 +165,10 @@ def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
 def db_status(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     """The configured database: its schema (awa-tui's, upstream Awa's, or none) and version.
     With none configured: where the embedded server lives, its version, whether it runs."""
+    from awa_tui import embedded
+    from awa_tui.bootstrap import running_embedded_dsn
+    from awa_tui.cli.upstream import database_status
+
     with errors_as_lines():
         if resolve_dsn(dsn) is not None:
             found = database_status(require_dsn(dsn))
@@ -182,6 +193,8 @@ def _say_reuse(dsn: str) -> None:
 @db_app.command("start")
 def db_start(as_json: JsonOpt = False) -> None:
     """Start the embedded server (or reuse the running one) and apply migrations."""
+    from awa_tui import embedded
+    from awa_tui.bootstrap import running_embedded_dsn
     from awa_tui.engine import migrations
 
     with errors_as_lines():
@@ -202,6 +215,8 @@ def db_start(as_json: JsonOpt = False) -> None:
 def db_init_audit(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     """Create awa-tui's audit trail (schema awa_tui_audit) on an upstream Awa database, so
     actions in upstream mode are recorded; upstream's own schema is not touched."""
+    from awa_tui.cli.upstream import init_upstream_audit
+
     with errors_as_lines():
         data = init_upstream_audit(require_dsn(dsn))
         emit(data, as_json, lambda: say(
@@ -212,6 +227,8 @@ def db_init_audit(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
 @db_app.command("stop")
 def db_stop(as_json: JsonOpt = False) -> None:
     """Stop the embedded server."""
+    from awa_tui import embedded
+
     with errors_as_lines():
         stopped = embedded.stop()
         emit({"stopped": stopped}, as_json, lambda: say(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,7 @@ from awa_tui.cli.common import (
     emit,
     emit_table,
     errors_as_lines,
+    fail,
     fmt,
     make_client,
     plain,
@@ -25,15 +26,20 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.engine.errors import ValidationError, short_repr
-from awa_tui.engine.models import AnySchedule
-from awa_tui.engine.overrides import OverrideRequest
-from awa_tui.filters import parse
 from awa_tui.instants import parse_instant as _parse_instant
+
+if TYPE_CHECKING:
+    from awa_tui.engine.models import AnySchedule
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
 
 NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
+
+
+# The table's first page: an operator's answer, not a million lines (the console pages too).
+LIST_LIMIT = 1000
+ALL_ROWS = 2**63 - 1  # LIMIT's largest value: no cut
 
 
 @cron_app.command("list")
@@ -42,16 +48,35 @@ def cron_list(
     as_json: JsonOpt = False,
     filter_text: Annotated[str | None, typer.Option("--filter", metavar="EXPR", help=(
         "owner:billing state:paused queue:q1 late, free text (name, kind, queue, owner)... (docs/keys.md)."))] = None,
+    limit: Annotated[int | None, typer.Option("--limit", metavar="N", min=1, help=(
+        f"At most N schedules, in name order (the table's default: {LIST_LIMIT}). With --json, the output is "
+        "then {\"schedules\": [...], \"limit\": N, \"truncated\": true|false}."))] = None,
+    show_all: Annotated[bool, typer.Option("--all", help=(
+        "Every schedule, however many (the default with --json, which is then a plain list)."))] = False,
 ) -> None:
-    """Every schedule with its state and queue pause."""
+    """Schedules in name order with their state and queue pause; the table shows the first 1000 (--limit N, --all)."""
+    from awa_tui.filters import parse
+
     with errors_as_lines():
+        if show_all and limit is not None:
+            fail("--limit and --all: pass one of them, not both")
         where = parse(filter_text)  # a bad filter is refused before any connection
-        rows = make_client(dsn, read_only=True).list_schedules(where=where)
+        # A script reading --json gets every row unless it asks for a limit (its output
+        # then says whether it was cut); the table stops at its first page and says so.
+        cap = limit if limit is not None else (ALL_ROWS if show_all or as_json else LIST_LIMIT)
+        rows = make_client(dsn, read_only=True).list_schedules(where=where, limit=cap if cap == ALL_ROWS else cap + 1)
+        truncated = len(rows) > cap
+        rows = rows[:cap]
+
         def render() -> None:
             shown = [{**plain(row), "state_text": _state_text(row)} for row in rows]
             emit_table(shown, ["name", "cron_expr", "timezone", "kind", "queue", "missed_fire_policy",
                               "state_text", "last_enqueued_at", "next_fire_at", "owner"])
-        emit(rows, as_json, render)
+            if truncated:
+                say(f"first {cap} schedules shown, more match: --limit N for more, --all for every one")
+
+        emit({"schedules": plain(rows), "limit": cap, "truncated": truncated} if limit is not None else rows,
+             as_json, render)
 
 
 def _state_text(row: AnySchedule) -> str:
@@ -202,6 +227,8 @@ def cron_override(
     dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
+    from awa_tui.engine.overrides import OverrideRequest
+
     with errors_as_lines():
         # Bad JSON is refused before any connection; "nothing to change" by the engine,
         # after the schema check (a database without it says to migrate, like every command).

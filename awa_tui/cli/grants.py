@@ -27,8 +27,8 @@ def db_grants(
         layout = grants.role_layout(prefix)
         if not apply:
             emit({"prefix": layout.prefix, "roles": list(layout.roles), "sql": layout.sql}, as_json,
-                 lambda: out.print(layout.sql, markup=False, end=""))
+                 lambda: out().print(layout.sql, markup=False, end=""))
             return
         data = grants.apply_layout(require_dsn(dsn), layout)
-        emit(data, as_json, lambda: out.print(
+        emit(data, as_json, lambda: out().print(
             f"applied the role layout: {', '.join(data['roles'])} ({data['statements']} statements)", markup=False))

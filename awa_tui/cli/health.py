@@ -5,15 +5,17 @@ tell (database unreachable, unknown schedule)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from awa_tui.cli import app
 from awa_tui.cli.common import DsnOpt, JsonOpt, emit_json, make_client, say
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.health.models import EXIT_UNKNOWN, CheckReport, ScheduleHealth
 from awa_tui.printable import printable
+
+if TYPE_CHECKING:
+    from awa_tui.engine.health.models import CheckReport, ScheduleHealth
 
 METRICS_ADDR_HELP = "Serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)."
 SCHEDULE_SERIES_HELP = ("Per-schedule metric series for at most this many schedules, unhealthy first "
@@ -51,6 +53,8 @@ def check(
 ) -> None:
     """Health of the schedules and of the runtime fleet, with an exit code for cron,
     Nagios/Icinga, Kubernetes probes and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell."""
+    from awa_tui.engine.health.models import EXIT_UNKNOWN
+
     try:
         client = make_client(dsn, read_only=True)
         report = client.check(owner=owner, schedule=schedule, tag=tag)

@@ -9,7 +9,6 @@ import typer
 from awa_tui.cli.common import DsnOpt, JsonOpt, emit, emit_table, errors_as_lines, make_client, say
 from awa_tui.cli.cron import NameArg, _parse_instant, cron_app
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
-from awa_tui.engine.ledger.why import describe
 
 
 @cron_app.command("why")
@@ -28,6 +27,8 @@ def cron_why(
 
 
 def _detail(v: Any) -> str:
+    from awa_tui.engine.ledger.why import describe
+
     # The sentence without its leading instant (the table shows it).
     return describe(v).split(": ", 1)[1]
 

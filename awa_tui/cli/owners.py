@@ -4,7 +4,7 @@ schedule: `awa-tui cron retire|restore|adopt|transfer` (S38)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,8 +32,9 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.cron import NameArg, cron_app
-from awa_tui.engine.models import OwnerChange, OwnerPlan
-from awa_tui.engine.ownership.manifest import short_hash
+
+if TYPE_CHECKING:
+    from awa_tui.engine.models import OwnerChange, OwnerPlan
 
 owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
 app.add_typer(owner_app, name="owner")
@@ -52,6 +53,8 @@ def _codes(blockers: list[dict[str, Any]]) -> str:
 @owner_app.command("list")
 def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     """Every owner: fresh declarations, manifests, certificate, schedules, grace clock, blockers."""
+    from awa_tui.engine.ownership.manifest import short_hash
+
     with errors_as_lines():
         owners = make_client(dsn, read_only=True).list_owners()
 
@@ -102,6 +105,8 @@ def plan(
 
 
 def _render_plans(plans: list[OwnerPlan]) -> None:
+    from awa_tui.engine.ownership.manifest import short_hash
+
     if not plans:
         say("no owners: no runtime declares ownership and no schedule is owned")
     for p in plans:

@@ -235,7 +235,7 @@ class UpstreamCommands:
 
     def _acted(self, outcome: ActionOutcome) -> dict[str, Any]:
         if not outcome.audited:
-            err.print(NOT_AUDITED, markup=False)
+            err().print(NOT_AUDITED, markup=False)
         return {"audited": outcome.audited, "audit_id": outcome.audit_id}
 
     def _schedule_action(self, outcome: ActionOutcome, name: str) -> dict[str, Any]:

@@ -37,10 +37,15 @@ _SELECTION = """
     AND (%(schedule)s::text IS NULL OR c.name = %(schedule)s)
     AND (%(tag)s::text IS NULL OR %(tag)s = ANY(c.tags))"""
 
+# The selected schedules, counted apart from the ones with a health other than ok (a
+# schedule without a cron_health row is ok): at 1M schedules the count is an index-only
+# scan and the join touches only the few recorded rows, where one LEFT JOIN of every
+# schedule took half a second (issue 18).
+TOTAL_SQL = f"SELECT count(*) AS n FROM awa.cron_jobs c WHERE {_SELECTION}"
 COUNTS_SQL = f"""
-SELECT coalesce(h.health, 'ok') AS health, count(*) AS n
-FROM awa.cron_jobs c LEFT JOIN awa.cron_health h ON h.name = c.name
-WHERE {_SELECTION}
+SELECT h.health, count(*) AS n
+FROM awa.cron_health h JOIN awa.cron_jobs c ON c.name = h.name
+WHERE h.health <> 'ok' AND {_SELECTION}
 GROUP BY 1
 """
 
@@ -110,9 +115,12 @@ def check(
     now = now or views.db_time(conn)
     params = {"owner": owner, "schedule": schedule, "tag": tag}
     counts = {h: 0 for h in HEALTHS}
+    total = conn.execute(TOTAL_SQL, params).fetchone()
+    assert total is not None
+    checked = total["n"]
     for row in conn.execute(COUNTS_SQL, params).fetchall():
         counts[row["health"]] = counts.get(row["health"], 0) + row["n"]
-    checked = sum(counts.values())
+    counts["ok"] += checked - sum(counts.values())
     if schedule is not None and checked == 0:
         raise NotFound(f"unknown schedule {schedule!r}")
     unhealthy = sorted(
