@@ -32,9 +32,12 @@ _LOOKALIKE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\uf
 JSON_MAX_BYTES = 256 * 1024  # args and metadata, as Postgres prints them (jsonb::text)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Schedule:
-    """One periodic schedule, validated at construction (S1, S2)."""
+    """One periodic schedule, validated at construction (S1, S2).
+
+    Slotted: a process may register a million of these (issue 18), and a __dict__ per
+    instance would be most of its memory."""
 
     name: str
     cron_expr: str
@@ -90,7 +93,8 @@ class Schedule:
             raise ValidationError(f"tags: at most 20 tags, got {len(self.tags)}")
         for tag in self.tags:
             _check_text("tags", tag)
-        object.__setattr__(self, "tags", tuple(self.tags))
+        if type(self.tags) is not tuple:
+            object.__setattr__(self, "tags", tuple(self.tags))
         _check_json_object("args", self.args)
         _check_json_object("metadata", self.metadata)
         if self.missed_fire_policy not in POLICIES:
@@ -98,9 +102,11 @@ class Schedule:
                 f"missed_fire_policy: must be 'coalesce' or 'catch_up', got {_short(self.missed_fire_policy)}"
             )
         for fname in ("max_lateness", "expect_success_within"):
-            object.__setattr__(self, fname, check_seconds(fname, getattr(self, fname)))
+            value = getattr(self, fname)
+            if value is not None:
+                object.__setattr__(self, fname, check_seconds(fname, value))
         for fname in ("max_consecutive_failures", "pause_after_failures"):
-            object.__setattr__(self, fname, check_count(fname, getattr(self, fname)))
+            check_count(fname, getattr(self, fname))
         self._check_what_fires()
 
     def _check_what_fires(self) -> None:
@@ -244,6 +250,8 @@ def check_count(fname: str, value: object) -> int | None:
 
 
 def _check_text(fname: str, value: object) -> None:
+    if type(value) is str and 0 < len(value) <= 200 and value.isascii() and value.isprintable():
+        return  # plain ASCII (no control character, no surrogate): the common case, 1M times
     if not isinstance(value, str):
         raise ValidationError(f"{fname}: expected a string, got {_short(value)}")
     if not 1 <= len(value) <= 200:
@@ -267,6 +275,14 @@ def _check_json_object(fname: str, value: object) -> None:
         raise ValidationError(f"{fname}: must be a JSON object (dict), got {_short(value)}")
     if not value:
         return  # {} (the default args and metadata): nothing to encode, 100k times at startup
+    size = _plain_json_size(value, 0)  # one pass for plain values (1M registrations)
+    if size is None:  # anything unusual: the careful checks below, which name the fault
+        size = _checked_json_size(fname, value)
+    if size > JSON_MAX_BYTES:
+        raise ValidationError(f"{fname}: at most {JSON_MAX_BYTES} bytes as JSON, got {size} bytes")
+
+
+def _checked_json_size(fname: str, value: object) -> int:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -274,9 +290,66 @@ def _check_json_object(fname: str, value: object) -> None:
     except RecursionError:
         raise ValidationError(f"{fname}: nested too deeply to store as JSON") from None
     _check_json_members(fname, value)
-    size = _stored_json_size(value)
-    if size > JSON_MAX_BYTES:
-        raise ValidationError(f"{fname}: at most {JSON_MAX_BYTES} bytes as JSON, got {size} bytes")
+    return _stored_json_size(value)
+
+
+# What Python's JSON encoder (and Postgres' jsonb output) escapes in a string.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+_PLAIN_DEPTH = 64
+_PLAIN_INT = 10**300  # longer ints: the careful path (int -> str has a limit)
+
+
+def _plain_json_size(value: object, depth: int) -> int | None:
+    """`_stored_json_size` of a value built of exact dicts with str keys, lists, tuples,
+    strings without escapes, ints, plain floats, booleans and None, checked on the way;
+    None for anything else (a subclass, an escape, NUL, a lone surrogate, NaN, a float
+    printed with an exponent, deep nesting), which `_checked_json_size` then judges. Equal
+    to it wherever it answers (tests/engine/test_registration.py)."""
+    kind = type(value)
+    if kind is str:
+        return _plain_text_size(value)  # type: ignore[arg-type]
+    if kind is bool:
+        return 4 if value else 5
+    if kind is int:
+        return len(str(value)) if -_PLAIN_INT < value < _PLAIN_INT else None  # type: ignore[operator]
+    if value is None:
+        return 4
+    if kind is float:
+        text = repr(value)
+        return len(text) if "e" not in text and "n" not in text else None  # 1e+16, inf, nan
+    if depth >= _PLAIN_DEPTH:
+        return None
+    if kind is dict:
+        total = 2 + 2 * max(0, len(value) - 1)  # type: ignore[arg-type]
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return None
+            key_size = _plain_text_size(key)
+            item_size = _plain_json_size(item, depth + 1)
+            if key_size is None or item_size is None:
+                return None
+            total += key_size + 2 + item_size
+        return total
+    if kind is list or kind is tuple:
+        total = 2 + 2 * max(0, len(value) - 1)  # type: ignore[arg-type]
+        for item in value:  # type: ignore[attr-defined]
+            item_size = _plain_json_size(item, depth + 1)
+            if item_size is None:
+                return None
+            total += item_size
+        return total
+    return None
+
+
+def _plain_text_size(text: str) -> int | None:
+    if _ESCAPED.search(text):
+        return None
+    if text.isascii():
+        return len(text) + 2
+    try:
+        return len(text.encode("utf-8")) + 2
+    except UnicodeEncodeError:
+        return None
 
 
 def _stored_json_size(value: object) -> int:
