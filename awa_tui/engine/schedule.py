@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from operator import attrgetter
 from typing import Any
 
@@ -93,8 +94,7 @@ class Schedule:
             raise ValidationError(f"tags: at most 20 tags, got {len(self.tags)}")
         for tag in self.tags:
             _check_text("tags", tag)
-        if type(self.tags) is not tuple:
-            object.__setattr__(self, "tags", tuple(self.tags))
+        object.__setattr__(self, "tags", _shared_tags(tuple(self.tags)))
         _check_json_object("args", self.args)
         _check_json_object("metadata", self.metadata)
         if self.missed_fire_policy not in POLICIES:
@@ -203,6 +203,12 @@ class Schedule:
         for fname in DEFINITION_INSTANTS:
             out[fname] = instant_text(out[fname])
         return out
+
+
+@lru_cache(maxsize=4096)
+def _shared_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per distinct tag list: a million schedules tagged alike share it."""
+    return tags
 
 
 def instant_text(value: datetime | None) -> str | None:

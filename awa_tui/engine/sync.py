@@ -13,6 +13,7 @@ in the steady state is none: one small query, nothing written.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from awa_tui.engine.schedule import Schedule, instant_text
 
 # Rows per statement: bounds the payload (a million schedules are 40 statements of ~4 MB).
 CHUNK = 25_000
+AHEAD = 4  # chunks sent before waiting for the database to catch up
 
 
 def _positional(alias: str) -> str:
@@ -96,6 +98,11 @@ SELECT count(*) FILTER (WHERE inserted) AS inserted, count(*) FILTER (WHERE NOT 
 FROM written
 """
 
+LOOKUP_BY_KEY_SQL = """
+SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+       set_config('enable_seqscan', 'off', true)
+"""
+
 _ROW = attrgetter(KEY, *DEFINITION)  # one C call per schedule
 _NAME = attrgetter(KEY)
 
@@ -119,20 +126,28 @@ def chunks(schedules: Iterable[Schedule]) -> Iterable[list[Schedule]]:
 
 def sync_schedules(conn: psycopg.Connection[Any], schedules: Iterable[Schedule]) -> dict[str, int]:
     """UPSERT every schedule (a full compare); returns how many rows were inserted and updated."""
-    total = {"inserted": 0, "updated": 0}
+    parts = chunks(schedules)
+    first = next(parts, None)
+    if first is None:
+        return {"inserted": 0, "updated": 0}
     with conn.transaction():
-        declared = False
-        for part in chunks(schedules):
-            if not declared:
-                # A changed definition of an existing row is audited by the database under
-                # this label; a first registration is not (nothing existed to change).
-                declare_actor(conn, SYNC_LABEL, "sync_definition")
-                declared = True
-            row = conn.execute(UPSERT_SQL, {"rows": rows_json(part)}).fetchone()  # type: ignore[arg-type]
-            assert row is not None
-            total["inserted"] += row["inserted"]
-            total["updated"] += row["updated"]
-    return total
+        # A changed definition of an existing row is audited by the database under this
+        # label; a first registration is not (nothing existed to change).
+        declare_actor(conn, SYNC_LABEL, "sync_definition")
+        # Each input name is looked up by the primary key. The table's statistics are those
+        # of before this transaction: after the first chunks of a first sync the planner
+        # would still hash (or scan) a table it believes empty, for every later chunk.
+        conn.execute(LOOKUP_BY_KEY_SQL)
+        # Pipelined: the database writes one chunk while the next is encoded here.
+        # At most AHEAD chunks are waiting, so their payloads never pile up in memory.
+        cursors = []
+        with conn.pipeline() as pipeline:
+            for k, part in enumerate(itertools.chain([first], parts), start=1):
+                cursors.append(conn.execute(UPSERT_SQL, {"rows": rows_json(part)}))  # type: ignore[arg-type]
+                if k % AHEAD == 0:
+                    pipeline.sync()
+        rows = [cur.fetchone() for cur in cursors]
+    return {"inserted": sum(r["inserted"] for r in rows if r), "updated": sum(r["updated"] for r in rows if r)}
 
 
 # --- the steady state (S51) ---------------------------------------------------------------
