@@ -78,9 +78,10 @@ class Schedule:
                      self.cron_written or self.cron_expr)
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
-        if isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4:
+        if not (type(self.priority) is int and 1 <= self.priority <= 4) and (  # the common case first
+                isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4):
             raise ValidationError(f"priority: must be an integer 1..4, got {_short(self.priority)}")
-        if (
+        if not (type(self.max_attempts) is int and 1 <= self.max_attempts <= 1000) and (
             isinstance(self.max_attempts, bool)
             or not isinstance(self.max_attempts, int)
             or not 1 <= self.max_attempts <= 1000
@@ -101,13 +102,15 @@ class Schedule:
             raise ValidationError(
                 f"missed_fire_policy: must be 'coalesce' or 'catch_up', got {_short(self.missed_fire_policy)}"
             )
-        for fname in ("max_lateness", "expect_success_within"):
-            value = getattr(self, fname)
-            if value is not None:
-                object.__setattr__(self, fname, check_seconds(fname, value))
-        for fname in ("max_consecutive_failures", "pause_after_failures"):
-            check_count(fname, getattr(self, fname))
-        self._check_what_fires()
+        if self.max_lateness is not None:
+            object.__setattr__(self, "max_lateness", check_seconds("max_lateness", self.max_lateness))
+        if self.expect_success_within is not None:
+            object.__setattr__(self, "expect_success_within",
+                               check_seconds("expect_success_within", self.expect_success_within))
+        check_count("max_consecutive_failures", self.max_consecutive_failures)
+        check_count("pause_after_failures", self.pause_after_failures)
+        if (self.overlap, self.start_at, self.end_at, self.max_fires) != ("allow", None, None, None):
+            self._check_what_fires()
 
     def _check_what_fires(self) -> None:
         """Overlap policy and bounds (v009), refused with one line naming the value."""
