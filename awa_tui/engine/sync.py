@@ -100,7 +100,10 @@ FROM written
 
 LOOKUP_BY_KEY_SQL = """
 SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-       set_config('enable_seqscan', 'off', true)
+       set_config('enable_seqscan', 'off', true),
+       -- A chunk's parsed input and its name sort (~4 MB each) spill to temporary files
+       -- at the default 4 MB: written and read back 40 times in a first sync of 1M.
+       set_config('work_mem', '32MB', true)
 """
 
 _ROW = attrgetter(KEY, *DEFINITION)  # one C call per schedule

@@ -4,13 +4,15 @@ careful measure wherever it answers, and hands everything unusual to the careful
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule, _plain_json_size, _stored_json_size
+from awa_tui.engine.schedule import _FIELDS, Schedule, _plain_json_size, _stored_json_size
 
 
 class _Str(str):
@@ -67,3 +69,24 @@ def test_a_schedule_has_no_instance_dict_and_shares_equal_tags() -> None:
     assert not hasattr(a, "__dict__")
     assert a.tags is b.tags == ("x", "y")
     assert sys.getsizeof(a) < 300
+
+
+def test_build_fills_every_field_as_the_constructor_does() -> None:
+    # build assigns the fields positionally in _FIELDS order, bypassing __init__.
+    assert _FIELDS == tuple(f.name for f in dataclasses.fields(Schedule))
+    built = Schedule.build("n", "H 3 * * *", "k", {"a": [1, "x"]}, timezone="Europe/Berlin", queue="q",
+                           priority=3, max_attempts=7, tags=["t"], metadata={"m": True},
+                           missed_fire_policy="catch_up", max_lateness=90, expect_success_within=30,
+                           max_consecutive_failures=2, pause_after_failures=4, overlap="skip",
+                           start_at=datetime(2026, 1, 1, tzinfo=UTC), max_fires=5, jitter=timedelta(seconds=2))
+    assert built == Schedule(
+        name="n", cron_expr=built.cron_expr, kind="k", args={"a": [1, "x"]}, timezone="Europe/Berlin",
+        queue="q", priority=3, max_attempts=7, tags=("t",), metadata={"m": True}, missed_fire_policy="catch_up",
+        max_lateness=90, expect_success_within=30, max_consecutive_failures=2, pause_after_failures=4,
+        overlap="skip", start_at=datetime(2026, 1, 1, tzinfo=UTC), max_fires=5, cron_written="H 3 * * *",
+        jitter_ms=2000,
+    )
+    assert built.cron_written == "H 3 * * *" and built.cron_expr.endswith(" 3 * * *") and "H" not in built.cron_expr
+    with pytest.raises(ValidationError) as caught:
+        Schedule.build("n", "* * * * *", "k", priority=9)
+    assert str(caught.value) == "priority: must be an integer 1..4, got 9"
