@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from awa_tui.engine.columns import DEFINITION, DEFINITION_INSTANTS, KEY
-from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron
+from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron, parse_cron, parse_timezone
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
@@ -75,9 +75,11 @@ class Schedule:
                 f"name: must not contain bidi controls or zero-width characters: {_short(self.name)}"
             )
         self._resolve_spread()
-        cron = compile_cron(self.cron_expr, self.timezone)
-        check_jitter(self.jitter_ms, cron.spec.croniter_expr, cron.spec.has_seconds,
-                     self.cron_written or self.cron_expr)
+        # compile_cron's checks (expression, then zone), without building the expression.
+        spec = parse_cron(self.cron_expr)
+        parse_timezone(self.timezone)
+        if type(self.jitter_ms) is not int or self.jitter_ms:  # 0, the common case, is valid
+            check_jitter(self.jitter_ms, spec.croniter_expr, spec.has_seconds, self.cron_written or self.cron_expr)
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
         if not (type(self.priority) is int and 1 <= self.priority <= 4) and (  # the common case first
