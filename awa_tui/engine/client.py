@@ -69,7 +69,7 @@ from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.runtime.loops import Runtime
 from awa_tui.engine.runtime.passes import RecentPasses
 from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seconds
-from awa_tui.engine.sync import sync_schedules
+from awa_tui.engine.sync import SyncTracker, sync_schedules
 from awa_tui.filters import Filter
 from awa_tui.printable import printable_logger
 
@@ -157,6 +157,8 @@ class Client:
         self.application_name = application_name
         self.db = ConnectionSource(resolved, application_name, read_only=read_only)
         self._schedules: dict[str, Schedule] = {}
+        self._generation = 0  # bumped by periodic(): the registry changed since the last sync
+        self.sync_tracker = SyncTracker()  # what the next sync must compare (S51)
         self.handlers: dict[str, worker.Handler] = {}
         self.identity = reporter.RuntimeIdentity(
             version=package_version(),
@@ -191,6 +193,7 @@ class Client:
         if schedule.name in self._schedules:
             raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
         self._schedules[schedule.name] = schedule
+        self._generation += 1
         self._manifest = None
         return schedule
 
@@ -224,12 +227,16 @@ class Client:
 
     def sync(self) -> dict[str, int]:
         """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
-        insert its new names owned by its owner and fail on a foreign-owned name (S23)."""
+        insert its new names owned by its owner and fail on a foreign-owned name (S23).
+        After the first, a sync compares only what changed since (S51)."""
         ops.require_writable(self.read_only, "sync")
+        owner = self.owner
+        write: Callable[[Any, Sequence[Schedule]], dict[str, int]] = sync_schedules
+        if self.authoritative and owner:
+            def write(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
+                return sync_declared(conn, owner, schedules)
         with self.db.connection() as conn:
-            if self.authoritative and self.owner:
-                return sync_declared(conn, self.owner, self.schedules)
-            return sync_schedules(conn, self.schedules)
+            return self.sync_tracker.sync(conn, self._schedules, self._generation, write)
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""

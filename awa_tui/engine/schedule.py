@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 from awa_tui.engine.columns import DEFINITION, DEFINITION_INSTANTS, KEY
-from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron
+from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron, parse_cron, parse_timezone
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
@@ -32,9 +35,12 @@ _LOOKALIKE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\uf
 JSON_MAX_BYTES = 256 * 1024  # args and metadata, as Postgres prints them (jsonb::text)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Schedule:
-    """One periodic schedule, validated at construction (S1, S2)."""
+    """One periodic schedule, validated at construction (S1, S2).
+
+    Slotted: a process may register a million of these (issue 18), and a __dict__ per
+    instance would be most of its memory."""
 
     name: str
     cron_expr: str
@@ -69,14 +75,17 @@ class Schedule:
                 f"name: must not contain bidi controls or zero-width characters: {_short(self.name)}"
             )
         self._resolve_spread()
-        cron = compile_cron(self.cron_expr, self.timezone)
-        check_jitter(self.jitter_ms, cron.spec.croniter_expr, cron.spec.has_seconds,
-                     self.cron_written or self.cron_expr)
+        # compile_cron's checks (expression, then zone), without building the expression.
+        spec = parse_cron(self.cron_expr)
+        parse_timezone(self.timezone)
+        if type(self.jitter_ms) is not int or self.jitter_ms:  # 0, the common case, is valid
+            check_jitter(self.jitter_ms, spec.croniter_expr, spec.has_seconds, self.cron_written or self.cron_expr)
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
-        if isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4:
+        if not (type(self.priority) is int and 1 <= self.priority <= 4) and (  # the common case first
+                isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4):
             raise ValidationError(f"priority: must be an integer 1..4, got {_short(self.priority)}")
-        if (
+        if not (type(self.max_attempts) is int and 1 <= self.max_attempts <= 1000) and (
             isinstance(self.max_attempts, bool)
             or not isinstance(self.max_attempts, int)
             or not 1 <= self.max_attempts <= 1000
@@ -90,18 +99,22 @@ class Schedule:
             raise ValidationError(f"tags: at most 20 tags, got {len(self.tags)}")
         for tag in self.tags:
             _check_text("tags", tag)
-        object.__setattr__(self, "tags", tuple(self.tags))
+        object.__setattr__(self, "tags", _shared_tags(tuple(self.tags)))
         _check_json_object("args", self.args)
         _check_json_object("metadata", self.metadata)
         if self.missed_fire_policy not in POLICIES:
             raise ValidationError(
                 f"missed_fire_policy: must be 'coalesce' or 'catch_up', got {_short(self.missed_fire_policy)}"
             )
-        for fname in ("max_lateness", "expect_success_within"):
-            object.__setattr__(self, fname, check_seconds(fname, getattr(self, fname)))
-        for fname in ("max_consecutive_failures", "pause_after_failures"):
-            object.__setattr__(self, fname, check_count(fname, getattr(self, fname)))
-        self._check_what_fires()
+        if self.max_lateness is not None:
+            object.__setattr__(self, "max_lateness", check_seconds("max_lateness", self.max_lateness))
+        if self.expect_success_within is not None:
+            object.__setattr__(self, "expect_success_within",
+                               check_seconds("expect_success_within", self.expect_success_within))
+        check_count("max_consecutive_failures", self.max_consecutive_failures)
+        check_count("pause_after_failures", self.pause_after_failures)
+        if (self.overlap, self.start_at, self.end_at, self.max_fires) != ("allow", None, None, None):
+            self._check_what_fires()
 
     def _check_what_fires(self) -> None:
         """Overlap policy and bounds (v009), refused with one line naming the value."""
@@ -166,29 +179,21 @@ class Schedule:
         max_fires: int | None = None,
         jitter: Any = None,
     ) -> Schedule:
-        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16)."""
-        return cls(
-            name=name,
-            cron_expr=cron_expr,
-            kind=kind,
-            args={} if args is None else args,
-            timezone=timezone,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            tags=tuple(tags) if isinstance(tags, (list, tuple)) else tags,  # type: ignore[arg-type]
-            metadata={} if metadata is None else metadata,
-            missed_fire_policy=missed_fire_policy,
-            max_lateness=max_lateness,  # type: ignore[arg-type]  # normalised to seconds
-            expect_success_within=expect_success_within,  # type: ignore[arg-type]
-            max_consecutive_failures=max_consecutive_failures,
-            pause_after_failures=pause_after_failures,
-            overlap=overlap,
-            start_at=start_at,
-            end_at=end_at,
-            max_fires=max_fires,
-            jitter_ms=jitter_ms_of(jitter),
-        )
+        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16).
+
+        Filled as the generated __init__ would, every field given in field order, without
+        its 22 frozen-bypass assignments in Python (half of a registration's time, 1M
+        times): one C-level pass, then the same __post_init__ validation."""
+        schedule = object.__new__(cls)
+        _fill(map(_assign, repeat(schedule), _FIELDS, (
+            name, cron_expr, kind, {} if args is None else args, timezone, queue, priority, max_attempts,
+            tuple(tags) if isinstance(tags, (list, tuple)) else tags,
+            {} if metadata is None else metadata, missed_fire_policy, max_lateness, expect_success_within,
+            max_consecutive_failures, pause_after_failures, overlap, start_at, end_at, max_fires,
+            None, jitter_ms_of(jitter),  # cron_written: resolved from cron_expr by __post_init__
+        )))
+        schedule.__post_init__()
+        return schedule
 
     def definition(self) -> dict[str, Any]:
         """The definition columns, canonical (used for sync and manifests)."""
@@ -199,9 +204,24 @@ class Schedule:
         return out
 
 
+@lru_cache(maxsize=4096)
+def _shared_tags(tags: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per distinct tag list: a million schedules tagged alike share it."""
+    return tags
+
+
 def instant_text(value: datetime | None) -> str | None:
     """A definition instant as JSON carries it; the same text as awa.instant_text (v009)."""
     return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+# Schedule.build's field order (tests/engine/test_registration.py checks it against fields()).
+_FIELDS = (KEY, "cron_expr", "kind", "args", "timezone", "queue", "priority", "max_attempts", "tags",
+           "metadata", "missed_fire_policy", "max_lateness", "expect_success_within",
+           "max_consecutive_failures", "pause_after_failures", "overlap", "start_at", "end_at",
+           "max_fires", "cron_written", "jitter_ms")
+_assign = object.__setattr__  # past the frozen __setattr__, as the generated __init__ does
+_fill = deque(maxlen=0).extend  # runs an iterator to its end in C
 
 
 # Schedule's fields are named like the columns they are stored in (one registry).
@@ -244,6 +264,8 @@ def check_count(fname: str, value: object) -> int | None:
 
 
 def _check_text(fname: str, value: object) -> None:
+    if type(value) is str and 0 < len(value) <= 200 and value.isascii() and value.isprintable():
+        return  # plain ASCII (no control character, no surrogate): the common case, 1M times
     if not isinstance(value, str):
         raise ValidationError(f"{fname}: expected a string, got {_short(value)}")
     if not 1 <= len(value) <= 200:
@@ -267,6 +289,14 @@ def _check_json_object(fname: str, value: object) -> None:
         raise ValidationError(f"{fname}: must be a JSON object (dict), got {_short(value)}")
     if not value:
         return  # {} (the default args and metadata): nothing to encode, 100k times at startup
+    size = _plain_json_size(value, 0)  # one pass for plain values (1M registrations)
+    if size is None:  # anything unusual: the careful checks below, which name the fault
+        size = _checked_json_size(fname, value)
+    if size > JSON_MAX_BYTES:
+        raise ValidationError(f"{fname}: at most {JSON_MAX_BYTES} bytes as JSON, got {size} bytes")
+
+
+def _checked_json_size(fname: str, value: object) -> int:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -274,9 +304,66 @@ def _check_json_object(fname: str, value: object) -> None:
     except RecursionError:
         raise ValidationError(f"{fname}: nested too deeply to store as JSON") from None
     _check_json_members(fname, value)
-    size = _stored_json_size(value)
-    if size > JSON_MAX_BYTES:
-        raise ValidationError(f"{fname}: at most {JSON_MAX_BYTES} bytes as JSON, got {size} bytes")
+    return _stored_json_size(value)
+
+
+# What Python's JSON encoder (and Postgres' jsonb output) escapes in a string.
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+_PLAIN_DEPTH = 64
+_PLAIN_INT = 10**300  # longer ints: the careful path (int -> str has a limit)
+
+
+def _plain_json_size(value: object, depth: int) -> int | None:
+    """`_stored_json_size` of a value built of exact dicts with str keys, lists, tuples,
+    strings without escapes, ints, plain floats, booleans and None, checked on the way;
+    None for anything else (a subclass, an escape, NUL, a lone surrogate, NaN, a float
+    printed with an exponent, deep nesting), which `_checked_json_size` then judges. Equal
+    to it wherever it answers (tests/engine/test_registration.py)."""
+    kind = type(value)
+    if kind is str:
+        return _plain_text_size(value)  # type: ignore[arg-type]
+    if kind is bool:
+        return 4 if value else 5
+    if kind is int:
+        return len(str(value)) if -_PLAIN_INT < value < _PLAIN_INT else None  # type: ignore[operator]
+    if value is None:
+        return 4
+    if kind is float:
+        text = repr(value)
+        return len(text) if "e" not in text and "n" not in text else None  # 1e+16, inf, nan
+    if depth >= _PLAIN_DEPTH:
+        return None
+    if kind is dict:
+        total = 2 + 2 * max(0, len(value) - 1)  # type: ignore[arg-type]
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return None
+            key_size = _plain_text_size(key)
+            item_size = _plain_json_size(item, depth + 1)
+            if key_size is None or item_size is None:
+                return None
+            total += key_size + 2 + item_size
+        return total
+    if kind is list or kind is tuple:
+        total = 2 + 2 * max(0, len(value) - 1)  # type: ignore[arg-type]
+        for item in value:  # type: ignore[attr-defined]
+            item_size = _plain_json_size(item, depth + 1)
+            if item_size is None:
+                return None
+            total += item_size
+        return total
+    return None
+
+
+def _plain_text_size(text: str) -> int | None:
+    if _ESCAPED.search(text):
+        return None
+    if text.isascii():
+        return len(text) + 2
+    try:
+        return len(text.encode("utf-8")) + 2
+    except UnicodeEncodeError:
+        return None
 
 
 def _stored_json_size(value: object) -> int:

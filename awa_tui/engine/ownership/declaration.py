@@ -17,14 +17,17 @@ from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict
 from awa_tui.engine.schedule import Schedule
-from awa_tui.engine.sync import INPUT_CTE, rows_json
+from awa_tui.engine.sync import INPUT_CTE, chunks, rows_json
 
 INSERT_OWNED_SQL = f"""
-WITH {INPUT_CTE}
-INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner)
-SELECT name, {listed(DEFINITION)}, %(owner)s FROM input ORDER BY name
-ON CONFLICT (name) DO NOTHING
-RETURNING name
+WITH {INPUT_CTE},
+written AS (
+    INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner)
+    SELECT name, {listed(DEFINITION)}, %(owner)s FROM input ORDER BY name
+    ON CONFLICT (name) DO NOTHING
+    RETURNING name
+)
+SELECT count(*) AS n FROM written
 """
 
 FOREIGN_SQL = """
@@ -40,17 +43,17 @@ def sync_declared(conn: psycopg.Connection[Any], owner: str, schedules: Iterable
     Runs under the protocol lock so that it serialises with adopt/transfer (S32). Raises
     Conflict (and writes nothing) when a declared name belongs to another owner.
     """
-    schedules = list(schedules)
-    names = [s.name for s in schedules]
+    inserted = 0
+    foreign: list[dict[str, Any]] = []
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
         conn.execute("INSERT INTO awa.owners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (owner,))
-        inserted = []
-        if schedules:
-            inserted = conn.execute(
-                INSERT_OWNED_SQL, {"rows": rows_json(schedules), "owner": owner}  # type: ignore[arg-type]
-            ).fetchall()
-        foreign = conn.execute(FOREIGN_SQL, {"names": names, "owner": owner}).fetchall()
+        for part in chunks(schedules):  # name order, a bounded payload per statement
+            row = conn.execute(
+                INSERT_OWNED_SQL, {"rows": rows_json(part), "owner": owner}  # type: ignore[arg-type]
+            ).fetchone()
+            inserted += row["n"] if row else 0
+            foreign += conn.execute(FOREIGN_SQL, {"names": [s.name for s in part], "owner": owner}).fetchall()
         if foreign:
             first = foreign[0]
             more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
@@ -58,4 +61,4 @@ def sync_declared(conn: psycopg.Connection[Any], owner: str, schedules: Iterable
                 f"schedule {first['name']!r} is owned by {first['owner']!r}, but this runtime declares it for "
                 f"owner {owner!r}{more}; transfer it with `awa-tui cron transfer` or rename it"
             )
-    return {"inserted": len(inserted), "updated": 0}
+    return {"inserted": inserted, "updated": 0}
