@@ -158,7 +158,7 @@ class Client:
         self.db = ConnectionSource(resolved, application_name, read_only=read_only)
         self._schedules: dict[str, Schedule] = {}
         self._generation = 0  # bumped by periodic(): the registry changed since the last sync
-        self.sync_tracker = SyncTracker()  # what the next sync must compare (S51)
+        self.sync_tracker = SyncTracker()  # what the next sync must compare (S50)
         self.handlers: dict[str, worker.Handler] = {}
         self.identity = reporter.RuntimeIdentity(
             version=package_version(),
@@ -228,7 +228,7 @@ class Client:
     def sync(self) -> dict[str, int]:
         """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
         insert its new names owned by its owner and fail on a foreign-owned name (S23).
-        After the first, a sync compares only what changed since (S51)."""
+        After the first, a sync compares only what changed since (S50)."""
         ops.require_writable(self.read_only, "sync")
         owner = self.owner
         write: Callable[[Any, Sequence[Schedule]], dict[str, int]] = sync_schedules

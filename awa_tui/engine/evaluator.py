@@ -2,7 +2,7 @@
 
 A pass reads DB time once (S9), fetches only rows whose stored `next_fire_at` hint is due
 (one indexed probe when idle, S10) and the rows without a hint that are due or that SQL
-does not decide (found by group, engine/hints.py, S52), computes fires in Python, then
+does not decide (found by group, engine/hints.py, S51), computes fires in Python, then
 CAS-marks and inserts jobs for a whole chunk of schedules in one statement. The other
 rows without a hint get theirs set-based, in bounded chunks, after the fires.
 """
@@ -58,7 +58,7 @@ DUE_COLUMNS = (
 )
 
 # The rows with a hint that is due: one probe of cron_jobs_due_idx (S10). Rows without a
-# hint are found by group (engine/hints.py, S52): UNHINTED_SQL.
+# hint are found by group (engine/hints.py, S51): UNHINTED_SQL.
 DUE_SQL = f"""
 SELECT {DUE_COLUMNS}
 FROM awa.cron_jobs c
@@ -218,7 +218,7 @@ class PassResult:
 
 def due_schedules(conn: psycopg.Connection[Any], now: datetime, groups: Groups | None = None) -> list[dict[str, Any]]:
     """The rows the Python path plans at `now`: hints that are due, and the rows without a
-    hint that their group does not decide (S52)."""
+    hint that their group does not decide (S51)."""
     rows = conn.execute(DUE_SQL, {"now": now}).fetchall()
     if groups is None:
         groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
@@ -491,7 +491,7 @@ def evaluate(
 
 
 def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float) -> int:
-    """S52: hints of the rows no instant is due for, set-based, after the pass's fires.
+    """S51: hints of the rows no instant is due for, set-based, after the pass's fires.
     Small chunks, one more only while the pass has twice the last one's time left in its
     budget (so it does not run into the next second's pass; a chunk's cost per row varies
     tenfold on a busy machine, so none is sized from the last); one chunk at least, so

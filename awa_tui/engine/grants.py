@@ -67,7 +67,7 @@ WRITES: dict[str, dict[str, str]] = {
         "operator": f"INSERT, UPDATE ({', '.join(OWNER_BOOKKEEPING_COLUMNS)})",
     },
     "leader_terms": {},  # written by the lease's trigger (SECURITY DEFINER) only
-    # The sync notes (S51, v013): written by their triggers and awa.prune_cron_jobs_changes
+    # The sync notes (S50, v012): written by their triggers and awa.prune_cron_jobs_changes
     # (SECURITY DEFINER) only; read by every role's probe.
     "cron_jobs_changes": {},
     "cron_jobs_changes_pruned": {},

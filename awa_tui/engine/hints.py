@@ -1,10 +1,10 @@
-"""Rows without a next-fire hint, decided by group (S52).
+"""Rows without a next-fire hint, decided by group (S51).
 
 A fresh registration (or a hand edit of many expressions) leaves `next_fire_at` NULL on
 every row it touched. Computing each row's hint in Python is linear in the schedule count
 (~20-60 s at a million), and it used to sit on the critical path of every pass until the
 hints were written. Instead, rows without a hint are grouped by (cron_expr, timezone)
-(a loose scan of cron_jobs_unhinted_idx, v015), and per group Python computes, once:
+(a loose scan of cron_jobs_unhinted_idx, v013), and per group Python computes, once:
 
 - L, the latest instant <= now, and N, the next instant after now (engine/cron, cached
   while they hold: for any `now` in [L, N) they are the same).
@@ -34,7 +34,7 @@ from awa_tui.engine.pg_arrays import array_literal as _array
 from awa_tui.engine.schedule import POLICIES
 
 UNHINTED = "c.next_fire_at IS NULL AND c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL"
-# The predicate of cron_jobs_unhinted_bounded_idx (v015), word for word, so the planner
+# The predicate of cron_jobs_unhinted_bounded_idx (v013), word for word, so the planner
 # matches it: rows whose hint SQL does not derive.
 BOUNDED = ("(c.start_at IS NOT NULL OR c.end_at IS NOT NULL OR c.max_fires IS NOT NULL "
            f"OR c.missed_fire_policy NOT IN ({', '.join(repr(p) for p in POLICIES)}))")
@@ -91,7 +91,7 @@ def _per_group(columns: str, where: str, groups: str = "g", limit: str = "") -> 
 def unhinted_rows_sql(columns: str) -> str:
     """Rows without a hint that the Python path plans this pass: due (C < L) or dated after
     now in a group, every row of a broken group, every bounded row. Each branch is a range
-    of one of the v015 indexes; `lookback` moves created_at onto the candidate's scale."""
+    of one of the v013 indexes; `lookback` moves created_at onto the candidate's scale."""
     return f"""
 {_per_group(columns, "c.last_enqueued_at < g.latest", _source("due_fired"))}
 UNION ALL

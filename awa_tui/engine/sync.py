@@ -1,13 +1,13 @@
-"""Additive sync of registered schedules into awa.cron_jobs (S5), and its steady state (S51).
+"""Additive sync of registered schedules into awa.cron_jobs (S5), and its steady state (S50).
 
 A compare UPSERTs the given schedules in name order, in statements of CHUNK rows (one
 transaction): a row is rewritten only when its definition differs, so a compare of an
 unchanged registry writes nothing; owned and retired rows are left alone (reconciliation
 alone updates owned definitions, S25; tombstones survive, S27).
 
-`SyncTracker` decides what a runtime's sync compares (S51): everything the first time and
+`SyncTracker` decides what a runtime's sync compares (S50): everything the first time and
 whenever its registry changed; otherwise only the names the database noted as changed
-(migration v013) since the snapshot in which it last found the table in agreement, which
+(migration v012) since the snapshot in which it last found the table in agreement, which
 in the steady state is none: one small query, nothing written.
 """
 
@@ -153,7 +153,7 @@ def sync_schedules(conn: psycopg.Connection[Any], schedules: Iterable[Schedule])
     return {"inserted": sum(r["inserted"] for r in rows if r), "updated": sum(r["updated"] for r in rows if r)}
 
 
-# --- the steady state (S51) ---------------------------------------------------------------
+# --- the steady state (S50) ---------------------------------------------------------------
 
 Writer = Callable[[psycopg.Connection[Any], Sequence[Schedule]], dict[str, int]]
 
@@ -207,7 +207,7 @@ class SyncOutcome:
 
 
 class SyncTracker:
-    """The steady-state memory of one Client's syncs (S51)."""
+    """The steady-state memory of one Client's syncs (S50)."""
 
     def __init__(self) -> None:
         self.seen: Seen | None = None

@@ -1,4 +1,4 @@
-"""Fresh start: a runtime's first passes over N schedules that have no hint yet (S52).
+"""Fresh start: a runtime's first passes over N schedules that have no hint yet (S51).
 
 N rows are seeded as a fresh registration leaves them (next_fire_at and last_enqueued_at
 NULL, created_at = the instant the runtime is spawned), in a realistic mix: 1% every

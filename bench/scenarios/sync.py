@@ -4,7 +4,7 @@
   table (target: < 5 s for 100k together, < 60 s for 1M), then sync again with nothing
   changed: it must write nothing (no new row version, no row lock: the (ctid, xmin, xmax)
   digest is unchanged) and we report its time, its process CPU (target < 10 s: a sync
-  runs every 60 s), what it compared (S51: nothing) and WAL bytes; and the process's RSS
+  runs every 60 s), what it compared (S50: nothing) and WAL bytes; and the process's RSS
   (VmRSS) after registering and syncing (target < 1 GB at 1M; it includes the bench's own).
 - both engines from a cold start on an empty database with N `* * * * *` schedules, each
   as a fresh subprocess (awa-tui through its own CLI, `python -m awa_tui run`; awa-pg

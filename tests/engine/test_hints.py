@@ -1,4 +1,4 @@
-"""S52: rows without a next-fire hint are decided by group (cron_expr, timezone): due ones
+"""S51: rows without a next-fire hint are decided by group (cron_expr, timezone): due ones
 fire through the Python path in the same pass, the others get their hint set-based."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""S51: the steady sync. After a runtime's first sync, a sync compares only the names the
-database noted as changed (migration v013) since it last found the table in agreement; in
+"""S50: the steady sync. After a runtime's first sync, a sync compares only the names the
+database noted as changed (migration v012) since it last found the table in agreement; in
 the steady state that is none, and it writes nothing at all. Whatever a full compare would
 put back (a removed row, a hand edit), the next sync still puts back."""
 

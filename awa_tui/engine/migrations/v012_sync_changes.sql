@@ -1,5 +1,5 @@
--- v013: a note of every change to what sync compares, so that a steady sync is one small
--- query instead of a compare of every registered definition (S51, issue 18).
+-- v012: a note of every change to what sync compares, so that a steady sync is one small
+-- query instead of a compare of every registered definition (S50, issue 18).
 --
 -- A runtime remembers the snapshot in which it last found awa.cron_jobs in agreement with
 -- its registry. Its next sync asks which names were noted by a transaction that snapshot

@@ -1,4 +1,4 @@
--- v015: rows without a next-fire hint, found by group (S52).
+-- v013: rows without a next-fire hint, found by group (S51).
 --
 -- A fresh registration leaves every row's hint NULL. The evaluator no longer computes
 -- those hints row by row in Python: it groups the rows by (cron_expr, timezone), computes
