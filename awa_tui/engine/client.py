@@ -246,9 +246,9 @@ class Client:
             result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
             took = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.observe_pass(took, result.examined)
+            self.metrics.observe_pass(took, result.examined + result.hinted)
         self.last_pass = result
-        self.recent_passes.record(result.now, took, result.examined, result.fired, len(result.errors))
+        self.recent_passes.record(result.now, took, result.examined + result.hinted, result.fired, len(result.errors))
         for callback in self.on_pass:
             callback(result)
         return result

@@ -204,7 +204,8 @@ class FiredJob:
 @dataclass
 class PassResult:
     now: datetime
-    examined: int = 0
+    examined: int = 0  # rows planned in Python (due, or not decided by their group)
+    hinted: int = 0  # rows without a hint that got theirs set-based (S51)
     planned: int = 0
     jobs: list[FiredJob] = field(default_factory=list)
     lost_races: int = 0  # schedules whose CAS matched nothing (fired elsewhere, paused...)
@@ -485,7 +486,7 @@ def evaluate(
         sender.close()
     _log_once(conn, result.errors)
     write_hints(conn, hints)
-    hinted = write_hint_chunks(conn, groups, started, hint_budget_s)
+    hinted = result.hinted = write_hint_chunks(conn, groups, started, hint_budget_s)
     refresh_planner_stats(conn, result.planned + len(hints) + hinted)
     return result
 

@@ -197,7 +197,7 @@ class PassSummary:
 
     at: datetime  # the pass's `now`
     duration_ms: float  # wall time of the pass, in this runtime's process
-    due: int  # schedules the pass examined: due at `at`, or with no next fire stored yet
+    due: int  # schedules the pass examined: due at `at`, or with no next fire stored yet (hinted set-based, S51)
     fired: int  # jobs written
     errors: int  # schedules skipped with an error (S15)
 
