@@ -1,10 +1,12 @@
 """The health rules (S42), evaluated by the leader on an interval in database time.
 
-One statement judges every schedule and writes only the ones whose health changed (with
-since when and why) plus one transition row each; a steady pass writes nothing per
-schedule. The consecutive-failure count it reads is kept by the job-outcome trigger of
-migration v008. A second statement counts the fires enqueued since the last pass into
-the counters the metrics serve.
+A pass judges the candidates only: the schedules whose health can differ from the one
+recorded (CANDIDATES_SQL says which and why), plus one keyset slice of all names (the
+sweep), so its cost follows what changed, not the schedule count. One statement judges
+them and writes only the ones whose health changed (with since when and why) plus one
+transition row each; a steady pass writes nothing per schedule. The consecutive-failure
+count it reads is kept by the job-outcome trigger of migration v008. A second statement
+counts the fires enqueued since the last pass into the counters the metrics serve.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +30,9 @@ from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
 HEALTH_INTERVAL_S = 10.0
 # Fire instants kept per schedule for the missed rule (expect_success_within).
 RECENT_FIRES = 10
+# Names the sweep judges per pass whatever else happened: every schedule is judged at least
+# once every ceil(N / SWEEP_ROWS) + 1 passes (1M schedules: 21 passes, 210 s).
+SWEEP_ROWS = 50_000
 # Transitions older than this are pruned by the same duty.
 TRANSITION_RETENTION_DAYS = 30
 # awa_fire_lateness_seconds buckets (seconds); the last one is +Inf.
@@ -63,7 +69,8 @@ FROM (
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
            c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
            c.next_fire_at, {_LATENESS} AS max_lateness, c.finished_at, c.fires_count, c.max_fires
-    FROM awa.cron_jobs c
+    FROM unnest(%(names)s::text[]) AS k(name)
+    JOIN awa.cron_jobs c ON c.name = k.name
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
     LEFT JOIN awa.cron_health h ON h.name = c.name
 ) j
@@ -111,8 +118,45 @@ logged AS (
 SELECT name, old_health, health, reason FROM changed
 """
 
-# The definition parts only the engine's parser can judge, once per distinct triple.
-TRIPLES_SQL = "SELECT DISTINCT cron_expr, timezone, missed_fire_policy FROM awa.cron_jobs WHERE retired_at IS NULL"
+# The schedules whose health can differ from the one recorded, each by the only ways it
+# can change (a name may come from several; the judge sees it once):
+# - recorded unhealthy: it may recover or turn another way (cron_health_unhealthy_idx);
+# - late by time alone: next_fire_at older than its max_lateness, read through the due
+#   index (paused, retired, finished are never late; max_lateness >= 1 s by constraint,
+#   so the index condition is exact and the row's own bound filters);
+# - failed jobs counted: the next failure may make it failing (cron_health_failures_idx;
+#   a success resets the count, and a failing schedule is recorded unhealthy anyway);
+# - expect_success_within declared: missed by time alone (cron_jobs_expect_success_idx);
+# - named by the audit trail since the last pass (every pause, resume, retire, restore,
+#   redefinition, expectation or bounds change, by our code or by hand);
+# - `named`: those the pass's fires name (a fire may finish it or add a missed instant)
+#   and the sweep's slice.
+# What none of these sees is a hand edit of an unaudited column (a hint, an instant) or a
+# row inserted by hand: the sweep judges it within its bound.
+CANDIDATES_SQL = f"""
+WITH cand AS (
+    SELECT name FROM awa.cron_health WHERE health <> 'ok'
+    UNION SELECT name FROM awa.cron_jobs c
+        WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL
+          AND c.next_fire_at < %(now)s - interval '1 second'
+          AND c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
+    UNION SELECT name FROM awa.cron_health WHERE consecutive_failures > 0
+    UNION SELECT name FROM awa.cron_jobs WHERE expect_success_within IS NOT NULL
+    UNION SELECT target FROM awa.audit_log WHERE id > %(audit_from)s AND id <= %(audit_to)s
+    UNION SELECT unnest(%(named)s::text[])
+)
+SELECT c.name, c.cron_expr, c.timezone, c.missed_fire_policy, c.retired_at IS NOT NULL AS retired
+FROM cand JOIN awa.cron_jobs c ON c.name = cand.name
+"""
+
+# The pass's positions, locked for the pass (FIRES_SQL locks the same row).
+POSITIONS_SQL = """
+SELECT m.audit_seen_id, m.sweep_after, (SELECT coalesce(max(id), m.audit_seen_id) FROM awa.audit_log) AS audit_to
+FROM awa.health_meta m WHERE singleton FOR UPDATE
+"""
+SWEEP_FROM_START_SQL = "SELECT name FROM awa.cron_jobs ORDER BY name LIMIT %(n)s"
+SWEEP_SQL = "SELECT name FROM awa.cron_jobs WHERE name > %(after)s ORDER BY name LIMIT %(n)s"
+SAVE_POSITIONS_SQL = "UPDATE awa.health_meta SET audit_seen_id = %(audit)s, sweep_after = %(after)s WHERE singleton"
 
 # Fires enqueued since the last pass (job ids above the watermark), counted once into the
 # per-owner/queue/verdict counters and the per-queue lateness histogram; each schedule's
@@ -164,7 +208,7 @@ seen AS (
     UPDATE awa.health_meta m SET jobs_seen_id = greatest(m.jobs_seen_id, (SELECT max(id) FROM fresh))
     WHERE m.singleton AND EXISTS (SELECT 1 FROM fresh)
 )
-SELECT count(*) AS fires FROM judged
+SELECT count(*) AS fires, coalesce(array_agg(DISTINCT name) FILTER (WHERE known), '{{}}') AS names FROM judged
 """
 
 META_SQL = """
@@ -177,32 +221,58 @@ PRUNE_TRANSITIONS_SQL = (
 )
 
 
-def _bad_triples(conn: psycopg.Connection[Any]) -> str:
-    """The (expression, zone, policy) triples the parser refuses, with why (BROKEN, S15)."""
-    bad = []
-    for row in conn.execute(TRIPLES_SQL).fetchall():
-        fault = row_fault({**row, "fault": None})
-        if fault:
-            bad.append({"cron_expr": row["cron_expr"], "timezone": row["timezone"],
-                        "policy": row["missed_fire_policy"], "fault": fault})
+@lru_cache(maxsize=65_536)
+def _triple_fault(cron_expr: str, timezone: str, policy: str) -> str | None:
+    """Why the parser refuses this (expression, zone, policy), or None. A pure function
+    of the text, so the verdict is kept for the process (BROKEN, S15)."""
+    return row_fault({"cron_expr": cron_expr, "timezone": timezone, "missed_fire_policy": policy, "fault": None})
+
+
+def _bad_triples(rows: list[dict[str, Any]]) -> str:
+    """The candidates' triples the parser refuses, with why; retired rows are judged
+    retired whatever their text."""
+    triples = {(r["cron_expr"], r["timezone"], r["missed_fire_policy"]) for r in rows if not r["retired"]}
+    bad = [{"cron_expr": e, "timezone": z, "policy": p, "fault": fault}
+           for e, z, p in triples if (fault := _triple_fault(e, z, p))]
     return json.dumps(bad)
 
 
+def _sweep(conn: psycopg.Connection[Any], after: str | None, rows: int) -> tuple[list[str], str | None]:
+    """The next `rows` names after `after` (from the start when None), and where the next
+    pass starts: back at the start once the slice reaches the end."""
+    if after is None:
+        names = [r["name"] for r in conn.execute(SWEEP_FROM_START_SQL, {"n": rows}).fetchall()]
+    else:
+        names = [r["name"] for r in conn.execute(SWEEP_SQL, {"after": after, "n": rows}).fetchall()]
+    return names, (names[-1] if len(names) == rows else None)
+
+
 def evaluate_health(
-    conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None
+    conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None,
+    sweep: int = SWEEP_ROWS,
 ) -> HealthPass:
-    """Judge every schedule at `now` (DB time when omitted), record what changed, count
+    """Judge at `now` (DB time when omitted) every schedule whose health can have changed
+    since the last pass, plus the sweep's next `sweep` names; record what changed, count
     the fires since the last pass; one transaction."""
     started = time.monotonic()
     with conn.transaction():
-        # The judging join holds every schedule's health row in one hash: in memory, not in
-        # temporary files, at 100k schedules.
+        # The judge's hashes (a sweep slice's worth of rows) stay in memory.
         conn.execute("SET LOCAL work_mem = '32MB'")
         now = now or db_now(conn)
-        # Fires first: the missed rule reads the instants they add.
+        positions = conn.execute(POSITIONS_SQL).fetchone()
+        if positions is None:
+            raise RuntimeError("awa.health_meta has no row: run `awa-tui migrate`")
+        # Fires first: the missed rule reads the instants they add, and they name candidates.
         fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
-        bad = _bad_triples(conn)
-        rows = conn.execute(RECORD_SQL, {"now": now, "bad": bad}).fetchall()
+        swept, sweep_after = _sweep(conn, positions["sweep_after"], sweep)
+        candidates = conn.execute(CANDIDATES_SQL, {
+            "now": now, "audit_from": positions["audit_seen_id"], "audit_to": positions["audit_to"],
+            "named": list(fires["names"] if fires else []) + swept,
+        }).fetchall()
+        rows = conn.execute(RECORD_SQL, {
+            "now": now, "bad": _bad_triples(candidates), "names": [c["name"] for c in candidates],
+        }).fetchall()
+        conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": sweep_after})
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
         conn.execute(META_SQL, {"now": now, "instance": instance_id, "seconds": seconds})
@@ -211,4 +281,5 @@ def evaluate_health(
         transitions=[Transition(r["name"], now, r["old_health"], r["health"], r["reason"]) for r in rows],
         fires_counted=fires["fires"] if fires else 0,
         seconds=seconds,
+        judged=len(candidates),
     )
