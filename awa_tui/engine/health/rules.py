@@ -45,6 +45,11 @@ _DUE_FIRE = "CASE WHEN c.expect_success_within IS NOT NULL THEN CASE {} END END"
     f"WHEN h.recent_fires[{i}] <= %(now)s - make_interval(secs => c.expect_success_within) "
     f"THEN h.recent_fires[{i}]" for i in range(1, RECENT_FIRES + 1)))
 
+# The sweep's slice: the names after `sweep_lo` up to `sweep_hi` (NULL: from the start, to
+# the end), read as a range of the primary key.
+_SWEPT = ("(%(sweep_lo)s::text IS NULL OR c.name > %(sweep_lo)s) "
+          "AND (%(sweep_hi)s::text IS NULL OR c.name <= %(sweep_hi)s)")
+
 # Each rule's inputs are read once per schedule; the words (reason) are made only for the
 # schedules whose health changed, so a steady pass over 100k rows formats nothing.
 # `due_fire`: the newest scheduled fire whose expect_success_within has passed at `now`,
@@ -69,10 +74,10 @@ FROM (
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
            c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
            c.next_fire_at, {_LATENESS} AS max_lateness, c.finished_at, c.fires_count, c.max_fires
-    FROM unnest(%(names)s::text[]) AS k(name)
-    JOIN awa.cron_jobs c ON c.name = k.name
+    FROM awa.cron_jobs c
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
     LEFT JOIN awa.cron_health h ON h.name = c.name
+    WHERE c.name = ANY(%(names)s::text[]) OR ({_SWEPT})
 ) j
 """
 
@@ -115,7 +120,9 @@ logged AS (
     INSERT INTO awa.health_transitions (name, at, from_health, to_health, reason)
     SELECT name, %(now)s, old_health, health, reason FROM changed
 )
-SELECT name, old_health, health, reason FROM changed
+SELECT (SELECT count(*) FROM judged) AS judged,
+       (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'old_health', old_health, 'health', health,
+                                                     'reason', reason) ORDER BY name), '[]') FROM changed) AS changes
 """
 
 # The schedules whose health can differ from the one recorded, each by the only ways it
@@ -129,8 +136,8 @@ SELECT name, old_health, health, reason FROM changed
 # - expect_success_within declared: missed by time alone (cron_jobs_expect_success_idx);
 # - named by the audit trail since the last pass (every pause, resume, retire, restore,
 #   redefinition, expectation or bounds change, by our code or by hand);
-# - `named`: those the pass's fires name (a fire may finish it or add a missed instant)
-#   and the sweep's slice.
+# - `named`: those the pass's fires name (a fire may finish it or add a missed instant).
+# The sweep's slice is judged beside them (_SWEPT); its triples come from SWEEP_TRIPLES_SQL.
 # What none of these sees is a hand edit of an unaudited column (a hint, an instant) or a
 # row inserted by hand: the sweep judges it within its bound.
 CANDIDATES_SQL = f"""
@@ -154,8 +161,13 @@ POSITIONS_SQL = """
 SELECT m.audit_seen_id, m.sweep_after, (SELECT coalesce(max(id), m.audit_seen_id) FROM awa.audit_log) AS audit_to
 FROM awa.health_meta m WHERE singleton FOR UPDATE
 """
-SWEEP_FROM_START_SQL = "SELECT name FROM awa.cron_jobs ORDER BY name LIMIT %(n)s"
-SWEEP_SQL = "SELECT name FROM awa.cron_jobs WHERE name > %(after)s ORDER BY name LIMIT %(n)s"
+# The sweep's last name: the n-th after `after` (none: the slice runs to the end).
+SWEEP_END_SQL = ("SELECT c.name FROM awa.cron_jobs c WHERE %(sweep_lo)s::text IS NULL OR c.name > %(sweep_lo)s "
+                 "ORDER BY c.name OFFSET %(n)s - 1 LIMIT 1")
+SWEEP_TRIPLES_SQL = f"""
+SELECT DISTINCT c.cron_expr, c.timezone, c.missed_fire_policy, false AS retired
+FROM awa.cron_jobs c WHERE c.retired_at IS NULL AND {_SWEPT}
+"""
 SAVE_POSITIONS_SQL = "UPDATE awa.health_meta SET audit_seen_id = %(audit)s, sweep_after = %(after)s WHERE singleton"
 
 # Fires enqueued since the last pass (job ids above the watermark), counted once into the
@@ -237,14 +249,11 @@ def _bad_triples(rows: list[dict[str, Any]]) -> str:
     return json.dumps(bad)
 
 
-def _sweep(conn: psycopg.Connection[Any], after: str | None, rows: int) -> tuple[list[str], str | None]:
-    """The next `rows` names after `after` (from the start when None), and where the next
-    pass starts: back at the start once the slice reaches the end."""
-    if after is None:
-        names = [r["name"] for r in conn.execute(SWEEP_FROM_START_SQL, {"n": rows}).fetchall()]
-    else:
-        names = [r["name"] for r in conn.execute(SWEEP_SQL, {"after": after, "n": rows}).fetchall()]
-    return names, (names[-1] if len(names) == rows else None)
+def _sweep(conn: psycopg.Connection[Any], after: str | None, rows: int) -> dict[str, str | None]:
+    """The next `rows` names after `after` (from the start when None) as a range; the next
+    pass starts after its end, back at the start once the slice reaches the end."""
+    end = conn.execute(SWEEP_END_SQL, {"sweep_lo": after, "n": rows}).fetchone()
+    return {"sweep_lo": after, "sweep_hi": end["name"] if end else None}
 
 
 def evaluate_health(
@@ -264,15 +273,17 @@ def evaluate_health(
             raise RuntimeError("awa.health_meta has no row: run `awa-tui migrate`")
         # Fires first: the missed rule reads the instants they add, and they name candidates.
         fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
-        swept, sweep_after = _sweep(conn, positions["sweep_after"], sweep)
+        swept = _sweep(conn, positions["sweep_after"], sweep)
         candidates = conn.execute(CANDIDATES_SQL, {
             "now": now, "audit_from": positions["audit_seen_id"], "audit_to": positions["audit_to"],
-            "named": list(fires["names"] if fires else []) + swept,
+            "named": list(fires["names"] if fires else []),
         }).fetchall()
-        rows = conn.execute(RECORD_SQL, {
-            "now": now, "bad": _bad_triples(candidates), "names": [c["name"] for c in candidates],
-        }).fetchall()
-        conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": sweep_after})
+        triples = candidates + conn.execute(SWEEP_TRIPLES_SQL, swept).fetchall()
+        record = conn.execute(RECORD_SQL, {
+            "now": now, "bad": _bad_triples(triples), "names": [c["name"] for c in candidates], **swept,
+        }).fetchone()
+        rows = record["changes"] if record else []
+        conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": swept["sweep_hi"]})
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
         conn.execute(META_SQL, {"now": now, "instance": instance_id, "seconds": seconds})
@@ -281,5 +292,5 @@ def evaluate_health(
         transitions=[Transition(r["name"], now, r["old_health"], r["health"], r["reason"]) for r in rows],
         fires_counted=fires["fires"] if fires else 0,
         seconds=seconds,
-        judged=len(candidates),
+        judged=record["judged"] if record else 0,
     )
