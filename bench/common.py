@@ -273,7 +273,7 @@ class LoadSampler:
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args, missed_fire_policy, last_enqueued_at)
-SELECT 'bench-' || lpad(i::text, 6, '0'), %(expr)s, 'UTC', %(kind)s, %(queue)s, '{}'::jsonb,
+SELECT 'bench-' || lpad(i::text, greatest(6, length(i::text)), '0'), %(expr)s, 'UTC', %(kind)s, %(queue)s, '{}'::jsonb,
        %(policy)s, %(last)s
 FROM generate_series(1, %(n)s) AS i
 """
