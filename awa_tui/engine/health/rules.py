@@ -76,10 +76,14 @@ FROM (
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
            c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
            c.next_fire_at, {_LATENESS} AS max_lateness, c.finished_at, c.fires_count, c.max_fires
-    FROM awa.cron_jobs c
+    -- The candidates and the slice as one list of names, then each row by its key: an OR of
+    -- the two in one WHERE would read the whole table at 1M rows.
+    -- OFFSET 0 keeps each lookup a probe of the key: joined as tables, the planner's guess
+    -- of the list's size can make it hash the whole table.
+    FROM (SELECT unnest(%(names)s::text[]) AS name UNION SELECT c.name FROM awa.cron_jobs c WHERE {_SWEPT}) k
+    CROSS JOIN LATERAL (SELECT * FROM awa.cron_jobs c WHERE c.name = k.name OFFSET 0) c
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
-    LEFT JOIN awa.cron_health h ON h.name = c.name
-    WHERE c.name = ANY(%(names)s::text[]) OR ({_SWEPT})
+    LEFT JOIN LATERAL (SELECT * FROM awa.cron_health h WHERE h.name = c.name OFFSET 0) h ON true
 ) j
 """
 
@@ -154,8 +158,10 @@ WITH cand AS (
     UNION SELECT target FROM awa.audit_log WHERE id > %(audit_from)s AND id <= %(audit_to)s
     UNION SELECT unnest(%(named)s::text[])
 )
-SELECT c.name, c.cron_expr, c.timezone, c.missed_fire_policy, c.retired_at IS NOT NULL AS retired
-FROM cand JOIN awa.cron_jobs c ON c.name = cand.name
+SELECT c.*
+FROM cand CROSS JOIN LATERAL (  -- a probe of the key per name (OFFSET 0: never a hash of the table)
+    SELECT c.name, c.cron_expr, c.timezone, c.missed_fire_policy, c.retired_at IS NOT NULL AS retired
+    FROM awa.cron_jobs c WHERE c.name = cand.name OFFSET 0) c
 """
 
 # The pass's positions, locked for the pass (FIRES_SQL locks the same row).
