@@ -1,17 +1,20 @@
 """`awa-tui check` and the leader's health duty at 100k schedules, 1% unhealthy (S42, S43).
 
-    .venv/bin/python -m bench.check_100k [--n 100000] [--runs 5]
+    .venv/bin/python -m bench.check_100k [--n 100000] [--runs 5] [--duty-only]
 
 Seeds N schedules (bench.common.seed_schedules, a yearly expression: nothing fires), makes
 1% unhealthy (0.5% late, 0.3% failing through real discarded jobs, 0.2% broken), and times:
 - the health duty (`Client.evaluate_health`): the first pass (rows for the unhealthy only),
   then steady passes (nothing changes, nothing written), each with DB time from
-  pg_stat_statements when the server has it;
+  pg_stat_statements when the server has it, and how many schedules a steady pass judges
+  (the candidates plus the sweep's slice, S42);
 - the same with expectations on: every schedule with expect_success_within and one
   completed job each (the missed rule probes each schedule's last jobs);
 - `awa-tui check` as an operator runs it (a subprocess: interpreter start-up included),
   and the engine's `check()` alone.
-Prints one JSON object; the targets are `check` < 1 s and the duty well under its 10 s interval.
+`--duty-only` (for `--n 1000000`) times the duty alone, without expectations on and
+without `awa-tui check`. Prints one JSON object; the targets are `check` < 1 s and the duty
+well under its 10 s interval.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--duty-only", action="store_true")
     args = parser.parse_args()
 
     from awa_tui.engine import evaluator
@@ -99,6 +103,9 @@ def main() -> None:
                 result["duty_first_pass_s"] = round(time.perf_counter() - began, 3)
                 result["transitions_first_pass"] = len(first.transitions)
                 result["duty_steady"] = _timed(client.evaluate_health, args.runs, dsn, stat)
+                result["duty_steady_judged"] = client.evaluate_health().judged
+                if args.duty_only:
+                    return _finish(result)
                 report = client.check()
                 result["check_found"] = {h: report.unhealthy_count(h) for h in ("late", "failing", "broken")}
                 result["check_engine"] = _timed(client.check, args.runs, dsn, stat)
@@ -122,11 +129,16 @@ def main() -> None:
                     conn.execute("ANALYZE awa.jobs")
                 client.evaluate_health()
                 result["duty_steady_expectations_on"] = _timed(client.evaluate_health, args.runs, dsn, stat)
-        with open("/proc/loadavg") as fh:
-            result["loadavg"] = fh.read().split()[:3]
+                result["duty_steady_expectations_on_judged"] = client.evaluate_health().judged
         result["check_target_met"] = result["check_cli"]["median_s"] < CHECK_TARGET_S
+        _finish(result)
     finally:
         server.stop()
+
+
+def _finish(result: dict[str, Any]) -> None:
+    with open("/proc/loadavg") as fh:
+        result["loadavg"] = fh.read().split()[:3]
     print(json.dumps(result, indent=2))
 
 

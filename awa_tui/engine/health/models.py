@@ -31,6 +31,7 @@ class HealthPass:
     transitions: list[Transition]
     fires_counted: int
     seconds: float
+    judged: int = 0  # schedules judged: the candidates and the sweep's slice (S42)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """The health rules (S42), evaluated by the leader on an interval in database time.
 
-One statement judges every schedule and writes only the ones whose health changed (with
-since when and why) plus one transition row each; a steady pass writes nothing per
-schedule. The consecutive-failure count it reads is kept by the job-outcome trigger of
-migration v008. A second statement counts the fires enqueued since the last pass into
-the counters the metrics serve.
+A pass judges the candidates only: the schedules whose health can differ from the one
+recorded (CANDIDATES_SQL says which and why), plus one keyset slice of all names (the
+sweep), so its cost follows what changed, not the schedule count. One statement judges
+them and writes only the ones whose health changed (with since when and why) plus one
+transition row each; a steady pass writes nothing per schedule. The consecutive-failure
+count it reads is kept by the job-outcome trigger of migration v008. A second statement
+counts the fires enqueued since the last pass into the counters the metrics serve.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +30,11 @@ from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
 HEALTH_INTERVAL_S = 10.0
 # Fire instants kept per schedule for the missed rule (expect_success_within).
 RECENT_FIRES = 10
+# Names the sweep judges per pass whatever else happened: every schedule is judged at least
+# once every ceil(N / SWEEP_ROWS) + 1 passes (100k schedules: 11 passes, 110 s; 1M: 101
+# passes, about 17 minutes). Judging costs ~10-20 us a row, so a slice costs a fixed
+# ~0.1-0.2 s a pass whatever the schedule count.
+SWEEP_ROWS = 10_000
 # Transitions older than this are pruned by the same duty.
 TRANSITION_RETENTION_DAYS = 30
 # awa_fire_lateness_seconds buckets (seconds); the last one is +Inf.
@@ -38,6 +46,11 @@ _LATENESS = f"coalesce(c.max_lateness, {DEFAULT_MAX_LATENESS_S})"
 _DUE_FIRE = "CASE WHEN c.expect_success_within IS NOT NULL THEN CASE {} END END".format(" ".join(
     f"WHEN h.recent_fires[{i}] <= %(now)s - make_interval(secs => c.expect_success_within) "
     f"THEN h.recent_fires[{i}]" for i in range(1, RECENT_FIRES + 1)))
+
+# The sweep's slice: the names after `sweep_lo` up to `sweep_hi` (NULL: from the start, to
+# the end), read as a range of the primary key.
+_SWEPT = ("(%(sweep_lo)s::text IS NULL OR c.name > %(sweep_lo)s) "
+          "AND (%(sweep_hi)s::text IS NULL OR c.name <= %(sweep_hi)s)")
 
 # Each rule's inputs are read once per schedule; the words (reason) are made only for the
 # schedules whose health changed, so a steady pass over 100k rows formats nothing.
@@ -63,9 +76,14 @@ FROM (
            coalesce(h.consecutive_failures, 0) AS failures, c.max_consecutive_failures AS max_failures,
            c.pause_after_failures, c.expect_success_within, {_DUE_FIRE} AS due_fire, h.last_ok_fire,
            c.next_fire_at, {_LATENESS} AS max_lateness, c.finished_at, c.fires_count, c.max_fires
-    FROM awa.cron_jobs c
+    -- The candidates and the slice as one list of names, then each row by its key: an OR of
+    -- the two in one WHERE would read the whole table at 1M rows.
+    -- OFFSET 0 keeps each lookup a probe of the key: joined as tables, the planner's guess
+    -- of the list's size can make it hash the whole table.
+    FROM (SELECT unnest(%(names)s::text[]) AS name UNION SELECT c.name FROM awa.cron_jobs c WHERE {_SWEPT}) k
+    CROSS JOIN LATERAL (SELECT * FROM awa.cron_jobs c WHERE c.name = k.name OFFSET 0) c
     LEFT JOIN bad b ON (b.cron_expr, b.timezone, b.policy) = (c.cron_expr, c.timezone, c.missed_fire_policy)
-    LEFT JOIN awa.cron_health h ON h.name = c.name
+    LEFT JOIN LATERAL (SELECT * FROM awa.cron_health h WHERE h.name = c.name OFFSET 0) h ON true
 ) j
 """
 
@@ -108,11 +126,57 @@ logged AS (
     INSERT INTO awa.health_transitions (name, at, from_health, to_health, reason)
     SELECT name, %(now)s, old_health, health, reason FROM changed
 )
-SELECT name, old_health, health, reason FROM changed
+SELECT (SELECT count(*) FROM judged) AS judged,
+       (SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'old_health', old_health, 'health', health,
+                                                     'reason', reason) ORDER BY name), '[]') FROM changed) AS changes
 """
 
-# The definition parts only the engine's parser can judge, once per distinct triple.
-TRIPLES_SQL = "SELECT DISTINCT cron_expr, timezone, missed_fire_policy FROM awa.cron_jobs WHERE retired_at IS NULL"
+# The schedules whose health can differ from the one recorded, each by the only ways it
+# can change (a name may come from several; the judge sees it once):
+# - recorded unhealthy: it may recover or turn another way (cron_health_unhealthy_idx);
+# - late by time alone: next_fire_at older than its max_lateness, read through the due
+#   index (paused, retired, finished are never late; max_lateness >= 1 s by constraint,
+#   so the index condition is exact and the row's own bound filters);
+# - failed jobs counted: the next failure may make it failing (cron_health_failures_idx;
+#   a success resets the count, and a failing schedule is recorded unhealthy anyway);
+# - expect_success_within declared: missed by time alone (cron_jobs_expect_success_idx);
+# - named by the audit trail since the last pass (every pause, resume, retire, restore,
+#   redefinition, expectation or bounds change, by our code or by hand);
+# - `named`: those the pass's fires name (a fire may finish it or add a missed instant).
+# The sweep's slice is judged beside them (_SWEPT); its triples come from SWEEP_TRIPLES_SQL.
+# What none of these sees is a hand edit of an unaudited column (a hint, an instant) or a
+# row inserted by hand: the sweep judges it within its bound.
+CANDIDATES_SQL = f"""
+WITH cand AS (
+    SELECT name FROM awa.cron_health WHERE health <> 'ok'
+    UNION SELECT name FROM awa.cron_jobs c
+        WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL
+          AND c.next_fire_at < %(now)s - interval '1 second'
+          AND c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
+    UNION SELECT name FROM awa.cron_health WHERE consecutive_failures > 0
+    UNION SELECT name FROM awa.cron_jobs WHERE expect_success_within IS NOT NULL
+    UNION SELECT target FROM awa.audit_log WHERE id > %(audit_from)s AND id <= %(audit_to)s
+    UNION SELECT unnest(%(named)s::text[])
+)
+SELECT c.*
+FROM cand CROSS JOIN LATERAL (  -- a probe of the key per name (OFFSET 0: never a hash of the table)
+    SELECT c.name, c.cron_expr, c.timezone, c.missed_fire_policy, c.retired_at IS NOT NULL AS retired
+    FROM awa.cron_jobs c WHERE c.name = cand.name OFFSET 0) c
+"""
+
+# The pass's positions, locked for the pass (FIRES_SQL locks the same row).
+POSITIONS_SQL = """
+SELECT m.audit_seen_id, m.sweep_after, (SELECT coalesce(max(id), m.audit_seen_id) FROM awa.audit_log) AS audit_to
+FROM awa.health_meta m WHERE singleton FOR UPDATE
+"""
+# The sweep's last name: the n-th after `after` (none: the slice runs to the end).
+SWEEP_END_SQL = ("SELECT c.name FROM awa.cron_jobs c WHERE %(sweep_lo)s::text IS NULL OR c.name > %(sweep_lo)s "
+                 "ORDER BY c.name OFFSET %(n)s - 1 LIMIT 1")
+SWEEP_TRIPLES_SQL = f"""
+SELECT DISTINCT c.cron_expr, c.timezone, c.missed_fire_policy, false AS retired
+FROM awa.cron_jobs c WHERE c.retired_at IS NULL AND {_SWEPT}
+"""
+SAVE_POSITIONS_SQL = "UPDATE awa.health_meta SET audit_seen_id = %(audit)s, sweep_after = %(after)s WHERE singleton"
 
 # Fires enqueued since the last pass (job ids above the watermark), counted once into the
 # per-owner/queue/verdict counters and the per-queue lateness histogram; each schedule's
@@ -164,7 +228,7 @@ seen AS (
     UPDATE awa.health_meta m SET jobs_seen_id = greatest(m.jobs_seen_id, (SELECT max(id) FROM fresh))
     WHERE m.singleton AND EXISTS (SELECT 1 FROM fresh)
 )
-SELECT count(*) AS fires FROM judged
+SELECT count(*) AS fires, coalesce(array_agg(DISTINCT name) FILTER (WHERE known), '{{}}') AS names FROM judged
 """
 
 META_SQL = """
@@ -177,32 +241,57 @@ PRUNE_TRANSITIONS_SQL = (
 )
 
 
-def _bad_triples(conn: psycopg.Connection[Any]) -> str:
-    """The (expression, zone, policy) triples the parser refuses, with why (BROKEN, S15)."""
-    bad = []
-    for row in conn.execute(TRIPLES_SQL).fetchall():
-        fault = row_fault({**row, "fault": None})
-        if fault:
-            bad.append({"cron_expr": row["cron_expr"], "timezone": row["timezone"],
-                        "policy": row["missed_fire_policy"], "fault": fault})
+@lru_cache(maxsize=65_536)
+def _triple_fault(cron_expr: str, timezone: str, policy: str) -> str | None:
+    """Why the parser refuses this (expression, zone, policy), or None. A pure function
+    of the text, so the verdict is kept for the process (BROKEN, S15)."""
+    return row_fault({"cron_expr": cron_expr, "timezone": timezone, "missed_fire_policy": policy, "fault": None})
+
+
+def _bad_triples(rows: list[dict[str, Any]]) -> str:
+    """The candidates' triples the parser refuses, with why; retired rows are judged
+    retired whatever their text."""
+    triples = {(r["cron_expr"], r["timezone"], r["missed_fire_policy"]) for r in rows if not r["retired"]}
+    bad = [{"cron_expr": e, "timezone": z, "policy": p, "fault": fault}
+           for e, z, p in triples if (fault := _triple_fault(e, z, p))]
     return json.dumps(bad)
 
 
+def _sweep(conn: psycopg.Connection[Any], after: str | None, rows: int) -> dict[str, str | None]:
+    """The next `rows` names after `after` (from the start when None) as a range; the next
+    pass starts after its end, back at the start once the slice reaches the end."""
+    end = conn.execute(SWEEP_END_SQL, {"sweep_lo": after, "n": rows}).fetchone()
+    return {"sweep_lo": after, "sweep_hi": end["name"] if end else None}
+
+
 def evaluate_health(
-    conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None
+    conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None,
+    sweep: int = SWEEP_ROWS,
 ) -> HealthPass:
-    """Judge every schedule at `now` (DB time when omitted), record what changed, count
+    """Judge at `now` (DB time when omitted) every schedule whose health can have changed
+    since the last pass, plus the sweep's next `sweep` names; record what changed, count
     the fires since the last pass; one transaction."""
     started = time.monotonic()
     with conn.transaction():
-        # The judging join holds every schedule's health row in one hash: in memory, not in
-        # temporary files, at 100k schedules.
+        # The judge's hashes (a sweep slice's worth of rows) stay in memory.
         conn.execute("SET LOCAL work_mem = '32MB'")
         now = now or db_now(conn)
-        # Fires first: the missed rule reads the instants they add.
+        positions = conn.execute(POSITIONS_SQL).fetchone()
+        if positions is None:
+            raise RuntimeError("awa.health_meta has no row: run `awa-tui migrate`")
+        # Fires first: the missed rule reads the instants they add, and they name candidates.
         fires = conn.execute(FIRES_SQL, {"buckets": list(LATENESS_BUCKETS)}).fetchone()
-        bad = _bad_triples(conn)
-        rows = conn.execute(RECORD_SQL, {"now": now, "bad": bad}).fetchall()
+        swept = _sweep(conn, positions["sweep_after"], sweep)
+        candidates = conn.execute(CANDIDATES_SQL, {
+            "now": now, "audit_from": positions["audit_seen_id"], "audit_to": positions["audit_to"],
+            "named": list(fires["names"] if fires else []),
+        }).fetchall()
+        triples = candidates + conn.execute(SWEEP_TRIPLES_SQL, swept).fetchall()
+        record = conn.execute(RECORD_SQL, {
+            "now": now, "bad": _bad_triples(triples), "names": [c["name"] for c in candidates], **swept,
+        }).fetchone()
+        rows = record["changes"] if record else []
+        conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": swept["sweep_hi"]})
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
         conn.execute(META_SQL, {"now": now, "instance": instance_id, "seconds": seconds})
@@ -211,4 +300,5 @@ def evaluate_health(
         transitions=[Transition(r["name"], now, r["old_health"], r["health"], r["reason"]) for r in rows],
         fires_counted=fires["fires"] if fires else 0,
         seconds=seconds,
+        judged=record["judged"] if record else 0,
     )

@@ -1,0 +1,110 @@
+"""The health duty judges candidates, not every schedule (S42, issue 18): each pass judges
+the schedules whose health can have changed plus one keyset slice of all names (the
+sweep). The sweep is one name per pass here, so a schedule judged at the pass asserted is
+judged because it is a candidate, not because the sweep happened upon it. Exact instants,
+a real Postgres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from engine_helpers import at
+from health_helpers import finish, health, register
+
+from awa_tui.engine.health.rules import evaluate_health
+
+
+def judge(conn: psycopg.Connection[Any], now: str) -> tuple[list[tuple[str, str | None, str]], int]:
+    """One pass with a one-name sweep: (name, from, to) of each transition, and how many
+    schedules it judged."""
+    result = evaluate_health(conn, at(now), sweep=1)
+    return [(t.name, t.from_health, t.to_health) for t in result.transitions], result.judged
+
+
+def fillers(client: Any, conn: psycopg.Connection[Any], *names: str) -> None:
+    """Hourly schedules that stay ok at every instant of these tests."""
+    for name in names:
+        register(client, conn, name, "0 * * * *", at("2025-01-01T00:00:00"))
+
+
+def fire(client: Any, name: str, now: str) -> int:
+    """The evaluator's pass at `now`; the id of `name`'s job."""
+    ids = [j.id for j in client.evaluate(now=at(now)).jobs if j.name == name]
+    assert len(ids) == 1
+    return ids[0]
+
+
+def sweep_after(conn: psycopg.Connection[Any]) -> str | None:
+    row = conn.execute("SELECT sweep_after FROM awa.health_meta").fetchone()
+    return row["sweep_after"] if row else None
+
+
+def test_late_by_time_alone_is_judged_at_the_first_pass_past_max_lateness(
+        client: Any, conn: psycopg.Connection[Any]) -> None:
+    fillers(client, conn, "f1", "f2", "f3", "f4", "f5")
+    register(client, conn, "minutely", "* * * * *", at("2025-01-01T00:00:00"), max_lateness=60)
+    client.evaluate(now=at("2025-01-01T00:00:30"))  # each fires 00:00; hints 00:01 and 01:00
+    assert judge(conn, "2025-01-01T00:00:40") == ([], 6)  # the six fires name their schedules
+    # Nothing changes but the time: within max_lateness, only the sweep's name is judged.
+    assert judge(conn, "2025-01-01T00:02:00") == ([], 1)
+    # One second later the due index names it: judged (with the sweep's next name), late.
+    assert judge(conn, "2025-01-01T00:02:01") == ([("minutely", "ok", "late")], 2)
+    assert health(conn, "minutely") == (
+        "late", "the fire due at 2025-01-01T00:01:00Z was not enqueued within 60 s (max_lateness)")
+    assert sweep_after(conn) == "f3"
+
+
+def test_paused_then_resumed_is_paused_then_ok_in_consecutive_passes(
+        client: Any, conn: psycopg.Connection[Any]) -> None:
+    fillers(client, conn, "f1", "f2", "f3", "f4", "f5")
+    register(client, conn, "zz-held", "* * * * *", at("2025-01-01T00:00:00"))
+    client.evaluate(now=at("2025-01-01T00:00:30"))  # each fires 00:00
+    assert judge(conn, "2025-01-01T00:00:40") == ([], 6)  # the six fires name their schedules
+    client.pause("zz-held", operator="tester")  # audited by the database: named next pass
+    assert judge(conn, "2025-01-01T00:00:50") == ([("zz-held", "ok", "paused")], 2)
+    assert health(conn, "zz-held") == ("paused", "paused by tester")
+    client.resume("zz-held", operator="tester")
+    assert judge(conn, "2025-01-01T00:01:00") == ([("zz-held", "paused", "ok")], 2)
+    # Steady again: the audit rows were read once; only the sweep's name is judged.
+    assert judge(conn, "2025-01-01T00:01:10") == ([], 1)
+    assert sweep_after(conn) == "f4"
+
+
+def test_a_hand_inserted_broken_row_is_broken_exactly_when_the_sweep_reaches_it(
+        client: Any, conn: psycopg.Connection[Any]) -> None:
+    fillers(client, conn, "a1", "a2", "c1")
+    # Plain SQL, as psql would: no audit row, no hint, nothing fires; only the sweep sees it.
+    conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, kind, created_at) "
+                 "VALUES ('b-broken', '61 * * * *', 'test.job', '2025-01-01T00:00:00Z')")
+    assert judge(conn, "2025-01-01T00:00:10") == ([], 1)  # a1
+    assert judge(conn, "2025-01-01T00:00:20") == ([], 1)  # a2
+    assert health(conn, "b-broken") == ("ok", None)
+    changes, judged = judge(conn, "2025-01-01T00:00:30")  # b-broken
+    assert (changes, judged) == ([("b-broken", "ok", "broken")], 1)
+    state, reason = health(conn, "b-broken")
+    assert state == "broken" and reason is not None and "61" in reason
+    # Now recorded unhealthy, it is a candidate every pass; the sweep goes on and wraps.
+    assert judge(conn, "2025-01-01T00:00:40") == ([], 2)  # c1 + b-broken
+    assert sweep_after(conn) == "c1"
+    assert judge(conn, "2025-01-01T00:00:50") == ([], 1)  # past the last name: b-broken only
+    assert sweep_after(conn) is None
+    assert judge(conn, "2025-01-01T00:01:00") == ([], 2)  # a1 again + b-broken
+
+
+def test_failing_then_recovered_through_the_failure_count(client: Any, conn: psycopg.Connection[Any]) -> None:
+    fillers(client, conn, "f1", "f2", "f3", "f4", "f5")
+    register(client, conn, "zz-flaky", "* * * * *", at("2025-01-01T00:00:00"), max_consecutive_failures=1)
+    first = fire(client, "zz-flaky", "2025-01-01T00:01:00")  # the fillers fire 00:00 here too
+    finish(conn, first, "discarded", at("2025-01-01T00:01:05"))
+    assert judge(conn, "2025-01-01T00:01:10") == ([], 6)  # the six fires name their schedules
+    # One failure counted, within the bound: judged (the count names it), still ok.
+    assert judge(conn, "2025-01-01T00:01:20") == ([], 2)
+    second = fire(client, "zz-flaky", "2025-01-01T00:02:00")
+    finish(conn, second, "discarded", at("2025-01-01T00:02:05"))
+    assert judge(conn, "2025-01-01T00:02:10") == ([("zz-flaky", "ok", "failing")], 2)
+    third = fire(client, "zz-flaky", "2025-01-01T00:03:00")
+    finish(conn, third, "completed", at("2025-01-01T00:03:05"))
+    assert judge(conn, "2025-01-01T00:03:10") == ([("zz-flaky", "failing", "ok")], 2)
+    # Recovered, the count reset, no fire since: only the sweep's name.
+    assert judge(conn, "2025-01-01T00:03:20") == ([], 1)
