@@ -134,6 +134,9 @@ SELECT (SELECT count(*) FROM judged) AS judged,
 # The schedules whose health can differ from the one recorded, each by the only ways it
 # can change (a name may come from several; the judge sees it once):
 # - recorded unhealthy: it may recover or turn another way (cron_health_unhealthy_idx);
+#   not paused, retired or finished: those leave only by an audited change (resume,
+#   restore, a definition or bounds edit, by our code or by hand, S20), named below, so a
+#   fleet with 10% paused does not judge them all every pass;
 # - late by time alone: next_fire_at older than its max_lateness, read through the due
 #   index (paused, retired, finished are never late; max_lateness >= 1 s by constraint,
 #   so the index condition is exact and the row's own bound filters);
@@ -148,7 +151,7 @@ SELECT (SELECT count(*) FROM judged) AS judged,
 # row inserted by hand: the sweep judges it within its bound.
 CANDIDATES_SQL = f"""
 WITH cand AS (
-    SELECT name FROM awa.cron_health WHERE health <> 'ok'
+    SELECT name FROM awa.cron_health WHERE health NOT IN ('ok', 'paused', 'retired', 'finished')
     UNION SELECT name FROM awa.cron_jobs c
         WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL
           AND c.next_fire_at < %(now)s - interval '1 second'

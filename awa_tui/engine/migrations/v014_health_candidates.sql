@@ -1,4 +1,4 @@
--- v017: the leader's health duty judges what can change, not every schedule (S42).
+-- v014: the leader's health duty judges what can change, not every schedule (S42).
 --
 -- Each pass judges the candidates only (rules.py): the unhealthy, the late, those with a
 -- failure count or a dead-man's switch, the names the audit trail and the pass's fires
