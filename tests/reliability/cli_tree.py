@@ -70,9 +70,10 @@ def leaves() -> list[Leaf]:
         required = tuple(p.opts[0] for p in options if p.required)
         # `audit --operator X` is a filter, not a label: the label's help says it is recorded.
         mutates = any("--operator" in p.opts and "recorded in the audit trail" in (p.help or "") for p in options)
+        # The parser's integer types, by the name they print ("int range" for a job id).
         numeric = tuple(p.name or "" for p in cmd.params
                         if isinstance(p, typer.core.TyperArgument)
-                        and getattr(getattr(p, "type_descriptor", None), "annotation", None) is int)
+                        and getattr(p.type, "name", "") in ("int", "int range", "integer", "integer range"))
         found.append(Leaf(path, args, required, mutates, numeric))
 
     walk(_load(), ())
