@@ -161,6 +161,18 @@ def one_failover(
     return result
 
 
+
+def stop_all(procs: dict[str, subprocess.Popen[str]]) -> None:
+    """SIGTERM every runtime still running, then wait for each (killed after 15 s)."""
+    for proc in procs.values():
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+    for proc in procs.values():
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
 def run(server: Server, sizes: list[int], report: Report, repeats: int = 2) -> None:
     for n in sizes:
         results: dict[str, list[dict[str, float | None]]] = {"kill -9": [], "terminate lock conn": []}
@@ -183,14 +195,7 @@ def run(server: Server, sizes: list[int], report: Report, repeats: int = 2) -> N
                             procs[dead] = spawn(dsn, n, dead)
                         time.sleep(2)
             finally:
-                for proc in procs.values():
-                    if proc.poll() is None:
-                        os.kill(proc.pid, signal.SIGTERM)
-                for proc in procs.values():
-                    try:
-                        proc.wait(15)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
+                stop_all(procs)
         size = f"{n:,} x 1/s, 3 runtimes, worst of {repeats}"
         for how, runs in results.items():
             def worst(key: str, runs: list[dict[str, float | None]] = runs) -> float | None:

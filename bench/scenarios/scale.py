@@ -31,8 +31,6 @@ On that one database, in order (each step leaves the fleet as a running system w
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections import Counter
@@ -238,14 +236,7 @@ def failovers(server: Server, dsn: str) -> dict[str, dict[str, float | None]]:
                 procs[dead] = failover.spawn(dsn, FAILOVER_PER_SECOND, dead)
             time.sleep(2)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        failover.stop_all(procs)
     return results
 
 
