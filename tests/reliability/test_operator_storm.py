@@ -65,11 +65,17 @@ def lifecycle_events(conn: psycopg.Connection[Any], names: list[str], audit_from
     for row in conn.execute("SELECT target, at, after FROM awa.audit_log WHERE id > %s AND target = ANY(%s) "
                             "ORDER BY id", (audit_from, names)).fetchall():
         after = row["after"] if isinstance(row["after"], dict) else {}
-        retired, paused = state[row["target"]]
-        retired = after["retired_at"] is not None if "retired_at" in after else retired
+        was_retired, paused = state[row["target"]]
+        retired = after["retired_at"] is not None if "retired_at" in after else was_retired
         paused = after["paused_at"] is not None if "paused_at" in after else paused
         state[row["target"]] = (retired, paused)
-        events[row["target"]].append((row["at"], retired, paused))
+        at = row["at"]
+        if was_retired and not retired and after.get("last_enqueued_at"):
+            # S28: a restore's boundary is the DB time read after the protocol lock, which it
+            # records as last_enqueued_at; the audit's `at` is its transaction's start, and
+            # waiting for the lock can carry the boundary past an instant the row then skips.
+            at = max(at, datetime.fromisoformat(after["last_enqueued_at"]))
+        events[row["target"]].append((at, retired, paused))
     return events
 
 
