@@ -33,6 +33,7 @@ from awa_tui.engine.columns import (
     kept,
     listed,
 )
+from awa_tui.engine.first_hints import FirstHints
 from awa_tui.engine.schedule import Schedule, instant_text
 
 # Rows per statement: bounds the payload (a million schedules are 40 statements of ~4 MB).
@@ -63,10 +64,11 @@ def _positional(alias: str) -> str:
 
 
 # The input rows, typed, from one jsonb parameter: positional arrays, a third of the bytes
-# of objects keyed by column (and a third of the encoding work).
+# of objects keyed by column (and a third of the encoding work). The last element is the
+# hint an inserted row gets (S52, engine/first_hints.py), or null.
 INPUT_CTE = f"""
 input AS (
-    SELECT x ->> 0 AS {KEY}, {_positional("x")}
+    SELECT x ->> 0 AS {KEY}, {_positional("x")}, (x ->> {len(DEFINITION) + 1})::timestamptz AS next_fire_at
     FROM jsonb_array_elements(%(rows)s::jsonb) AS x
 )"""
 
@@ -78,8 +80,8 @@ _CHANGED = f"(cur.owner IS NULL AND cur.retired_at IS NULL AND {code_differs('cu
 UPSERT_SQL = f"""
 WITH {INPUT_CTE},
 written AS (
-    INSERT INTO awa.cron_jobs AS c (name, {listed(DEFINITION)})
-    SELECT i.name, {listed(DEFINITION, "i")} FROM input i
+    INSERT INTO awa.cron_jobs AS c (name, {listed(DEFINITION)}, next_fire_at)
+    SELECT i.name, {listed(DEFINITION, "i")}, i.next_fire_at FROM input i
     LEFT JOIN awa.cron_jobs cur ON cur.name = i.name
     -- Unchanged rows are left out before the UPSERT: ON CONFLICT DO UPDATE ... WHERE false
     -- still locks every conflicting row (a write: new xmax, WAL), 100k rows every 60 s.
@@ -88,6 +90,7 @@ written AS (
     ON CONFLICT (name) DO UPDATE SET {_SET},
         updated_at = now(),
         -- Only the expression and zone decide fire instants; keep the hint otherwise.
+        -- (EXCLUDED.next_fire_at is an inserted row's hint, S52: never an existing row's.)
         next_fire_at = CASE WHEN (c.cron_expr, c.timezone) IS DISTINCT FROM
                                  ({kept("c", "EXCLUDED", "cron_expr")}, {kept("c", "EXCLUDED", "timezone")})
                             THEN NULL ELSE c.next_fire_at END
@@ -103,7 +106,8 @@ SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin'
        set_config('enable_seqscan', 'off', true),
        -- A chunk's parsed input and its name sort (~4 MB each) spill to temporary files
        -- at the default 4 MB: written and read back 40 times in a first sync of 1M.
-       set_config('work_mem', '32MB', true)
+       set_config('work_mem', '32MB', true),
+       now() AS created_at  -- what created_at's default gives every row this transaction inserts
 """
 
 _ROW = attrgetter(KEY, *DEFINITION)  # one C call per schedule
@@ -115,9 +119,10 @@ def _instant(value: object) -> str | None:
     return instant_text(value)  # type: ignore[arg-type]  # only datetimes reach it
 
 
-def rows_json(schedules: Iterable[Schedule]) -> str:
-    """The schedules as INPUT_CTE reads them: `[[name, cron_expr, ...], ...]`."""
-    return json.dumps([_ROW(s) for s in schedules], separators=(",", ":"), default=_instant)
+def rows_json(schedules: Iterable[Schedule], hints: FirstHints) -> str:
+    """The schedules as INPUT_CTE reads them: `[[name, cron_expr, ..., hint], ...]`."""
+    hint = hints.of
+    return json.dumps([(*_ROW(s), hint(s)) for s in schedules], separators=(",", ":"), default=_instant)
 
 
 def chunks(schedules: Iterable[Schedule]) -> Iterable[list[Schedule]]:
@@ -140,13 +145,15 @@ def sync_schedules(conn: psycopg.Connection[Any], schedules: Iterable[Schedule])
         # Each input name is looked up by the primary key. The table's statistics are those
         # of before this transaction: after the first chunks of a first sync the planner
         # would still hash (or scan) a table it believes empty, for every later chunk.
-        conn.execute(LOOKUP_BY_KEY_SQL)
+        created = conn.execute(LOOKUP_BY_KEY_SQL).fetchone()
+        assert created is not None
+        hints = FirstHints(created["created_at"])
         # Pipelined: the database writes one chunk while the next is encoded here.
         # At most AHEAD chunks are waiting, so their payloads never pile up in memory.
         cursors = []
         with conn.pipeline() as pipeline:
             for k, part in enumerate(itertools.chain([first], parts), start=1):
-                cursors.append(conn.execute(UPSERT_SQL, {"rows": rows_json(part)}))  # type: ignore[arg-type]
+                cursors.append(conn.execute(UPSERT_SQL, {"rows": rows_json(part, hints)}))  # type: ignore[arg-type]
                 if k % AHEAD == 0:
                     pipeline.sync()
         rows = [cur.fetchone() for cur in cursors]

@@ -1,4 +1,5 @@
-"""Fresh start: a runtime's first passes over N schedules that have no hint yet (S51).
+"""Fresh start: a runtime's first passes over N schedules that have no hint yet (S51), and
+a fresh runtime that registers N schedules itself on an empty table (S52).
 
 N rows are seeded as a fresh registration leaves them (next_fire_at and last_enqueued_at
 NULL, created_at = the instant the runtime is spawned), in a realistic mix: 1% every
@@ -8,6 +9,11 @@ process; its app registers nothing (sync is additive: it leaves the rows alone) 
 each evaluator pass as a JSON line. It is spawned at second SPAWN_SECOND of a minute, so
 the first minute boundary falls ~15 s after its first pass: while hints are still being
 written at large N, the hardest moment.
+
+The second figure is the issue's fresh start: an empty table, a runtime whose app
+registers the same N schedules (`registering`, through `Client.periodic`, the count in
+FLEET_ENV), its first sync (which writes every inserted row's hint, S52), then its passes;
+the boundary is the first after its first pass, wherever that falls in the minute.
 
 Measured: the first pass's duration, the time from the first pass's start until every
 hint is written (polled once a second), the longest pass meanwhile, and the lateness of
@@ -66,6 +72,28 @@ WHERE next_fire_at IS NULL AND paused_at IS NULL AND retired_at IS NULL AND fini
 """
 
 
+FLEET_ENV = "AWA_BENCH_FRESH_FLEET"  # how many schedules `registering` declares
+
+
+def fleet_schedule(i: int) -> tuple[str, str, str, str]:
+    """Schedule i of SEED_SQL's mix, as Python declares it: name, expression, zone, policy."""
+    if i % 100 == 0:
+        expr = "* * * * *"
+    elif i % 10 == 1:
+        expr = f"{i // 10 % 60} * * * *"
+    else:
+        expr = f"{i % 60} {i // 60 % 24} * * *"
+    return f"fresh-{i:07d}", expr, ZONES[i // 7 % 4], "coalesce" if i % 2 == 0 else "catch_up"
+
+
+def registering(client: Any) -> None:
+    """The `--app` of the registering runtime: FLEET_ENV schedules, each pass on stdout."""
+    for i in range(1, int(os.environ[FLEET_ENV]) + 1):
+        name, expr, zone, policy = fleet_schedule(i)
+        client.periodic(name, expr, BENCH_KIND, timezone=zone, queue=BENCH_QUEUE, missed_fire_policy=policy)
+    setup(client)
+
+
 def setup(client: Any) -> None:
     """The `--app` of the spawned runtime: no schedules of its own, each pass on stdout."""
 
@@ -118,16 +146,19 @@ class Passes:
                 continue
 
 
-def measure(server: Server, n: int) -> dict[str, float | None]:
+def measure(server: Server, n: int, registered: bool) -> dict[str, float | None]:
     engine = OursProcess()
     with server.database(f"fresh_{n}") as dsn:
         engine.migrate(dsn)
-        created = spawn_instant(dsn, n)
-        seed(dsn, n, created)
-        sleep_until_db(dsn, created)
-        log = tempfile.TemporaryFile()
         env = os.environ | {"AWA_DATABASE_URL": dsn}
-        proc = subprocess.Popen([sys.executable, "-m", "awa_tui", "run", "--app", "bench.scenarios.fresh_start:setup",
+        if registered:
+            app, env[FLEET_ENV] = "registering", str(n)
+        else:
+            app, created = "setup", spawn_instant(dsn, n)
+            seed(dsn, n, created)
+            sleep_until_db(dsn, created)
+        log = tempfile.TemporaryFile()
+        proc = subprocess.Popen([sys.executable, "-m", "awa_tui", "run", "--app", f"bench.scenarios.fresh_start:{app}",
                                  "--operator", "bench"], cwd=BENCH_DIR.parent, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=log, text=True)
         assert proc.stdout is not None
@@ -178,9 +209,9 @@ def measure(server: Server, n: int) -> dict[str, float | None]:
 
 
 def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
-    for n in sizes:
-        m = measure(server, n)
-        size = f"{n:,} without hints"
+    for n, registered in ((n, r) for n in sizes for r in (False, True)):
+        m = measure(server, n, registered)
+        size = f"{n:,} registered by the runtime" if registered else f"{n:,} without hints"
         p99 = m["p99"]
         report.add(Row("fresh start", size, "first pass", "", m["first_pass"], "s",
                        note=f"{m['first_pass_due']:.0f} rows planned in Python"))

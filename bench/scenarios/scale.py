@@ -12,7 +12,7 @@ hourly and ~1/1440 of the active daily ones. Rows are written with COPY as if th
 had been running: `last_enqueued_at` is each schedule's latest fire at or before the seed
 instant and `next_fire_at` the hint the evaluator stores after it (the engine's own cron
 arithmetic, cached per expression and zone), so the steady state needs no first pass
-(a fresh start computing every hint is bench/scenarios/fresh_start.py's figure).
+(a fresh start, with or without the hints a sync writes, is bench/scenarios/fresh_start.py's figure).
 
 On that one database, in order (each step leaves the fleet as a running system would):
 - idle pass: just after a boundary has been fired, 50 direct evaluator passes with
@@ -310,10 +310,11 @@ class Target:
     metric: tuple[str, ...]  # ... and its metric contains each of these
     target: str
     limit: float | None  # the figure must be below; None: must be exactly 0
+    size: str = ""  # ... and its size label, after the count, contains this
 
     def judge(self, rows: list[Row], n: int) -> dict[str, object]:
         found = [r for r in rows if self.scenario in r.scenario and all(m in r.metric for m in self.metric)
-                 and size_of(r.size)[0] == n]
+                 and size_of(r.size)[0] == n and self.size in size_of(r.size)[1]]
         if not found:
             return {"target": self.what, "limit": self.target, "value": None, "unit": "", "passed": False,
                     "source": "not measured (no such row)"}
@@ -331,7 +332,9 @@ TARGETS = (
     Target("idle pass CPU (median of 50)", "scale", ("idle pass CPU, median",), "< 2 ms", 2.0),
     Target("each minute boundary: p99 lateness", "scale", ("minute boundary: lateness p99",), "< 1 s", 1.0),
     Target("leader steady state CPU", "scale", ("leader process CPU",), "< 10 % of one core", 10.0),
-    Target("fresh runtime: first boundary lateness", "fresh", ("late",), "< 1 s", 1.0),
+    # The fresh start: an empty table, the runtime's own registration and sync, its passes.
+    Target("fresh runtime: first boundary lateness", "fresh", ("p99 lateness",), "< 1 s", 1.0,
+           size="registered by the runtime"),
     Target("failover (kill -9): first fire after taking the lock", "scale",
            ("failover (kill -9): successor's first fire after takeover",), "< 2 s", 2.0),
     Target("failover (lock session terminated): first fire after taking the lock", "scale",

@@ -49,7 +49,7 @@ def test_resume_with_catch_up_replays_in_order_bounded(dsn: str, conn: Any) -> N
     client = Client(dsn, operator="tester@test", catch_up_limit=3)
     client.periodic("r", "* * * * *", "k", missed_fire_policy="catch_up")
     client.sync()
-    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = '2025-01-01T00:00:00Z'")
+    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = '2025-01-01T00:00:00Z', next_fire_at = NULL")
     client.pause("r")
     assert client.evaluate(now=at("2025-01-01T00:05:00")).jobs == []
     client.resume("r")

@@ -50,7 +50,8 @@ def test_racing_evaluators_write_exactly_one_job_per_fire(dsn: str, conn: psycop
             client.periodic(f"catch-{n}", "* * * * * *", "k", missed_fire_policy="catch_up")
             client.periodic(f"coal-{n}", "*/2 * * * * *", "k")
         client.sync()
-    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, created_at = %s", (at(BASE), at(BASE)))
+    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, created_at = %s, next_fire_at = NULL",
+          (at(BASE), at(BASE)))
     nows = [at(BASE) + timedelta(seconds=s, milliseconds=100) for s in range(1, 41)]
     results = _race(clients, nows)
     per_fire = Counter(
@@ -77,7 +78,7 @@ def test_racing_catch_up_batches_never_double(dsn: str, conn: psycopg.Connection
     for client in clients:
         client.periodic("replay", "* * * * * *", "k", missed_fire_policy="catch_up")
         client.sync()
-    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s", (at(BASE),))
+    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, next_fire_at = NULL", (at(BASE),))
     now = at(BASE) + timedelta(seconds=1000)
     _race(clients, [now] * 12)
     assert fire_times(conn, "replay") == [

@@ -16,14 +16,15 @@ import psycopg
 from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict
+from awa_tui.engine.first_hints import FirstHints
 from awa_tui.engine.schedule import Schedule
 from awa_tui.engine.sync import INPUT_CTE, chunks, rows_json
 
 INSERT_OWNED_SQL = f"""
 WITH {INPUT_CTE},
 written AS (
-    INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner)
-    SELECT name, {listed(DEFINITION)}, %(owner)s FROM input ORDER BY name
+    INSERT INTO awa.cron_jobs (name, {listed(DEFINITION)}, owner, next_fire_at)
+    SELECT name, {listed(DEFINITION)}, %(owner)s, next_fire_at FROM input ORDER BY name
     ON CONFLICT (name) DO NOTHING
     RETURNING name
 )
@@ -46,11 +47,13 @@ def sync_declared(conn: psycopg.Connection[Any], owner: str, schedules: Iterable
     inserted = 0
     foreign: list[dict[str, Any]] = []
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (PROTOCOL_LOCK_KEY,))
+        created = conn.execute("SELECT pg_advisory_xact_lock(%s), now() AS created_at", (PROTOCOL_LOCK_KEY,)).fetchone()
+        assert created is not None
+        hints = FirstHints(created["created_at"])  # S52, as the unowned sync's inserts
         conn.execute("INSERT INTO awa.owners (owner) VALUES (%s) ON CONFLICT (owner) DO NOTHING", (owner,))
         for part in chunks(schedules):  # name order, a bounded payload per statement
             row = conn.execute(
-                INSERT_OWNED_SQL, {"rows": rows_json(part), "owner": owner}  # type: ignore[arg-type]
+                INSERT_OWNED_SQL, {"rows": rows_json(part, hints), "owner": owner}  # type: ignore[arg-type]
             ).fetchone()
             inserted += row["n"] if row else 0
             foreign += conn.execute(FOREIGN_SQL, {"names": [s.name for s in part], "owner": owner}).fetchall()
