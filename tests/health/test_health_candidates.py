@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 from engine_helpers import at
 from health_helpers import finish, health, register
 
+from awa_tui.engine import migrations
 from awa_tui.engine.health.rules import evaluate_health
 
 
@@ -108,3 +110,71 @@ def test_failing_then_recovered_through_the_failure_count(client: Any, conn: psy
     assert judge(conn, "2025-01-01T00:03:10") == ([("zz-flaky", "failing", "ok")], 2)
     # Recovered, the count reset, no fire since: only the sweep's name.
     assert judge(conn, "2025-01-01T00:03:20") == ([], 1)
+
+
+def expect_due(conn: psycopg.Connection[Any], name: str) -> str | None:
+    row = conn.execute("SELECT expect_due_at FROM awa.cron_health WHERE name = %s", (name,)).fetchone()
+    return row["expect_due_at"].isoformat() if row and row["expect_due_at"] else None
+
+
+def test_expect_success_within_is_judged_once_per_deadline(client: Any, conn: psycopg.Connection[Any]) -> None:
+    """v016: not every pass (before, each schedule declaring it was judged on every one)."""
+    fillers(client, conn, *(f"f{i}" for i in range(1, 10)))
+    register(client, conn, "zz-report", "* * * * *", at("2025-01-01T00:00:00"), expect_success_within=60,
+             max_lateness=3600)
+    job = fire(client, "zz-report", "2025-01-01T00:00:30")  # fires 00:00 (with the fillers)
+    assert judge(conn, "2025-01-01T00:00:40") == ([], 10)  # the ten fires name their schedules
+    assert expect_due(conn, "zz-report") == "2025-01-01T00:01:00+00:00"
+    # Before its deadline nothing but the sweep's name is judged.
+    assert judge(conn, "2025-01-01T00:00:50") == ([], 1)
+    # At the deadline itself, no success: judged, missed.
+    assert judge(conn, "2025-01-01T00:01:00") == ([("zz-report", "ok", "missed")], 2)
+    assert expect_due(conn, "zz-report") is None  # no fire's deadline ahead
+    finish(conn, job, "completed", at("2025-01-01T00:01:01"))  # too late for 00:00
+    nxt = fire(client, "zz-report", "2025-01-01T00:01:05")
+    finish(conn, nxt, "completed", at("2025-01-01T00:01:10"))  # in time for 00:01
+    assert judge(conn, "2025-01-01T00:01:20") == ([("zz-report", "missed", "ok")], 2)
+    assert expect_due(conn, "zz-report") == "2025-01-01T00:02:00+00:00"
+    assert judge(conn, "2025-01-01T00:01:30") == ([], 1)
+    # The 00:01 deadline: judged once (it succeeded in time: ok), then nothing ahead.
+    assert judge(conn, "2025-01-01T00:02:00") == ([], 2)
+    assert expect_due(conn, "zz-report") is None
+    assert judge(conn, "2025-01-01T00:02:10") == ([], 1)
+    assert health(conn, "zz-report") == ("ok", None)
+
+
+def test_an_edited_bound_moves_the_deadline(client: Any, conn: psycopg.Connection[Any]) -> None:
+    fillers(client, conn, *(f"f{i}" for i in range(1, 10)))
+    register(client, conn, "zz-report", "* * * * *", at("2025-01-01T00:00:00"), expect_success_within=600,
+             max_lateness=3600)
+    fire(client, "zz-report", "2025-01-01T00:00:30")
+    assert judge(conn, "2025-01-01T00:00:40") == ([], 10)
+    assert expect_due(conn, "zz-report") == "2025-01-01T00:10:00+00:00"
+    # A hand edit (audited by the database) names it: judged, and its deadline follows the bound.
+    conn.execute("UPDATE awa.cron_jobs SET expect_success_within = 30 WHERE name = 'zz-report'")
+    assert judge(conn, "2025-01-01T00:00:50") == ([("zz-report", "ok", "missed")], 2)
+    conn.execute("UPDATE awa.cron_jobs SET expect_success_within = 120 WHERE name = 'zz-report'")
+    assert judge(conn, "2025-01-01T00:01:00") == ([("zz-report", "missed", "ok")], 2)
+    assert expect_due(conn, "zz-report") == "2025-01-01T00:02:00+00:00"
+
+
+def test_the_upgrade_sets_the_deadlines_after_the_last_pass(empty_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """v016 on a database judged by the old duty: a deadline the last pass did not reach
+    yet is set; one it already judged is not; no bound or no fires: none."""
+    every = migrations.available()
+    monkeypatch.setattr(migrations, "available", lambda: [m for m in every if m.version < 16])
+    migrations.migrate(empty_dsn)
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, kind, expect_success_within) VALUES "
+                     "('pending', '* * * * *', 'k', 60), ('judged', '* * * * *', 'k', 30), "
+                     "('unbound', '* * * * *', 'k', NULL), ('quiet', '* * * * *', 'k', 60)")
+        conn.execute("INSERT INTO awa.cron_health (name, recent_fires) VALUES "
+                     "('pending', '{2025-01-01T00:01:00Z,2025-01-01T00:00:00Z}'), "
+                     "('judged', '{2025-01-01T00:00:00Z}'), ('unbound', '{2025-01-01T00:01:00Z}'), "
+                     "('quiet', '{}')")
+        conn.execute("UPDATE awa.health_meta SET evaluated_at = '2025-01-01T00:01:30Z'")
+    monkeypatch.setattr(migrations, "available", lambda: every)
+    assert migrations.migrate(empty_dsn) == [m.version for m in every if m.version >= 16]
+    with psycopg.connect(empty_dsn, autocommit=True) as conn:
+        due = {r[0]: r[1] for r in conn.execute("SELECT name, expect_due_at FROM awa.cron_health")}
+    assert due == {"pending": at("2025-01-01T00:02:00"), "judged": None, "unbound": None, "quiet": None}

@@ -142,7 +142,9 @@ SELECT (SELECT count(*) FROM judged) AS judged,
 #   so the index condition is exact and the row's own bound filters);
 # - failed jobs counted: the next failure may make it failing (cron_health_failures_idx;
 #   a success resets the count, and a failing schedule is recorded unhealthy anyway);
-# - expect_success_within declared: missed by time alone (cron_jobs_expect_success_idx);
+# - missed by time alone: its next expect_success_within deadline (a recent fire + the
+#   bound, kept in cron_health.expect_due_at, v016) has passed (cron_health_expect_due_idx);
+#   the fires set it, each pass that judges a schedule moves it to the next one;
 # - named by the audit trail since the last pass (every pause, resume, retire, restore,
 #   redefinition, expectation or bounds change, by our code or by hand);
 # - `named`: those the pass's fires name (a fire may finish it or add a missed instant).
@@ -157,7 +159,7 @@ WITH cand AS (
           AND c.next_fire_at < %(now)s - interval '1 second'
           AND c.next_fire_at < %(now)s - make_interval(secs => {_LATENESS})
     UNION SELECT name FROM awa.cron_health WHERE consecutive_failures > 0
-    UNION SELECT name FROM awa.cron_jobs WHERE expect_success_within IS NOT NULL
+    UNION SELECT name FROM awa.cron_health WHERE expect_due_at <= %(now)s
     UNION SELECT target FROM awa.audit_log WHERE id > %(audit_from)s AND id <= %(audit_to)s
     UNION SELECT unnest(%(named)s::text[])
 )
@@ -195,7 +197,7 @@ fresh AS (
     WHERE j.id > meta.jobs_seen_id AND j.metadata ? 'cron_name'
 ),
 judged AS (
-    SELECT f.*, coalesce(c.owner, '') AS owner, c.name IS NOT NULL AS known,
+    SELECT f.*, coalesce(c.owner, '') AS owner, c.name IS NOT NULL AS known, c.expect_success_within,
            CASE WHEN f.manual THEN 'manual'
                 WHEN f.lateness > {_LATENESS} THEN 'late'
                 ELSE 'on_time' END AS verdict
@@ -216,22 +218,40 @@ hist AS (
     ON CONFLICT (queue, le) DO UPDATE SET fires = l.fires + EXCLUDED.fires, total = l.total + EXCLUDED.total
 ),
 scheduled AS (
-    SELECT j.name, array_agg(j.fire ORDER BY j.fire DESC) AS fires,
-           (array_agg(j.lateness ORDER BY j.id DESC))[1] AS lateness
+    SELECT j.name, (array_agg(j.fire ORDER BY j.fire DESC))[1:{RECENT_FIRES}] AS fires,
+           (array_agg(j.lateness ORDER BY j.id DESC))[1] AS lateness, min(j.expect_success_within) AS expect
     FROM judged j WHERE NOT j.manual AND j.fire IS NOT NULL AND j.known GROUP BY j.name
 ),
 last AS (
-    INSERT INTO awa.cron_health AS h (name, recent_fires, last_lateness)
-    SELECT name, fires[1:{RECENT_FIRES}], lateness FROM scheduled
+    -- The oldest new fire kept is the first new deadline (v016); least() keeps an earlier
+    -- one still pending (NULLs aside).
+    INSERT INTO awa.cron_health AS h (name, recent_fires, last_lateness, expect_due_at)
+    SELECT name, fires, lateness, fires[cardinality(fires)] + make_interval(secs => expect) FROM scheduled
     ON CONFLICT (name) DO UPDATE SET
         recent_fires = (EXCLUDED.recent_fires || h.recent_fires)[1:{RECENT_FIRES}],
-        last_lateness = EXCLUDED.last_lateness
+        last_lateness = EXCLUDED.last_lateness,
+        expect_due_at = least(h.expect_due_at, EXCLUDED.expect_due_at)
 ),
 seen AS (
     UPDATE awa.health_meta m SET jobs_seen_id = greatest(m.jobs_seen_id, (SELECT max(id) FROM fresh))
     WHERE m.singleton AND EXISTS (SELECT 1 FROM fresh)
 )
 SELECT count(*) AS fires, coalesce(array_agg(DISTINCT name) FILTER (WHERE known), '{{}}') AS names FROM judged
+"""
+
+# After a pass judged them at `now`: each candidate's next expect_success_within deadline,
+# the first of its recent fires' still ahead (none: NULL), so a schedule is judged for the
+# missed rule once per deadline, not every pass (v016). Candidates include every audited
+# change, so an edited bound moves its deadline too. Written only where it moved.
+ADVANCE_DEADLINES_SQL = """
+UPDATE awa.cron_health h SET expect_due_at = d.due
+FROM (
+    SELECT hh.name, (SELECT min(f + make_interval(secs => c.expect_success_within)) FROM unnest(hh.recent_fires) f
+                     WHERE f + make_interval(secs => c.expect_success_within) > %(now)s) AS due
+    FROM awa.cron_health hh JOIN awa.cron_jobs c ON c.name = hh.name
+    WHERE hh.name = ANY(%(names)s::text[])
+) d
+WHERE h.name = d.name AND h.expect_due_at IS DISTINCT FROM d.due
 """
 
 META_SQL = """
@@ -294,6 +314,7 @@ def evaluate_health(
             "now": now, "bad": _bad_triples(triples), "names": [c["name"] for c in candidates], **swept,
         }).fetchone()
         rows = record["changes"] if record else []
+        conn.execute(ADVANCE_DEADLINES_SQL, {"now": now, "names": [c["name"] for c in candidates]})
         conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": swept["sweep_hi"]})
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
