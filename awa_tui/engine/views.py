@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.columns import VIEW_ROW, safe_listed
+from awa_tui.engine.columns import FAULT_SQL, VIEW_ROW, safe_listed
 from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.evaluator import FAULT_SQL
-from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
-from awa_tui.engine.health.models import UNHEALTHY
-from awa_tui.engine.ledger.models import job_result
-from awa_tui.engine.ledger.strips import strips
+from awa_tui.engine.health.vocabulary import UNHEALTHY
 from awa_tui.engine.models import (
     Attention,
-    AuditEntry,
     Fire,
     NextFire,
     QueueRow,
@@ -31,10 +26,14 @@ from awa_tui.engine.models import (
     SchedulePageRow,
     ScheduleRow,
 )
-from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.runtime.passes import from_json as passes_from_json
 from awa_tui.engine.schedule import row_fault
-from awa_tui.filters import Filter
+
+# Imported by the reads that use them: `cron show` needs neither the filter compiler, the
+# outcome strips nor the leader's election (issue 18).
+if TYPE_CHECKING:
+    from awa_tui.engine.ledger.models import AuditEntry
+    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.filters import Filter
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
 # they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
@@ -59,9 +58,7 @@ SELECT {SCHEDULE_COLUMNS},
        {STATE_SQL} AS state
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
-WHERE (%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s
-       OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)
-  AND {{condition}}
+WHERE {{text}} AND {{condition}}
 ORDER BY c.name
 LIMIT %(limit)s
 """
@@ -80,6 +77,18 @@ def _like(text: str | None) -> str | None:
     return f"%{escaped}%"
 
 
+def _text_filter(text: str | None) -> tuple[str, dict[str, Any]]:
+    """The plain free text (the console's `/`, `filter_text`) as a condition over `c` and
+    its parameter: a substring of the name, kind, queue or owner, any case
+    (filter_sql.text_sql); no text, no condition."""
+    from awa_tui.engine.filter_sql import text_sql
+
+    pattern = _like(text)
+    if pattern is None:
+        return "true", {}
+    return text_sql("%(pattern)s", pattern), {"pattern": pattern}
+
+
 def list_schedules(
     conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000,
     where: Filter | None = None, now: datetime | None = None,
@@ -87,10 +96,13 @@ def list_schedules(
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
+    from awa_tui.engine.filter_sql import schedule_condition
+
     condition = schedule_condition(conn, where, now)
+    text, text_params = _text_filter(filter_text)
     rows = conn.execute(
-        SCHEDULES_SQL.format(condition=condition.sql),
-        {"pattern": _like(filter_text), "limit": limit, **condition.params},
+        SCHEDULES_SQL.format(text=text, condition=condition.sql),
+        {**text_params, "limit": limit, **condition.params},
     ).fetchall()
     return [ScheduleRow(**{**row, "fault": row_fault(row)}) for row in rows]
 
@@ -204,6 +216,8 @@ WHERE l.pid IS NOT NULL
 
 def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Leadership:
     """Who holds the leader lock at `now` (DB time when omitted) and its lease state."""
+    from awa_tui.engine.runtime.leader import Leadership
+
     now = now or db_time(conn)
     row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY}).fetchone()
     return Leadership(now=now, **row) if row else Leadership(now=now)
@@ -241,6 +255,8 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
 
 
 def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
+    from awa_tui.engine.runtime.passes import from_json as passes_from_json
+
     passes = passes_from_json(row.pop("recent_passes"))
     return RuntimeRow(**row, passes=passes)
 
@@ -253,6 +269,8 @@ def list_audit(
         "WHERE %(target)s::text IS NULL OR target = %(target)s ORDER BY id DESC LIMIT %(limit)s",
         {"target": target, "limit": limit},
     ).fetchall()
+    from awa_tui.engine.ledger.models import AuditEntry
+
     return [AuditEntry(**row) for row in rows]
 
 
@@ -292,16 +310,11 @@ SCHEDULE_SORTS = {
     "fails": "coalesce(f.n, 0)",
 }
 
-_FILTER = (
-    "(%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s "
-    "OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)"
-)
-
-SCHEDULE_COUNTS_SQL = f"""
+SCHEDULE_COUNTS_SQL = """
 SELECT count(*) AS total,
        count(*) FILTER (WHERE c.paused_at IS NOT NULL AND c.retired_at IS NULL) AS paused,
        count(*) FILTER (WHERE c.retired_at IS NOT NULL) AS retired,
-       count(*) FILTER (WHERE {_FILTER} AND {{condition}}) AS matched
+       count(*) FILTER (WHERE {text} AND {condition}) AS matched
 FROM awa.cron_jobs c
 """
 
@@ -380,15 +393,19 @@ def schedule_page(
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired) and the `now` used. `where`
     is a parsed filter (awa_tui/filters.py), on top of the free text."""
+    from awa_tui.engine.filter_sql import schedule_condition
+    from awa_tui.engine.ledger.models import job_result
+    from awa_tui.engine.ledger.strips import strips
+
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
     now = now or db_time(conn)
     condition = schedule_condition(conn, where, now)
-    params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params,
-              "fails_since": now - timedelta(hours=24)}
-    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(condition=condition.sql), params).fetchone()
+    text, text_params = _text_filter(filter_text)
+    params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24)}
+    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(text=text, condition=condition.sql), params).fetchone()
     sql = SCHEDULE_PAGE_SQL.format(
-        filter=f"{_FILTER} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
+        filter=f"{text} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
     )
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}

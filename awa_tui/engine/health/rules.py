@@ -20,10 +20,11 @@ from uuid import UUID
 
 import psycopg
 
+from awa_tui.engine.columns import FAULT_SQL
 from awa_tui.engine.db import db_now
-from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.health.models import HealthPass, Transition
-from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
+from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S
+from awa_tui.engine.schedule import row_fault
 
 # The leader evaluates health at this cadence (so health changed by time passing alone,
 # late or missed, is caught within it).
