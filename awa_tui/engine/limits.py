@@ -37,6 +37,10 @@ MANUAL_DUTY = 0.5
 BATCH_SIZE = 500
 MAX_BATCH_SIZE = 10_000
 
+# The leader evaluates health at this cadence (so health changed by time passing alone,
+# late or missed, is caught within it); `check` calls an older evaluation stalled.
+HEALTH_INTERVAL_S = 10.0
+
 # S41: a due instant must be enqueued within this unless the schedule or its client says
 # otherwise (a stored NULL means this too).
 DEFAULT_MAX_LATENESS_S = 60

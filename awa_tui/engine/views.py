@@ -1,4 +1,7 @@
-"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects."""
+"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects.
+
+Each read imports the models, parsers and compilers it uses (issue 18): `runtime list`
+builds no schedule model and loads no cron parser, `cron show` no filter compiler."""
 
 from __future__ import annotations
 
@@ -9,29 +12,23 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from awa_tui.engine.columns import FAULT_SQL, VIEW_ROW, safe_listed
-from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.vocabulary import UNHEALTHY
-from awa_tui.engine.models import (
-    Attention,
-    Fire,
-    NextFire,
-    QueueRow,
-    RuntimeRow,
-    ScheduleDetail,
-    ScheduleInfo,
-    SchedulePage,
-    SchedulePageRow,
-    ScheduleRow,
-)
-from awa_tui.engine.schedule import row_fault
 
-# Imported by the reads that use them: `cron show` needs neither the filter compiler, the
-# outcome strips nor the leader's election (issue 18).
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
+    from awa_tui.engine.models import (
+        Attention,
+        Fire,
+        NextFire,
+        ScheduleDetail,
+        ScheduleInfo,
+        SchedulePage,
+        ScheduleRow,
+    )
+    from awa_tui.engine.models_fleet import QueueRow, RuntimeRow
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.filters import Filter
 
@@ -97,6 +94,8 @@ def list_schedules(
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
     from awa_tui.engine.filter_sql import schedule_condition
+    from awa_tui.engine.models import ScheduleRow
+    from awa_tui.engine.schedule import row_fault
 
     condition = schedule_condition(conn, where, now)
     text, text_params = _text_filter(filter_text)
@@ -117,6 +116,9 @@ def _json_value(text: str) -> Any:
 
 
 def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
+    from awa_tui.engine.models import ScheduleInfo
+    from awa_tui.engine.schedule import row_fault
+
     row = conn.execute(
         f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
         "array_replace(c.tags, NULL, 'NULL') AS tags, "
@@ -152,6 +154,9 @@ def next_fires(
 
 def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
     """The next `count` fires, within the schedule's bounds (v009): none once finished."""
+    from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
+    from awa_tui.engine.models import NextFire
+
     if row.state == "finished":
         return []
     if row.start_at is not None and after < row.start_at:
@@ -177,6 +182,8 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
+    from awa_tui.engine.models import Fire
+
     return [Fire(**row) for row in rows]
 
 
@@ -198,6 +205,8 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:
         ORDER BY n.queue
         """
     ).fetchall()
+    from awa_tui.engine.models_fleet import QueueRow
+
     return [QueueRow(**row) for row in rows]
 
 
@@ -255,6 +264,7 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
 
 
 def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
+    from awa_tui.engine.models_fleet import RuntimeRow
     from awa_tui.engine.runtime.passes import from_json as passes_from_json
 
     passes = passes_from_json(row.pop("recent_passes"))
@@ -373,6 +383,8 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
         return hint, hint <= now
     key = (row["cron_expr"], row["timezone"])
     if key not in cache:
+        from awa_tui.engine.cron.expression import next_fire
+
         try:
             cache[key] = next_fire(row["cron_expr"], row["timezone"], now).at
         except (ValueError, LookupError):  # a hand-written bad row (S15) has no next fire
@@ -396,6 +408,8 @@ def schedule_page(
     from awa_tui.engine.filter_sql import schedule_condition
     from awa_tui.engine.ledger.models import job_result
     from awa_tui.engine.ledger.strips import strips
+    from awa_tui.engine.models import SchedulePage, SchedulePageRow
+    from awa_tui.engine.schedule import row_fault
 
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
@@ -429,6 +443,8 @@ def schedule_page(
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """The unhealthy schedules counted by health, and the worst one (S42), through the
     partial index of awa.cron_health (unhealthy rows only)."""
+    from awa_tui.engine.models import Attention
+
     rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()
     worst = conn.execute(WORST_SQL).fetchone()
     return {"unhealthy": {r["health"]: r["n"] for r in rows},
@@ -438,6 +454,8 @@ def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
     """The recorded health of one schedule; ok (since unknown) when the leader has judged
     but found nothing to record, None when it has not judged yet."""
+    from awa_tui.engine.models import Attention
+
     row = conn.execute(
         f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
         "h.reason FROM (SELECT 1) one LEFT JOIN awa.cron_health h ON h.name = %(n)s", {"n": name},
@@ -455,6 +473,8 @@ def schedule_detail(
     audit: int = 20,
 ) -> ScheduleDetail:
     """Everything the console's detail view shows about one schedule."""
+    from awa_tui.engine.models import ScheduleDetail
+
     now = now or db_time(conn)
     row = get_schedule(conn, name)
     start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now

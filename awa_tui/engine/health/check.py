@@ -27,7 +27,7 @@ from awa_tui.engine.health.models import (
     Transition,
     health_rank,
 )
-from awa_tui.engine.health.rules import HEALTH_INTERVAL_S
+from awa_tui.engine.limits import HEALTH_INTERVAL_S
 
 # The leader's health evaluation counts as stalled when older than this.
 STALE_AFTER = timedelta(seconds=3 * HEALTH_INTERVAL_S)
