@@ -16,12 +16,17 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-# The schedule read models are defined here; the others live in models_fleet.py,
-# models_owners.py, models_results.py and ledger/models.py, and are named from here too.
-# Each of those modules loads when one of its names is first asked for: building a frozen
-# dataclass costs ~1 ms on a slow core, and `cron show` needs 4 of the 41 (issue 18).
+# The schedule read models are defined here; the others live in models_console.py,
+# models_fleet.py, models_owners.py, models_results.py and ledger/models.py, and are named
+# from here too. Each of those modules loads when one of its names is first asked for:
+# building a frozen dataclass costs ~1 ms on a slow core, and `cron show` needs 4 of the
+# 41 (issue 18).
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry as AuditEntry
+    from awa_tui.engine.models_console import Attention as Attention
+    from awa_tui.engine.models_console import ScheduleDetail as ScheduleDetail
+    from awa_tui.engine.models_console import SchedulePage as SchedulePage
+    from awa_tui.engine.models_console import SchedulePageRow as SchedulePageRow
     from awa_tui.engine.models_fleet import PassSummary as PassSummary
     from awa_tui.engine.models_fleet import QueueRow as QueueRow
     from awa_tui.engine.models_fleet import RuntimeRow as RuntimeRow
@@ -41,6 +46,10 @@ if TYPE_CHECKING:
 
 _ELSEWHERE = {
     "AuditEntry": "awa_tui.engine.ledger.models",
+    "SchedulePageRow": "awa_tui.engine.models_console",
+    "Attention": "awa_tui.engine.models_console",
+    "SchedulePage": "awa_tui.engine.models_console",
+    "ScheduleDetail": "awa_tui.engine.models_console",
     "QueueRow": "awa_tui.engine.models_fleet",
     "PassSummary": "awa_tui.engine.models_fleet",
     "RuntimeRow": "awa_tui.engine.models_fleet",
@@ -141,55 +150,8 @@ class ScheduleInfo(_ScheduleColumns):
     state: str
 
 
-@dataclass(frozen=True)
-class SchedulePageRow(ScheduleRow):
-    """A row of the console's schedules panel: the next fire and the last fire's job."""
-
-    queue_paused_at: datetime | None
-    last_job_state: str | None
-    lateness: timedelta | None  # the last fire's job created_at - its fire time
-    next_fire: datetime | None
-    next_fire_due: bool
-    # The leader's last health evaluation (S42): word, since when, why.
-    health: str | None = field(default=None, kw_only=True)
-    health_since: datetime | None = field(default=None, kw_only=True)
-    health_reason: str | None = field(default=None, kw_only=True)
-    # The ledger's columns (issue 13), read with the page (views.SCHEDULE_PAGE_SQL):
-    last_result: str = "none"  # its latest job (manual too): ok, failed, running, waiting, cancelled, none
-    last_error: str | None = None  # that job's latest error, when it failed
-    fails_24h: int = 0  # its jobs created in the last 24 h whose latest attempt failed
-    # Its last 20 due instants, oldest first, each its job's state when it fired, else its
-    # verdict (ledger/models.instant_outcome, ledger/strips.py); none when BROKEN.
-    outcomes: tuple[str, ...] = ()
-
-
 # Anything an operator action on a schedule can be chosen from (a panel row, the detail).
 AnySchedule = ScheduleRow | ScheduleInfo
-
-
-@dataclass(frozen=True)
-class Attention:
-    """One schedule's recorded health (S42): the worst one heads the console's ATTENTION line."""
-
-    name: str
-    health: str
-    since: datetime | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class SchedulePage:
-    """One filtered, sorted page of schedules, with counts, at `now`."""
-
-    now: datetime
-    rows: list[SchedulePageRow]
-    total: int
-    paused: int
-    retired: int
-    matched: int
-    # S42: unhealthy schedules by health (all of them, not just the page), and the worst.
-    unhealthy: dict[str, int] = field(default_factory=dict)
-    attention: Attention | None = None
 
 
 @dataclass(frozen=True)
@@ -213,15 +175,3 @@ class Fire:
     fire_time: str | None  # the metadata's text as stored (a hand-written one may be no instant)
     manual: bool
     lateness: timedelta | None
-
-
-@dataclass(frozen=True)
-class ScheduleDetail:
-    """Everything the console's detail view shows about one schedule."""
-
-    now: datetime
-    schedule: ScheduleInfo
-    next: list[NextFire]
-    recent: list[Fire]
-    audit: list[AuditEntry]
-    health: Attention | None = None  # S42: as the leader last recorded it

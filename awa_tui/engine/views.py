@@ -19,15 +19,8 @@ from awa_tui.engine.health.vocabulary import UNHEALTHY
 
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
-    from awa_tui.engine.models import (
-        Attention,
-        Fire,
-        NextFire,
-        ScheduleDetail,
-        ScheduleInfo,
-        SchedulePage,
-        ScheduleRow,
-    )
+    from awa_tui.engine.models import Fire, NextFire, ScheduleInfo, ScheduleRow
+    from awa_tui.engine.models_console import Attention, ScheduleDetail, SchedulePage
     from awa_tui.engine.models_fleet import QueueRow, RuntimeRow
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.filters import Filter
@@ -408,7 +401,7 @@ def schedule_page(
     from awa_tui.engine.filter_sql import schedule_condition
     from awa_tui.engine.ledger.models import job_result
     from awa_tui.engine.ledger.strips import strips
-    from awa_tui.engine.models import SchedulePage, SchedulePageRow
+    from awa_tui.engine.models_console import SchedulePage, SchedulePageRow
     from awa_tui.engine.schedule import row_fault
 
     if sort not in SCHEDULE_SORTS:
@@ -443,7 +436,7 @@ def schedule_page(
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """The unhealthy schedules counted by health, and the worst one (S42), through the
     partial index of awa.cron_health (unhealthy rows only)."""
-    from awa_tui.engine.models import Attention
+    from awa_tui.engine.models_console import Attention
 
     rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()
     worst = conn.execute(WORST_SQL).fetchone()
@@ -454,7 +447,7 @@ def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
     """The recorded health of one schedule; ok (since unknown) when the leader has judged
     but found nothing to record, None when it has not judged yet."""
-    from awa_tui.engine.models import Attention
+    from awa_tui.engine.models_console import Attention
 
     row = conn.execute(
         f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
@@ -473,7 +466,7 @@ def schedule_detail(
     audit: int = 20,
 ) -> ScheduleDetail:
     """Everything the console's detail view shows about one schedule."""
-    from awa_tui.engine.models import ScheduleDetail
+    from awa_tui.engine.models_console import ScheduleDetail
 
     now = now or db_time(conn)
     row = get_schedule(conn, name)
