@@ -246,8 +246,14 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+# Values asdict leaves as they are: most cells, checked first (a table reads thousands).
+_SCALARS = frozenset({str, int, float, bool, datetime, timedelta, UUID, type(None)})
+
+
 def _plain_value(value: Any) -> Any:
     """A field's value as `plain` (dataclasses.asdict) would leave it in its row's dict."""
+    if type(value) in _SCALARS:
+        return value
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
     if isinstance(value, (list, tuple)):
