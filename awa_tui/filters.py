@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.health.models import HEALTHS
-from awa_tui.engine.ledger.models import JOB_STATES
+from awa_tui.engine.health.vocabulary import HEALTHS
+from awa_tui.engine.ledger.states import JOB_STATES
 from awa_tui.instants import parse_point
 
 TermKind = Literal["text", "field", "flag"]

@@ -279,7 +279,8 @@ def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     columns = re.compile(r"cron_expr\b.{0,30}?\btimezone\b.{0,30}?\bkind\b.{0,30}?\bqueue\b.{0,30}?\bargs\b", re.DOTALL)
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if vocabulary.search(text)) == [
         "cron/vocabulary.py"]
-    # models.py declares the typed read models' fields (names and Python types, what the
-    # console and CLI read), not SQL: the SQL column lists are built only from columns.py.
+    # models_results.py declares a typed read model's fields (ScheduleState: names and Python
+    # types, what the console and CLI read), not SQL: the SQL column lists are built only
+    # from columns.py.
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if columns.search(text)) == [
-        "columns.py", "models.py"]
+        "columns.py", "models_results.py"]

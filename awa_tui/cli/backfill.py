@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, errors_as_lines, make_client, say
 from awa_tui.cli.cron import NameArg, _parse_instant, cron_app
-from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
-from awa_tui.engine.cron.expression import iso_utc
+from awa_tui.engine.limits import BACKFILL_LIMIT
 from awa_tui.printable import printable
+
+# Every `cron` command imports this module (it registers `cron backfill`): the engine's
+# backfill loads only when one runs.
+if TYPE_CHECKING:
+    from awa_tui.engine.backfill import BackfillResult
 
 
 def backfill_summary(result: BackfillResult) -> str:
     """One line: what was (or would be) enqueued, and what was left alone."""
+    from awa_tui.engine.cron.expression import iso_utc
+
     verb = "would enqueue" if result.dry_run else "enqueued"
     text = (f"{printable(result.schedule)}: {verb} {result.count} backfill job{'s' if result.count != 1 else ''} "
             f"for {iso_utc(result.from_at)} .. {iso_utc(result.to_at)}")
@@ -39,6 +45,8 @@ def cron_backfill(
     as_json: JsonOpt = False,
 ) -> None:
     """Enqueue one job per due instant in the range that never fired (verdict backfilled)."""
+    from awa_tui.engine.cron.expression import iso_utc
+
     with errors_as_lines():
         start, end = _parse_instant(from_text, "--from"), _parse_instant(to_text, "--to")
         client = make_client(dsn, operator, read_only=dry_run)

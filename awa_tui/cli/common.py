@@ -19,13 +19,11 @@ from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from awa_tui.engine.client import Client
 
-# Imported here: typer, and light modules of our own. Rich (the output) and the engine
-# (psycopg) load when a command first prints or connects: `awa-tui --help` needs neither
-# (tests/cli/test_cli_lazy.py).
+# Imported here: typer, and light modules of our own. The engine (psycopg) loads when a
+# command first connects: `awa-tui --help` needs none of it (tests/cli/test_cli_lazy.py).
+# Output is plain text written to the streams: no Rich on a command's path (issue 18).
 
 DsnOpt = Annotated[
     str | None,
@@ -49,35 +47,22 @@ OperatorOpt = Annotated[
     str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
 ]
 
-@functools.cache
-def out() -> Console:
-    """The console of stdout, made on first use.
-
-    Piped output keeps tables at their natural width: a script or a log must see whole values.
-    No emoji codes: ":fire:" in a schedule name is text, like "[bold]" (markup=False below)."""
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True, emoji=False, width=None if sys.stdout.isatty() else 10_000)
-
-
-@functools.cache
-def err() -> Console:
-    """The console of stderr, made on first use."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
-
 def say(text: str) -> None:
     """One line of human output. Every line may quote the database (names, operators),
-    so it is escaped (awa_tui/printable.py) and never read as markup."""
-    out().print(printable(text), markup=False)
+    so it is escaped (awa_tui/printable.py); it is written as it is, never read as markup
+    or emoji codes (":fire:" and "[bold]" in a name are text)."""
+    sys.stdout.write(printable(text) + "\n")
+
+
+def warn(text: str) -> None:
+    """One line on stderr that is not an error (the command goes on), escaped like `say`."""
+    sys.stderr.write(printable(text) + "\n")
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, non-zero exit, never a traceback. The message may quote the
     database ("already paused (by ...)"): escaped, so no control byte reaches the terminal."""
-    err().print(f"error: {printable(' '.join(str(message).split()))}", markup=False)
+    sys.stderr.write(f"error: {printable(' '.join(str(message).split()))}\n")
     raise typer.Exit(code)
 
 
@@ -108,7 +93,7 @@ def require_dsn(flag: str | None) -> str:
         dsn = running_embedded_dsn()
         if dsn is None:
             fail(NO_DATABASE)
-        err().print(printable(f"no database configured: using the running embedded Postgres: {dsn}"), markup=False)
+        warn(f"no database configured: using the running embedded Postgres: {dsn}")
         return dsn
     try:
         check_dsn(dsn)  # libpq's own parse errors would quote the password
@@ -204,12 +189,19 @@ def prepare_command(command: Any, path: str) -> None:
 
 
 def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Client:
-    from awa_tui.cli.upstream import client_for
     from awa_tui.engine.client import Client
+    from awa_tui.engine.upstream.detect import has_upstream_table
 
+    client = Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli")
     # On an upstream Awa schema the same commands run in upstream mode (cli/upstream.py).
-    return client_for(
-        Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli"))
+    # Only a database with upstream's version table can be one: for every other (awa-tui's
+    # own schema, or none) this one catalog read decides, and that mode is never loaded.
+    with client.db.connection() as conn:
+        if not has_upstream_table(conn):
+            return client
+    from awa_tui.cli.upstream import client_for
+
+    return client_for(client)
 
 
 def _default(value: Any) -> Any:
@@ -254,20 +246,42 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
-    """`rows`: read models or dicts; `columns` are their field names (keys)."""
-    from rich.table import Table
-    from rich.text import Text
+# Values asdict leaves as they are: most cells, checked first (a table reads thousands).
+_SCALARS = frozenset({str, int, float, bool, datetime, timedelta, UUID, type(None)})
 
-    table = Table(title=title, show_lines=False)
-    for column in columns:
-        # Fold, never ellipsise: a narrow terminal (or a pipe, 80 columns) must not hide data.
-        table.add_column(column, overflow="fold")
-    for row in plain(list(rows)):
-        # Text, not markup: values from the database ("[queue paused]", names) print as is,
-        # control bytes escaped (a newline would forge a row, ESC drive the terminal).
-        table.add_row(*(Text(printable(fmt(row.get(c)))) for c in columns))
-    out().print(table)
+
+def _plain_value(value: Any) -> Any:
+    """A field's value as `plain` (dataclasses.asdict) would leave it in its row's dict."""
+    if type(value) in _SCALARS:
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain_value(v) for v in value)
+    if isinstance(value, dict):
+        return {_plain_value(k): _plain_value(v) for k, v in value.items()}
+    return value
+
+
+def field_of(row: Any, name: str) -> Any:
+    """A dict's key or a read model's field (None when it has none), as `plain(row)[name]`
+    would be, without copying the whole row."""
+    return row.get(name) if isinstance(row, dict) else _plain_value(getattr(row, name, None))
+
+
+def cell(row: Any, column: str) -> str:
+    """One table cell, shown by `fmt` and escaped (a newline would forge a row, ESC drive
+    the terminal). A missing one shows as "-"."""
+    return printable(fmt(field_of(row, column)))
+
+
+def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
+    """`rows`: read models or dicts; `columns` are their field names (keys), and the headers.
+    Only the shown columns are read: a read model is never copied whole (asdict)."""
+    from awa_tui.cli.table import render
+
+    cells = [[cell(row, c) for c in columns] for row in rows]
+    sys.stdout.write(render([printable(c) for c in columns], cells, printable(title) if title else None))
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:

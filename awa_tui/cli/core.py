@@ -135,7 +135,7 @@ def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None)
 
 def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any]:
     """The Client's retention arguments (the leader's housekeeping, S40), refused in one line."""
-    from awa_tui.engine.ledger.retention import MAX_KEEP
+    from awa_tui.engine.limits import MAX_KEEP
 
     retention: dict[str, Any] = {}
     if job_retention is not None:

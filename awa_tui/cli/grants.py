@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
-from awa_tui.cli.common import DsnOpt, JsonOpt, emit, errors_as_lines, out, require_dsn
+from awa_tui.cli.common import DsnOpt, JsonOpt, emit, errors_as_lines, require_dsn, say
 from awa_tui.cli.core import db_app
 from awa_tui.engine import grants
 
@@ -27,8 +28,8 @@ def db_grants(
         layout = grants.role_layout(prefix)
         if not apply:
             emit({"prefix": layout.prefix, "roles": list(layout.roles), "sql": layout.sql}, as_json,
-                 lambda: out().print(layout.sql, markup=False, end=""))
+                 lambda: sys.stdout.write(layout.sql))  # our own SQL: the prefix is checked
             return
         data = grants.apply_layout(require_dsn(dsn), layout)
-        emit(data, as_json, lambda: out().print(
-            f"applied the role layout: {', '.join(data['roles'])} ({data['statements']} statements)", markup=False))
+        emit(data, as_json, lambda: say(
+            f"applied the role layout: {', '.join(data['roles'])} ({data['statements']} statements)"))

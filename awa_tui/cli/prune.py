@@ -23,7 +23,7 @@ from awa_tui.cli.common import (
 )
 from awa_tui.cli.jobs import jobs_app
 from awa_tui.cli.timeargs import parse_duration
-from awa_tui.engine.ledger.retention import DEFAULT_KEEP, MANUAL_DUTY
+from awa_tui.engine.limits import DEFAULT_KEEP, MANUAL_DUTY
 
 
 @jobs_app.command("prune")

@@ -13,15 +13,17 @@ import functools
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from awa_tui.cli.common import err
-from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
+from awa_tui.cli.common import warn
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, SchemaError, ValidationError
-from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
-from awa_tui.engine.upstream.detect import detect_schema
-from awa_tui.engine.upstream.models import ActionOutcome, SchemaInfo, UpstreamSchedule
-from awa_tui.filters import Filter
+
+# A command loads this module only on a database with upstream's version table
+# (common.make_client); the adapter, upstream's models and the cron arithmetic only once
+# it is found to be upstream's.
+if TYPE_CHECKING:
+    from awa_tui.engine.upstream.models import ActionOutcome, SchemaInfo, UpstreamSchedule
+    from awa_tui.filters import Filter
 
 NOT_AUDITED = (
     "warning: not audited: this database has no awa-tui audit trail; "
@@ -44,7 +46,9 @@ NEEDS_OWN_SCHEMA = {
 
 
 def schema_of(client: Any) -> SchemaInfo:
-    """What owns the `awa` schema of the client's database (one catalog read)."""
+    """What owns the `awa` schema of the client's database (catalog reads)."""
+    from awa_tui.engine.upstream.detect import detect_schema
+
     with client.db.connection() as conn:
         return detect_schema(conn)
 
@@ -130,6 +134,8 @@ class UpstreamCommands:
     """The Client methods the CLI calls, on an upstream Awa database (see the module doc)."""
 
     def __init__(self, dsn: str, info: SchemaInfo, *, operator: str, read_only: bool) -> None:
+        from awa_tui.engine.upstream.adapter import UpstreamAdapter
+
         self.info = info
         self.operator = operator
         self.read_only = read_only
@@ -181,6 +187,8 @@ class UpstreamCommands:
     @records
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[dict[str, Any]]:
         """By awa-tui's cron arithmetic: after `after`, else after now or the last fire if later."""
+        from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
+
         detail = self.adapter.show(name, count=count, recent=0)
         schedule = detail.schedule
         if schedule.problem is not None:
@@ -235,7 +243,7 @@ class UpstreamCommands:
 
     def _acted(self, outcome: ActionOutcome) -> dict[str, Any]:
         if not outcome.audited:
-            err().print(NOT_AUDITED, markup=False)
+            warn(NOT_AUDITED)
         return {"audited": outcome.audited, "audit_id": outcome.audit_id}
 
     def _schedule_action(self, outcome: ActionOutcome, name: str) -> dict[str, Any]:
@@ -276,6 +284,7 @@ def database_status(dsn: str) -> dict[str, Any]:
     and in upstream mode whether awa-tui's audit trail exists."""
     from awa_tui.engine.client import Client
     from awa_tui.engine.db import describe_dsn
+    from awa_tui.engine.upstream.adapter import UpstreamAdapter
 
     client = Client(dsn, read_only=True, application_name="awa-tui cli")
     try:
@@ -297,6 +306,7 @@ def init_upstream_audit(dsn: str) -> dict[str, Any]:
     """Create awa-tui's audit trail beside an upstream Awa schema (the operator's consent is
     this command); refused in one line on any other database."""
     from awa_tui.engine.client import Client
+    from awa_tui.engine.upstream.adapter import init_audit
 
     client = Client(dsn, application_name="awa-tui cli")
     try:

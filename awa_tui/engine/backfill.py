@@ -26,10 +26,9 @@ from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.evaluator import first_candidate
 from awa_tui.engine.ledger.models import Record
-from awa_tui.engine.ledger.retention import DEFAULT_HORIZON
+from awa_tui.engine.limits import BACKFILL_LIMIT, DEFAULT_HORIZON
 from awa_tui.engine.ops import check_operator
 
-BACKFILL_LIMIT = 1000  # instants per backfill unless the operator passes a higher max
 COUNT_CEILING = 100000  # instants counted to name a refusal; past it, "more than"
 ONE_US = timedelta(microseconds=1)
 

@@ -5,6 +5,7 @@ tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 import threading
 import time
@@ -13,68 +14,63 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn
-from awa_tui.engine import backfill as backfills
-from awa_tui.engine import bulk as bulk_ops
-from awa_tui.engine import evaluator, migrations, ops, overrides, views
-from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
+from awa_tui.engine import limits
 from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
-from awa_tui.engine.health import check as health_check
-from awa_tui.engine.health import rules as health_rules
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
-from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
-from awa_tui.engine.ledger import jobs as ledger_jobs
-from awa_tui.engine.ledger import retention, trail, verdicts
-from awa_tui.engine.ledger import why as ledger_why
-from awa_tui.engine.ledger.models import (
-    AuditPage,
-    JobChange,
-    JobDetail,
-    JobsPage,
-    JobSummary,
-    LastResult,
-    LedgerView,
-    PruneResult,
-    Verdict,
-    Why,
-)
-from awa_tui.engine.models import (
-    AuditEntry,
-    Fire,
-    NextFire,
-    OwnerChange,
-    OwnerPlan,
-    OwnerSummary,
-    QueueDrained,
-    QueueRow,
-    QueueState,
-    RuntimeRow,
-    ScheduleDetail,
-    ScheduleInfo,
-    SchedulePage,
-    ScheduleRow,
-    ScheduleState,
-    TriggeredJob,
-    owner_plan,
-    owner_summary,
-)
-from awa_tui.engine.ownership import lifecycle, reconcile
-from awa_tui.engine.ownership.declaration import sync_declared
-from awa_tui.engine.ownership.manifest import Manifest, build_manifest, check_owner
-from awa_tui.engine.preview import ResumePreview, resume_preview
-from awa_tui.engine.runtime import leader, reporter, worker
-from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S, LeaderDuties
-from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.runtime.loops import Runtime
-from awa_tui.engine.runtime.passes import RecentPasses
-from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, Schedule, check_seconds
-from awa_tui.engine.sync import SyncTracker, sync_schedules
-from awa_tui.filters import Filter
+from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.printable import printable_logger
 
+# Each method imports the engine module it uses, where it uses it: `awa-tui cron show`
+# loads the views it reads, not the evaluator, the runtime or the ledger (issue 18).
+# Nothing here may import more at module level than a Client needs to be built.
 if TYPE_CHECKING:
+    from awa_tui.engine import bulk as bulk_ops
+    from awa_tui.engine import evaluator, overrides
+    from awa_tui.engine.backfill import BackfillResult
     from awa_tui.engine.health.metrics import MetricsServer
+    from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
+    from awa_tui.engine.ledger.models import (
+        AuditPage,
+        JobChange,
+        JobDetail,
+        JobsPage,
+        JobSummary,
+        LastResult,
+        LedgerView,
+        PruneResult,
+        Verdict,
+        Why,
+    )
+    from awa_tui.engine.models import (
+        AuditEntry,
+        Fire,
+        NextFire,
+        OwnerChange,
+        OwnerPlan,
+        OwnerSummary,
+        QueueDrained,
+        QueueRow,
+        QueueState,
+        RuntimeRow,
+        ScheduleDetail,
+        ScheduleInfo,
+        SchedulePage,
+        ScheduleRow,
+        ScheduleState,
+        TriggeredJob,
+    )
+    from awa_tui.engine.ownership.manifest import Manifest
+    from awa_tui.engine.preview import ResumePreview
+    from awa_tui.engine.runtime import worker
+    from awa_tui.engine.runtime.duties import LeaderDuties
+    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.runtime.loops import Runtime
+    from awa_tui.engine.runtime.passes import RecentPasses
+    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.sync import SyncTracker
+    from awa_tui.filters import Filter
 
 log = printable_logger("awa_tui")
 
@@ -92,6 +88,13 @@ def _parameters_of(
         return method
 
     return typed
+
+
+if TYPE_CHECKING:
+    _build_parameters = _parameters_of(Schedule.build)
+else:  # the decorator changes nothing at run time: Schedule loads when a schedule is declared
+    def _build_parameters(method: F) -> F:
+        return method
 
 
 def package_version() -> str:
@@ -114,14 +117,14 @@ class Client:
         snapshot_interval: timedelta = timedelta(seconds=10),
         read_only: bool = False,
         operator: str | None = None,
-        catch_up_limit: int = evaluator.CATCH_UP_LIMIT,
+        catch_up_limit: int = limits.CATCH_UP_LIMIT,
         worker_queues: list[str] | None = None,
         worker_batch: int = 10,
         application_name: str = "awa-tui",
-        leader_lease: timedelta = leader.DEFAULT_LEASE,
-        job_retention: timedelta = retention.DEFAULT_HORIZON,
-        job_keep: int = retention.DEFAULT_KEEP,
-        max_lateness: timedelta = timedelta(seconds=DEFAULT_MAX_LATENESS_S),
+        leader_lease: timedelta = limits.DEFAULT_LEASE,
+        job_retention: timedelta = limits.DEFAULT_HORIZON,
+        job_keep: int = limits.DEFAULT_KEEP,
+        max_lateness: timedelta = timedelta(seconds=limits.DEFAULT_MAX_LATENESS_S),
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -129,28 +132,35 @@ class Client:
         if authoritative and not owner:
             raise ValidationError("owner: an authoritative runtime must name its owner")
         if owner is not None:
+            from awa_tui.engine.ownership.manifest import check_owner
+
             check_owner(owner)
         if retire_grace < timedelta(0):
             raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
         if snapshot_interval <= timedelta(0):
             raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
-        if not isinstance(leader_lease, timedelta) or leader_lease < leader.MIN_LEASE:
+        if not isinstance(leader_lease, timedelta) or leader_lease < limits.MIN_LEASE:
             got = f"{leader_lease.total_seconds():g} s" if isinstance(leader_lease, timedelta) else repr(leader_lease)
             raise ValidationError(
-                f"leader_lease: must be a timedelta of at least {leader.MIN_LEASE.total_seconds():g} s, got {got}")
+                f"leader_lease: must be a timedelta of at least {limits.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
         # S41: the max_lateness of every schedule registered here that declares none.
-        self.max_lateness = check_seconds("max_lateness", max_lateness)
+        self.max_lateness = limits.check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease
-        self.job_retention = retention.check_horizon(job_retention)
-        self.job_keep = retention.check_keep(job_keep)
+        self.job_retention = limits.check_horizon(job_retention)
+        self.job_keep = limits.check_keep(job_keep)
         self.owner = owner
         self.authoritative = authoritative
         self.retire_grace = retire_grace
         self.snapshot_interval = snapshot_interval
         self.read_only = read_only
         # An explicit label is checked now (an empty one is an error, not a default).
-        self.operator = default_operator() if operator is None else ops.check_operator(operator)
+        if operator is None:
+            self.operator = default_operator()
+        else:
+            from awa_tui.engine.ops import check_operator
+
+            self.operator = check_operator(operator)
         self.catch_up_limit = catch_up_limit
         self.worker_queues = worker_queues
         self.worker_batch = worker_batch
@@ -158,9 +168,8 @@ class Client:
         self.db = ConnectionSource(resolved, application_name, read_only=read_only)
         self._schedules: dict[str, Schedule] = {}
         self._generation = 0  # bumped by periodic(): the registry changed since the last sync
-        self.sync_tracker = SyncTracker()  # what the next sync must compare (S50)
         self.handlers: dict[str, worker.Handler] = {}
-        self.identity = reporter.RuntimeIdentity(
+        self.identity = RuntimeIdentity(
             version=package_version(),
             snapshot_interval=snapshot_interval,
             owner=owner,
@@ -171,24 +180,47 @@ class Client:
         self._close_lock = threading.Lock()
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
-        self.duties = LeaderDuties(self)
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
-        self.recent_passes = RecentPasses()  # carried by the snapshot (the runtimes page shows them)
         self.on_pass: list[Callable[[evaluator.PassResult], None]] = []
         self.on_job: list[Callable[[worker.Job, str], None]] = []
         self.metrics: MetricsServer | None = None  # serve_metrics(): /metrics of this runtime
 
+    # A runtime's parts, made on first use (a command that only reads never loads them);
+    # start() makes them before the loops' threads run.
+
+    @functools.cached_property
+    def sync_tracker(self) -> SyncTracker:
+        """What the next sync must compare (S50)."""
+        from awa_tui.engine.sync import SyncTracker
+
+        return SyncTracker()
+
+    @functools.cached_property
+    def duties(self) -> LeaderDuties:
+        from awa_tui.engine.runtime.duties import LeaderDuties
+
+        return LeaderDuties(self)
+
+    @functools.cached_property
+    def recent_passes(self) -> RecentPasses:
+        """Carried by the snapshot (the runtimes page shows them)."""
+        from awa_tui.engine.runtime.passes import RecentPasses
+
+        return RecentPasses()
+
     # --- registration (S1, S2) -------------------------------------------------------
 
-    @_parameters_of(Schedule.build)
+    @_build_parameters
     def periodic(self, *args: Any, **kwargs: Any) -> Schedule:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
+        from awa_tui.engine.schedule import Schedule
+
         schedule = Schedule.build(*args, **kwargs)
         # A client default other than the built-in one is stored with the schedule; the
         # built-in one stays NULL (which means it), so upgrading rewrites no existing row.
-        if schedule.max_lateness is None and self.max_lateness != DEFAULT_MAX_LATENESS_S:
+        if schedule.max_lateness is None and self.max_lateness != limits.DEFAULT_MAX_LATENESS_S:
             schedule = dataclasses.replace(schedule, max_lateness=self.max_lateness)
         if schedule.name in self._schedules:
             raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
@@ -218,10 +250,14 @@ class Client:
     # --- one-step entry points ------------------------------------------------------------
 
     def migrate(self) -> list[int]:
+        from awa_tui.engine import migrations, ops
+
         ops.require_writable(self.read_only, "migrate")
         return migrations.migrate(self.dsn)
 
     def check_schema(self) -> int:
+        from awa_tui.engine import migrations
+
         with self.db.connection() as conn:
             return migrations.check_version(conn)
 
@@ -229,6 +265,10 @@ class Client:
         """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
         insert its new names owned by its owner and fail on a foreign-owned name (S23).
         After the first, a sync compares only what changed since (S50)."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.ownership.declaration import sync_declared
+        from awa_tui.engine.sync import sync_schedules
+
         ops.require_writable(self.read_only, "sync")
         owner = self.owner
         write: Callable[[Any, Sequence[Schedule]], dict[str, int]] = sync_schedules
@@ -240,6 +280,8 @@ class Client:
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
+        from awa_tui.engine import evaluator, ops
+
         ops.require_writable(self.read_only, "evaluate")
         with self.db.connection() as conn:
             started = time.perf_counter()
@@ -265,12 +307,18 @@ class Client:
 
     def prune_runtimes(self) -> int:
         """Delete snapshot rows of runtimes stopped or silent for over a day."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.runtime import reporter
+
         ops.require_writable(self.read_only, "prune runtimes")
         with self.db.connection() as conn:
             return reporter.prune_runtimes(conn)
 
     def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
         """Return jobs left running by a stopped or stale runtime to the queue."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.runtime import worker
+
         ops.require_writable(self.read_only, "rescue")
         with self.db.connection() as conn:
             rescued = worker.rescue_orphaned_jobs(conn)
@@ -285,6 +333,9 @@ class Client:
         (schedule names), certified, agreement_since, grace_remaining_s, blockers, skipped
         (only with wait=False, when the protocol lock was busy).
         """
+        from awa_tui.engine import ops
+        from awa_tui.engine.ownership import reconcile
+
         ops.require_writable(self.read_only, "reconcile")
         with self.db.connection() as conn:
             results = reconcile.reconcile(conn, now, wait=wait)
@@ -294,6 +345,9 @@ class Client:
     def evaluate_health(self, now: datetime | None = None) -> HealthPass:
         """The leader's health duty (S42): judge every schedule at `now` (DB time when
         omitted), record transitions, count fires for the metrics."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.health import rules as health_rules
+
         ops.require_writable(self.read_only, "evaluate health")
         with self.db.connection() as conn:
             return health_rules.evaluate_health(conn, now, instance_id=self.identity.instance_id)
@@ -301,10 +355,14 @@ class Client:
     def check(self, *, owner: str | None = None, schedule: str | None = None, tag: str | None = None,
               now: datetime | None = None) -> CheckReport:
         """`awa-tui check` (S43): unhealthy schedules and fleet problems, with the exit code."""
+        from awa_tui.engine.health import check as health_check
+
         return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
 
     def health_history(self, name: str, limit: int = 20) -> list[Transition]:
         """A schedule's health transitions, newest first."""
+        from awa_tui.engine.health import check as health_check
+
         return self._read(health_check.transitions, name, limit=limit)
 
     def plan(self, owner: str | None = None, now: datetime | None = None) -> list[OwnerPlan]:
@@ -313,17 +371,25 @@ class Client:
         See `awa_tui.engine.ownership.reconcile.plan` for what each part means (inserts,
         updates, retirements, conflicts, blockers with code and message, agreement clock).
         """
+        from awa_tui.engine.models_owners import owner_plan
+        from awa_tui.engine.ownership import reconcile
+
         with self.db.connection() as conn:
             return [owner_plan(p) for p in reconcile.plan(conn, owner, now)]
 
     def list_owners(self, now: datetime | None = None) -> list[OwnerSummary]:
         """One summary per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
+        from awa_tui.engine.models_owners import owner_summary
+        from awa_tui.engine.ownership import reconcile
+
         with self.db.connection() as conn:
             return [owner_summary(o) for o in reconcile.list_owners(conn, now)]
 
     @property
     def manifest(self) -> Manifest | None:
         """The canonical manifest of an authoritative runtime (None otherwise)."""
+        from awa_tui.engine.ownership.manifest import build_manifest
+
         if not (self.authoritative and self.owner):
             return None
         if self._manifest is None:
@@ -331,6 +397,9 @@ class Client:
         return self._manifest
 
     def work_once(self, limit: int | None = None) -> list[tuple[worker.Job, str]]:
+        from awa_tui.engine import ops
+        from awa_tui.engine.runtime import worker
+
         ops.require_writable(self.read_only, "work")
         with self.db.connection() as conn:
             outcomes = worker.work_once(
@@ -346,6 +415,8 @@ class Client:
         self, *, is_leader: bool = False, stopped: bool = False, now: datetime | None = None
     ) -> dict[str, Any] | None:
         """Write this runtime's snapshot and, when authoritative, publish its manifest (S24)."""
+        from awa_tui.engine.runtime import reporter
+
         if self.read_only:
             return None  # a read-only console is an observer, not a runtime
         with self.db.connection() as conn:
@@ -360,6 +431,8 @@ class Client:
         Returns {instance_id, owner, at, stopped, manifest_hash, agreement_since?}. A
         Client that published without start() ends its declaration on close().
         """
+        from awa_tui.engine import ops
+
         ops.require_writable(self.read_only, "publish")
         if self._runtime is None:
             self._declared = True
@@ -371,6 +444,9 @@ class Client:
 
     def start(self, *, run_worker: bool = True, lead: bool = True) -> Runtime:
         """Start the runtime loops in background threads; returns the Runtime."""
+        from awa_tui.engine import migrations, ops
+        from awa_tui.engine.runtime.loops import Runtime
+
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
@@ -378,6 +454,8 @@ class Client:
             current = migrations.current_version(conn) == migrations.code_version()
         if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
             self.migrate()
+        # The loops' threads share these: made here, before any thread starts, never twice.
+        _ = (self.duties, self.recent_passes, self.sync_tracker)
         runtime = Runtime(self, run_worker=run_worker, lead=lead)
         runtime.start()
         self._runtime = runtime
@@ -445,24 +523,38 @@ class Client:
     # leaves the Client is the typed model of awa_tui/engine/models.py.
 
     def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
+        from awa_tui.engine import ops
+
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
             return fn(conn, *args, self.operator if operator is None else operator)
 
     def pause(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import ScheduleState
+
         return ScheduleState(**self._op("pause", ops.pause, name, operator=operator))
 
     def resume(self, name: str, *, operator: str | None = None) -> ScheduleState:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import ScheduleState
+
         return ScheduleState(**self._op("resume", ops.resume, name, operator=operator))
 
     def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import TriggeredJob
+
         return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
 
     def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
-                 max_count: int = BACKFILL_LIMIT, operator: str | None = None,
+                 max_count: int = limits.BACKFILL_LIMIT, operator: str | None = None,
                  now: datetime | None = None) -> BackfillResult:
         """One job per instant of [from_at, to_at] that never fired (engine/backfill.py); a
         dry run only counts them (and works on a read-only client)."""
+        from awa_tui.engine import backfill as backfills
+        from awa_tui.engine import ops
+
         if not dry_run:
             ops.require_writable(self.read_only, "backfill")
         with self.db.connection() as conn:
@@ -471,22 +563,33 @@ class Client:
 
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import ScheduleState
+
         return ScheduleState(**self._op("remove", ops.remove, name, operator=operator))
 
     def override(self, name: str, request: overrides.OverrideRequest, *,
                  operator: str | None = None) -> ScheduleState:
         """Override the expression, zone, args, queue or priority (issue 16); the row after."""
+        from awa_tui.engine import overrides
+        from awa_tui.engine.models_results import ScheduleState
+
         return ScheduleState(**self._op("override", lambda conn, n, op: overrides.override(conn, n, op, request),
                                         name, operator=operator))
 
     def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """Return an overridden schedule to its code definition; the row after."""
+        from awa_tui.engine import overrides
+        from awa_tui.engine.models_results import ScheduleState
+
         return ScheduleState(**self._op("reset", overrides.reset, name, operator=operator))
 
     # --- owner lifecycle (S23, S27-S29, S31) ------------------------------------------------
 
     def _lifecycle(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None,
                    now: datetime | None) -> Any:
+        from awa_tui.engine import ops
+
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
             return fn(conn, *args, self.operator if operator is None else operator, now)
@@ -494,31 +597,49 @@ class Client:
     def adopt(self, name: str, owner: str, *, operator: str | None = None,
               now: datetime | None = None) -> ScheduleState:
         """Give an unowned schedule to `owner`; returns the schedule's state after."""
+        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.ownership import lifecycle
+
         return ScheduleState(**self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now))
 
     def transfer(self, name: str, to_owner: str, *, operator: str | None = None,
                  now: datetime | None = None) -> ScheduleState:
         """Move an owned schedule to another owner; voids both owners' certificates."""
+        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.ownership import lifecycle
+
         return ScheduleState(
             **self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now))
 
     def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Tombstone a schedule: it keeps its row, never fires, cannot be triggered."""
+        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.ownership import lifecycle
+
         return ScheduleState(**self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now))
 
     def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Clear a tombstone; evaluation resumes from now, nothing from the retired period."""
+        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.ownership import lifecycle
+
         return ScheduleState(**self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now))
 
     def retire_owner(self, owner: str, *, operator: str | None = None,
                      now: datetime | None = None) -> OwnerChange:
         """Retire every active schedule of an owner: the names retired now."""
+        from awa_tui.engine.models_results import OwnerChange
+        from awa_tui.engine.ownership import lifecycle
+
         return OwnerChange(
             **self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now))
 
     def restore_owner(self, owner: str, *, operator: str | None = None,
                       now: datetime | None = None) -> OwnerChange:
         """Restore every retired schedule of an owner: the names restored now."""
+        from awa_tui.engine.models_results import OwnerChange
+        from awa_tui.engine.ownership import lifecycle
+
         return OwnerChange(
             **self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now))
 
@@ -526,12 +647,15 @@ class Client:
 
     def bulk(
         self, action: str, names: Sequence[str] | None = None, *, where: Filter | None = None,
-        owner: str | None = None, dry_run: bool = False, batch_size: int = bulk_ops.BATCH_SIZE,
+        owner: str | None = None, dry_run: bool = False, batch_size: int = limits.BATCH_SIZE,
         operator: str | None = None, now: datetime | None = None,
     ) -> bulk_ops.BulkResult:
         """pause/resume/trigger/retire/restore/adopt (to `owner`) every selected schedule,
         one transaction per batch; a row whose state refuses is skipped with the reason.
         A dry run reports what would be done and writes nothing (also when read-only)."""
+        from awa_tui.engine import bulk as bulk_ops
+        from awa_tui.engine import ops
+
         if not dry_run:
             ops.require_writable(self.read_only, f"bulk {action}")
         with self.db.connection() as conn:
@@ -539,10 +663,13 @@ class Client:
                                  where=where, owner=owner, dry_run=dry_run, batch_size=batch_size, now=now)
 
     def adopt_declared(
-        self, owner: str, *, dry_run: bool = False, batch_size: int = bulk_ops.BATCH_SIZE,
+        self, owner: str, *, dry_run: bool = False, batch_size: int = limits.BATCH_SIZE,
         operator: str | None = None, now: datetime | None = None,
     ) -> bulk_ops.BulkResult:
         """Adopt for `owner` every unowned schedule its fresh declarations list."""
+        from awa_tui.engine import bulk as bulk_ops
+        from awa_tui.engine import ops
+
         if not dry_run:
             ops.require_writable(self.read_only, "adopt declared")
         with self.db.connection() as conn:
@@ -550,12 +677,21 @@ class Client:
                                        dry_run=dry_run, batch_size=batch_size, now=now)
 
     def queue_pause(self, queue: str, *, operator: str | None = None) -> QueueState:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import QueueState
+
         return QueueState(**self._op("queue pause", ops.queue_pause, queue, operator=operator))
 
     def queue_resume(self, queue: str, *, operator: str | None = None) -> QueueState:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import QueueState
+
         return QueueState(**self._op("queue resume", ops.queue_resume, queue, operator=operator))
 
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained:
+        from awa_tui.engine import ops
+        from awa_tui.engine.models_results import QueueDrained
+
         return QueueDrained(**self._op("queue drain", ops.queue_drain, queue, operator=operator))
 
     # --- read models ------------------------------------------------------------------------
@@ -570,39 +706,55 @@ class Client:
         now: datetime | None = None,
     ) -> list[ScheduleRow]:
         """Schedules in name order; `where` is a parsed filter (awa_tui/filters.py)."""
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.list_schedules(conn, filter_text=filter_text, limit=limit, where=where, now=now)
 
     def get_schedule(self, name: str) -> ScheduleInfo:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.get_schedule(conn, name)
 
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.next_fires(conn, name, count, after=after)
 
     def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
         """What resuming the paused schedule `name` would fire now (DB time when omitted),
         by this client's catch-up cap; reads only."""
+        from awa_tui.engine.preview import resume_preview
+
         with self.db.connection() as conn:
             return resume_preview(conn, name, now, catch_up_limit=self.catch_up_limit)
 
     def recent_fires(self, name: str, limit: int = 10) -> list[Fire]:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.recent_fires(conn, name, limit)
 
     def list_queues(self) -> list[QueueRow]:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.list_queues(conn)
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
         holder's (pg_locks), `is_leader` what the snapshot last reported."""
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.list_runtimes(conn, now)
 
     def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.leadership(conn, now)
 
@@ -618,6 +770,8 @@ class Client:
     ) -> SchedulePage:
         """One filtered, sorted page of schedules with counts (the console's schedules panel);
         `where` is a parsed filter (awa_tui/filters.py) on top of the free text."""
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.schedule_page(
                 conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now, where=where
@@ -625,10 +779,14 @@ class Client:
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.schedule_detail(conn, name, now=now)
 
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.list_audit(conn, target=target, limit=limit)
 
@@ -637,67 +795,96 @@ class Client:
     def list_jobs(self, *, schedule: str | None = None, queue: str | None = None, state: str | None = None,
                   since: datetime | None = None, limit: int = 50) -> list[JobSummary]:
         """Recent jobs, newest first; `since` bounds created_at."""
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._read(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
                           limit=limit)
 
     def jobs_page(self, where: Filter | None = None, *, limit: int = 200, now: datetime | None = None) -> JobsPage:
         """The console's jobs panel: the newest `limit` jobs matching a jobs filter."""
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._read(ledger_jobs.jobs_page, where, limit=limit, now=now)
 
     def job_detail(self, job_id: int) -> JobDetail:
         """One job with every failed attempt (error, traceback tail, timing, runtime)."""
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._read(ledger_jobs.job_detail, job_id)
 
     def last_results(self, names: list[str] | None = None) -> dict[str, LastResult]:
         """Per schedule: ok, failed, running, waiting, cancelled or none (its latest job)."""
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._read(ledger_jobs.last_results, names)
 
     def fails_24h(self, now: datetime | None = None) -> dict[str, int]:
         """Per schedule, jobs of the last 24 hours whose latest attempt failed."""
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._read(ledger_jobs.fails_24h, now)
 
     def ledger(self, name: str, *, since: datetime | None = None, until: datetime | None = None,
                limit: int = 50, now: datetime | None = None) -> list[Verdict]:
         """Verdicts of the last `limit` due instants in [since, until], oldest first."""
+        from awa_tui.engine.ledger import verdicts
+
         return self._read(verdicts.ledger, name, since=since, until=until, limit=limit, now=now)
 
     def outcome_strip(self, name: str, *, count: int = 20, now: datetime | None = None) -> list[Verdict]:
+        from awa_tui.engine.ledger import verdicts
+
         return self._read(verdicts.outcome_strip, name, count=count, now=now)
 
     def why(self, name: str, *, at: datetime | None = None, now: datetime | None = None) -> Why:
         """One paragraph on the last due instant (or the one at or before `at`)."""
+        from awa_tui.engine.ledger import why as ledger_why
+
         return self._read(ledger_why.why, name, at=at, now=now)
 
     def ledger_view(self, name: str, *, at: datetime | None = None, limit: int = 50,
                     now: datetime | None = None) -> LedgerView:
         """The console's schedule detail: the last `limit` verdicts and the `why` of `at`."""
+        from awa_tui.engine.ledger import why as ledger_why
+
         return self._read(ledger_why.ledger_view, name, at=at, limit=limit, now=now)
 
     def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
                      since: datetime | None = None, until: datetime | None = None, limit: int = 50,
                      before_id: int | None = None, where: Filter | None = None,
                      now: datetime | None = None) -> AuditPage:
+        from awa_tui.engine.ledger import trail
+
         return self._read(trail.search_audit, operator=operator, action=action, target=target, since=since,
                           until=until, limit=limit, before_id=before_id, where=where, now=now)
 
     def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)
 
     def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
+        from awa_tui.engine.ledger import jobs as ledger_jobs
+
         return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
 
     def prune_finished_jobs(self) -> PruneResult:
         """The leader's retention round: a bounded share of the housekeeping (duties.py)."""
+        from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S
+
         return self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
                                budget_s=PRUNE_BUDGET_S)
 
-    def prune_jobs(self, older_than: timedelta, *, keep: int = retention.DEFAULT_KEEP, dry_run: bool = False,
+    def prune_jobs(self, older_than: timedelta, *, keep: int = limits.DEFAULT_KEEP, dry_run: bool = False,
                    operator: str | None = None, max_batches: int | None = None,
                    budget_s: float | None = None, duty: float = 1.0,
                    now: datetime | None = None) -> PruneResult:
         """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
         With `operator` (the CLI) it is an audited operator action; the leader's own
         housekeeping passes none."""
+        from awa_tui.engine import ops
+        from awa_tui.engine.ledger import retention
+
         if not dry_run:
             ops.require_writable(self.read_only, "prune jobs")
         with self.db.connection() as conn:
@@ -706,6 +893,8 @@ class Client:
                                         operator=operator)
 
     def db_time(self) -> datetime:
+        from awa_tui.engine import views
+
         with self.db.connection() as conn:
             return views.db_time(conn)
 
@@ -720,6 +909,8 @@ class Client:
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,
         standby), as one line; None when they can run."""
+        from awa_tui.engine import ops
+
         if self.read_only:
             return "this client is read-only"
         with self.db.connection() as conn:

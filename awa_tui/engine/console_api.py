@@ -9,29 +9,35 @@ raises an `AwaError` with a one-line message when refused.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
-from awa_tui.engine.ledger.models import AuditPage, JobChange, JobDetail, JobsPage, LedgerView
-from awa_tui.engine.models import (
-    AuditEntry,
-    OwnerChange,
-    OwnerPlan,
-    OwnerSummary,
-    QueueDrained,
-    QueueRow,
-    QueueState,
-    RuntimeRow,
-    ScheduleDetail,
-    ScheduleInfo,
-    SchedulePage,
-    ScheduleState,
-    TriggeredJob,
-)
-from awa_tui.engine.overrides import OverrideRequest
-from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.filters import Filter
+from awa_tui.engine.limits import BACKFILL_LIMIT
+
+# The read models are named for type checkers only: the Client takes FEATURES from here
+# at import, and must not load every model to do so (issue 18).
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from awa_tui.engine.backfill import BackfillResult
+    from awa_tui.engine.ledger.models import AuditPage, JobChange, JobDetail, JobsPage, LedgerView
+    from awa_tui.engine.models import (
+        AuditEntry,
+        OwnerChange,
+        OwnerPlan,
+        OwnerSummary,
+        QueueDrained,
+        QueueRow,
+        QueueState,
+        RuntimeRow,
+        ScheduleDetail,
+        ScheduleInfo,
+        SchedulePage,
+        ScheduleState,
+        TriggeredJob,
+    )
+    from awa_tui.engine.overrides import OverrideRequest
+    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.filters import Filter
 
 # Features a backend may lack. The key map marks each key that needs one (keymap.Act.needs);
 # the console leaves a key whose feature its backend lacks out of the footer, help and

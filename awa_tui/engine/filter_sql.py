@@ -14,10 +14,10 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.columns import FAULT_SQL
 from awa_tui.engine.cron.expression import parse_cron, parse_timezone
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.schedule import POLICIES
 from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, TIME_FIELDS, Filter, PanelGrammar, Term
 from awa_tui.instants import parse_point
@@ -46,8 +46,48 @@ _COLUMNS = {
 _LAST_STATE = ("(SELECT jr.state FROM awa.jobs jr WHERE jr.metadata ? 'cron_name' "
                "AND jr.metadata ->> 'cron_name' = c.name "
                "ORDER BY jr.metadata ->> 'cron_name' DESC, jr.id DESC LIMIT 1)")
-# Free text matches what the plain `/` filter always matched (views._FILTER).
+# Free text matches what the plain `/` filter always matched (views.list_schedules): the
+# name, kind, queue or owner. Four ILIKEs fold the case of four fields and of the pattern
+# four times a row; one ILIKE over the four joined by a separator does it once (measured at
+# 1M rows: a scan of 0.59 s becomes 0.32 s) and matches exactly the same rows when the
+# pattern has no wildcard inside and no separator: such a match cannot span two fields
+# (text_sql). A NULL owner joins as '' (its ILIKE was NULL: no match; '' matches no
+# non-empty pattern, and an empty one matches every name anyway).
+TEXT_SEPARATOR = "\x1f"  # US, the unit separator (a field may hold it: see text_sql)
 _TEXT = "(c.name ILIKE {p} OR c.kind ILIKE {p} OR c.queue ILIKE {p} OR c.owner ILIKE {p})"
+_TEXT_JOINED = (
+    "((c.name || E'\\x1f' || c.kind || E'\\x1f' || c.queue || E'\\x1f' || coalesce(c.owner, '')) "
+    "ILIKE {p})"
+)
+
+
+def _inner_wildcard(inner: str) -> bool:
+    """Whether an ILIKE pattern's text holds a wildcard (`%` or `_` not escaped by `\\`)."""
+    escaped = False
+    for char in inner:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "%_":
+            return True
+    return False
+
+
+def text_sql(placeholder: str, pattern: str) -> str:
+    """The free-text match of ILIKE `pattern` (escaped: `\\` escapes, `%` and `_` are
+    wildcards) over a schedule's name, kind, queue and owner: one ILIKE over the fields
+    joined when that is exact, else one ILIKE per field.
+
+    Exact when the pattern is `%text%` and the text holds no wildcard and no separator: a
+    match of it is then a run of the joined fields without a separator, which lies within
+    one field (a separator inside a field only splits it further); case folding (lower(),
+    what ILIKE does in UTF-8) folds each character alone, so folding the joined text folds
+    each field as it would alone."""
+    inner = pattern[1:-1] if len(pattern) >= 2 and pattern[0] == pattern[-1] == "%" else None
+    if inner is not None and not _inner_wildcard(inner) and TEXT_SEPARATOR not in inner:
+        return _TEXT_JOINED.format(p=placeholder)
+    return _TEXT.format(p=placeholder)
 
 # BROKEN is judged as schedule.row_fault judges it: SQL's fault, then the expression,
 # zone and policy by the same parsers. Expressions and zones are few, so the bad ones are
@@ -100,7 +140,7 @@ def like_pattern(term: Term, grammar: PanelGrammar) -> str:
 
 def _term_sql(term: Term, placeholder: str) -> str:
     if term.kind == "text":
-        return _TEXT.format(p=placeholder)
+        return text_sql(placeholder, like_pattern(term, GRAMMARS["schedules"]))
     if term.kind == "flag":
         return _FLAGS[term.name]
     if term.name == "state":
@@ -170,7 +210,11 @@ def _compiled(flt: Filter | None, panel: str, term_sql: Any, value: Any) -> Cond
         sql = term_sql(term, f"%({key})s")
         if f"%({key})s" in sql:
             params[key] = value(term)
-        parts.append(f"NOT coalesce(({sql}), false)" if term.negated else f"coalesce(({sql}), false)")
+        # IS [NOT] TRUE, as coalesce(x, false) would: a NULL (an owner-less row's owner:x)
+        # neither matches nor matches its negation; unlike coalesce(), the planner sees
+        # through it and estimates the term (coalesce() was a blind 50%: at 1M rows, an
+        # index walk in name order over every row for a filter that matches one).
+        parts.append(f"(({sql}) IS NOT TRUE)" if term.negated else f"(({sql}) IS TRUE)")
     return Condition(f"({' AND '.join(parts)})", params)
 
 

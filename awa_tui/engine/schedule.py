@@ -22,11 +22,9 @@ from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compil
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
+from awa_tui.engine.limits import check_seconds
 
 POLICIES = ("coalesce", "catch_up")
-# S41: a due instant must be enqueued within this unless the schedule or its client says
-# otherwise (a stored NULL means this too).
-DEFAULT_MAX_LATENESS_S = 60
 OVERLAPS = ("allow", "skip", "buffer_one")  # what a due instant does while a job is still going
 MAX_FIRES_LIMIT = 2**31 - 1  # the column is an integer
 # Bidi controls and zero-width characters: a name holding them can read as another name
@@ -229,29 +227,7 @@ _DEFINITION_KEYS = (KEY, *DEFINITION)
 _definition_values = attrgetter(*_DEFINITION_KEYS)  # one C call: sync builds 100k of these
 
 
-MAX_EXPECTATION_S = 366 * 86400  # a year: longer is a typo, and fits an integer column
 MAX_COUNT = 1_000_000
-
-
-def check_seconds(fname: str, value: object) -> int | None:
-    """A duration expectation as whole seconds (a timedelta or a number), or None; zero
-    and negative durations are refused (S41)."""
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        seconds: object = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = value
-    else:
-        raise ValidationError(f"{fname}: expected a timedelta or a number of seconds, got {_short(value)}")
-    assert isinstance(seconds, (int, float))
-    if seconds != seconds or seconds <= 0:  # NaN too
-        raise ValidationError(f"{fname}: must be positive, got {_short(value)}")
-    if seconds != int(seconds):
-        raise ValidationError(f"{fname}: must be a whole number of seconds, got {seconds:g} s")
-    if seconds > MAX_EXPECTATION_S:
-        raise ValidationError(f"{fname}: at most {MAX_EXPECTATION_S} s (a year), got {seconds:g} s")
-    return int(seconds)
 
 
 def check_count(fname: str, value: object) -> int | None:

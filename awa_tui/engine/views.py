@@ -1,40 +1,29 @@
-"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects."""
+"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects.
+
+Each read imports the models, parsers and compilers it uses (issue 18): `runtime list`
+builds no schedule model and loads no cron parser, `cron show` no filter compiler."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.columns import VIEW_ROW, safe_listed
-from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
+from awa_tui.engine.columns import FAULT_SQL, VIEW_ROW, safe_listed
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.evaluator import FAULT_SQL
-from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.freshness import fresh_sql
-from awa_tui.engine.health.models import UNHEALTHY
-from awa_tui.engine.ledger.models import job_result
-from awa_tui.engine.ledger.strips import strips
-from awa_tui.engine.models import (
-    Attention,
-    AuditEntry,
-    Fire,
-    NextFire,
-    QueueRow,
-    RuntimeRow,
-    ScheduleDetail,
-    ScheduleInfo,
-    SchedulePage,
-    SchedulePageRow,
-    ScheduleRow,
-)
-from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.runtime.passes import from_json as passes_from_json
-from awa_tui.engine.schedule import row_fault
-from awa_tui.filters import Filter
+from awa_tui.engine.health.vocabulary import UNHEALTHY
+
+if TYPE_CHECKING:
+    from awa_tui.engine.ledger.models import AuditEntry
+    from awa_tui.engine.models import Fire, NextFire, ScheduleInfo, ScheduleRow
+    from awa_tui.engine.models_console import Attention, ScheduleDetail, SchedulePage
+    from awa_tui.engine.models_fleet import QueueRow, RuntimeRow
+    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.filters import Filter
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
 # they arrive as NULL and `fault` says why, so one poison row never fails a whole view.
@@ -59,9 +48,7 @@ SELECT {SCHEDULE_COLUMNS},
        {STATE_SQL} AS state
 FROM awa.cron_jobs c
 LEFT JOIN awa.queue_meta q ON q.queue = c.queue
-WHERE (%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s
-       OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)
-  AND {{condition}}
+WHERE {{text}} AND {{condition}}
 ORDER BY c.name
 LIMIT %(limit)s
 """
@@ -80,6 +67,18 @@ def _like(text: str | None) -> str | None:
     return f"%{escaped}%"
 
 
+def _text_filter(text: str | None) -> tuple[str, dict[str, Any]]:
+    """The plain free text (the console's `/`, `filter_text`) as a condition over `c` and
+    its parameter: a substring of the name, kind, queue or owner, any case
+    (filter_sql.text_sql); no text, no condition."""
+    from awa_tui.engine.filter_sql import text_sql
+
+    pattern = _like(text)
+    if pattern is None:
+        return "true", {}
+    return text_sql("%(pattern)s", pattern), {"pattern": pattern}
+
+
 def list_schedules(
     conn: psycopg.Connection[Any], *, filter_text: str | None = None, limit: int = 100000,
     where: Filter | None = None, now: datetime | None = None,
@@ -87,10 +86,15 @@ def list_schedules(
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
+    from awa_tui.engine.filter_sql import schedule_condition
+    from awa_tui.engine.models import ScheduleRow
+    from awa_tui.engine.schedule import row_fault
+
     condition = schedule_condition(conn, where, now)
+    text, text_params = _text_filter(filter_text)
     rows = conn.execute(
-        SCHEDULES_SQL.format(condition=condition.sql),
-        {"pattern": _like(filter_text), "limit": limit, **condition.params},
+        SCHEDULES_SQL.format(text=text, condition=condition.sql),
+        {**text_params, "limit": limit, **condition.params},
     ).fetchall()
     return [ScheduleRow(**{**row, "fault": row_fault(row)}) for row in rows]
 
@@ -105,6 +109,9 @@ def _json_value(text: str) -> Any:
 
 
 def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
+    from awa_tui.engine.models import ScheduleInfo
+    from awa_tui.engine.schedule import row_fault
+
     row = conn.execute(
         f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
         "array_replace(c.tags, NULL, 'NULL') AS tags, "
@@ -140,6 +147,9 @@ def next_fires(
 
 def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
     """The next `count` fires, within the schedule's bounds (v009): none once finished."""
+    from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
+    from awa_tui.engine.models import NextFire
+
     if row.state == "finished":
         return []
     if row.start_at is not None and after < row.start_at:
@@ -165,6 +175,8 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
+    from awa_tui.engine.models import Fire
+
     return [Fire(**row) for row in rows]
 
 
@@ -186,6 +198,8 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:
         ORDER BY n.queue
         """
     ).fetchall()
+    from awa_tui.engine.models_fleet import QueueRow
+
     return [QueueRow(**row) for row in rows]
 
 
@@ -204,6 +218,8 @@ WHERE l.pid IS NOT NULL
 
 def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Leadership:
     """Who holds the leader lock at `now` (DB time when omitted) and its lease state."""
+    from awa_tui.engine.runtime.leader import Leadership
+
     now = now or db_time(conn)
     row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY}).fetchone()
     return Leadership(now=now, **row) if row else Leadership(now=now)
@@ -241,6 +257,9 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
 
 
 def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
+    from awa_tui.engine.models_fleet import RuntimeRow
+    from awa_tui.engine.runtime.passes import from_json as passes_from_json
+
     passes = passes_from_json(row.pop("recent_passes"))
     return RuntimeRow(**row, passes=passes)
 
@@ -253,6 +272,8 @@ def list_audit(
         "WHERE %(target)s::text IS NULL OR target = %(target)s ORDER BY id DESC LIMIT %(limit)s",
         {"target": target, "limit": limit},
     ).fetchall()
+    from awa_tui.engine.ledger.models import AuditEntry
+
     return [AuditEntry(**row) for row in rows]
 
 
@@ -292,16 +313,11 @@ SCHEDULE_SORTS = {
     "fails": "coalesce(f.n, 0)",
 }
 
-_FILTER = (
-    "(%(pattern)s::text IS NULL OR c.name ILIKE %(pattern)s OR c.kind ILIKE %(pattern)s "
-    "OR c.queue ILIKE %(pattern)s OR c.owner ILIKE %(pattern)s)"
-)
-
-SCHEDULE_COUNTS_SQL = f"""
+SCHEDULE_COUNTS_SQL = """
 SELECT count(*) AS total,
        count(*) FILTER (WHERE c.paused_at IS NOT NULL AND c.retired_at IS NULL) AS paused,
        count(*) FILTER (WHERE c.retired_at IS NOT NULL) AS retired,
-       count(*) FILTER (WHERE {_FILTER} AND {{condition}}) AS matched
+       count(*) FILTER (WHERE {text} AND {condition}) AS matched
 FROM awa.cron_jobs c
 """
 
@@ -360,6 +376,8 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
         return hint, hint <= now
     key = (row["cron_expr"], row["timezone"])
     if key not in cache:
+        from awa_tui.engine.cron.expression import next_fire
+
         try:
             cache[key] = next_fire(row["cron_expr"], row["timezone"], now).at
         except (ValueError, LookupError):  # a hand-written bad row (S15) has no next fire
@@ -380,15 +398,21 @@ def schedule_page(
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired) and the `now` used. `where`
     is a parsed filter (awa_tui/filters.py), on top of the free text."""
+    from awa_tui.engine.filter_sql import schedule_condition
+    from awa_tui.engine.ledger.models import job_result
+    from awa_tui.engine.ledger.strips import strips
+    from awa_tui.engine.models_console import SchedulePage, SchedulePageRow
+    from awa_tui.engine.schedule import row_fault
+
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
     now = now or db_time(conn)
     condition = schedule_condition(conn, where, now)
-    params = {"pattern": _like(filter_text), "limit": max(1, limit), **condition.params,
-              "fails_since": now - timedelta(hours=24)}
-    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(condition=condition.sql), params).fetchone()
+    text, text_params = _text_filter(filter_text)
+    params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24)}
+    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(text=text, condition=condition.sql), params).fetchone()
     sql = SCHEDULE_PAGE_SQL.format(
-        filter=f"{_FILTER} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
+        filter=f"{text} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
     )
     rows = conn.execute(sql, params).fetchall()
     cache: dict[tuple[str, str], Any] = {}
@@ -412,6 +436,8 @@ def schedule_page(
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """The unhealthy schedules counted by health, and the worst one (S42), through the
     partial index of awa.cron_health (unhealthy rows only)."""
+    from awa_tui.engine.models_console import Attention
+
     rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()
     worst = conn.execute(WORST_SQL).fetchone()
     return {"unhealthy": {r["health"]: r["n"] for r in rows},
@@ -421,6 +447,8 @@ def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
     """The recorded health of one schedule; ok (since unknown) when the leader has judged
     but found nothing to record, None when it has not judged yet."""
+    from awa_tui.engine.models_console import Attention
+
     row = conn.execute(
         f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
         "h.reason FROM (SELECT 1) one LEFT JOIN awa.cron_health h ON h.name = %(n)s", {"n": name},
@@ -438,6 +466,8 @@ def schedule_detail(
     audit: int = 20,
 ) -> ScheduleDetail:
     """Everything the console's detail view shows about one schedule."""
+    from awa_tui.engine.models_console import ScheduleDetail
+
     now = now or db_time(conn)
     row = get_schedule(conn, name)
     start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now

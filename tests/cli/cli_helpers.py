@@ -60,3 +60,27 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: "), lines[0]
     return lines[0]
+
+
+def table(text: str) -> list[dict[str, str]]:
+    """The rows of the first plain-text table in `text` (awa_tui/cli/table.py: a header line,
+    a rule of dashes per column, then a line per row until the text ends or a line is not
+    a row), each as {header: cell}. Columns are cut where the rule's dash runs start, so
+    the cells must be single-width characters."""
+    lines = text.splitlines()
+    rule = next(i for i, line in enumerate(lines) if i and line and set(line) <= {"-", " "})
+    starts = [i for i, ch in enumerate(lines[rule]) if ch == "-" and (i == 0 or lines[rule][i - 1] == " ")]
+    bounds = list(zip(starts, [*starts[1:], None], strict=True))
+
+    def cells(line: str) -> list[str]:
+        return [line[start:end].rstrip(" ") if end is not None else line[start:] for start, end in bounds]
+
+    headers = cells(lines[rule - 1])
+    rows = []
+    for line in lines[rule + 1:]:
+        # A row's padding leaves the gap before each column blank; any other line ends the table.
+        if not line or any(line[start - 2:start].strip() for start in starts[1:] if start <= len(line)):
+            break
+        rows.append(dict(zip(headers, cells(line), strict=True)))
+    return rows
+

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import psycopg
-from cli_helpers import awa, awa_json, awa_many, one_line_error
+from cli_helpers import awa, awa_json, awa_many, one_line_error, table
 from poison_seed import HEALTHY, JOBS_TARGET, POISON, broken, seed
 
 
@@ -23,12 +23,13 @@ def test_cron_list_shows_broken_rows_with_their_reason(dsn: str, conn: psycopg.C
     # The reasons are escaped (repr); the raw columns beside them are the console-safety
     # work of common.fmt, not checked here.
     assert all("\x1b" not in fault for fault in expected.values())
-    lines = {line.split("│")[1].strip(): line for line in text.stdout.splitlines() if line.count("│") > 3}
-    assert "BROKEN: last_enqueued_at infinity is outside the supported range" in lines["p-last-inf"]
-    assert "BROKEN: missed_fire_policy: unknown policy '\\x1b[2Jwhenever'" in lines["p-policy-escape"]
-    assert "BROKEN: paused_at infinity is outside the supported range 0001-01-03..9999-12-29 UTC; " \
-        "PAUSED by  since -" in lines["p-paused-inf"]
-    assert "BROKEN" not in lines["a-healthy"] and " active " in lines["a-healthy"]
+    states = {row["name"]: row["state_text"] for row in table(text.stdout)}
+    assert states["p-last-inf"] == f"BROKEN: {expected['p-last-inf']}"
+    assert expected["p-last-inf"] == "last_enqueued_at infinity is outside the supported range 0001-01-03..9999-12-29 UTC"
+    assert states["p-policy-escape"] == "BROKEN: missed_fire_policy: unknown policy '\\x1b[2Jwhenever'"
+    assert states["p-paused-inf"] == ("BROKEN: paused_at infinity is outside the supported range "
+                                      "0001-01-03..9999-12-29 UTC; PAUSED by  since -")
+    assert states["a-healthy"] == "active"
 
 
 def test_cron_show_and_next_of_every_row(dsn: str, conn: psycopg.Connection[Any]) -> None:

@@ -15,8 +15,8 @@ from awa_tui import Client
 HEAVY = ("psycopg", "textual", "pydantic", "rich", "awa_tui.engine.client", "awa_tui.engine.views")
 
 
-def _loaded_after(code: str) -> dict[str, bool]:
-    probe = f"import sys\n{code}\nprint(__import__('json').dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+def _loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> dict[str, bool]:
+    probe = f"import sys\n{code}\nprint(__import__('json').dumps({{m: m in sys.modules for m in {modules!r}}}))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
@@ -31,6 +31,40 @@ def test_help_loads_no_database_driver_and_no_engine() -> None:
             "    except SystemExit:\n        pass")
     # The help is drawn by Rich; nothing else heavy is imported.
     assert _loaded_after(code) == {**dict.fromkeys(HEAVY, False), "rich": True}
+
+
+# What a command reading one schedule never needs: the runtime, the evaluator, the ledger,
+# the filter grammar, upstream mode, Rich (its output is plain text).
+NOT_FOR_ONE_SCHEDULE = (
+    "rich", "awa_tui.engine.evaluator", "awa_tui.engine.runtime.loops", "awa_tui.engine.runtime.duties",
+    "awa_tui.engine.runtime.reporter", "awa_tui.engine.sync", "awa_tui.engine.backfill", "awa_tui.engine.ops",
+    "awa_tui.engine.ledger.models", "awa_tui.engine.health.models", "awa_tui.engine.models_owners",
+    "awa_tui.engine.models_results", "awa_tui.filters", "awa_tui.cli.upstream", "awa_tui.engine.upstream.models",
+    "awa_tui.engine.upstream.adapter",
+)
+
+
+def _run_loaded(argv: list[str], modules: tuple[str, ...]) -> tuple[int, dict[str, bool]]:
+    """Run `awa-tui argv` in a fresh interpreter: its exit code, and which of `modules` it imported."""
+    code = (f"import contextlib, io, sys\nfrom awa_tui.cli import main\nsys.argv = ['awa-tui', *{argv!r}]\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    try:\n        main()\n"
+            "    except SystemExit as exc:\n        code = exc.code\n"
+            f"print(code, __import__('json').dumps({{m: m in sys.modules for m in {modules!r}}}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    exit_code, loaded = out.stdout.splitlines()[-1].split(" ", 1)
+    return int(exit_code), json.loads(loaded)
+
+
+def test_cron_show_imports_only_what_it_reads(dsn: str, client: Client) -> None:
+    client.periodic("a1", "0 3 * * *", "test.job")
+    client.sync()
+    assert _run_loaded(["cron", "show", "a1", "--dsn", dsn], NOT_FOR_ONE_SCHEDULE) == (
+        0, dict.fromkeys(NOT_FOR_ONE_SCHEDULE, False))
+
+
+def test_importing_the_client_loads_no_read_model_and_no_view() -> None:
+    light = ("awa_tui.engine.models", "awa_tui.engine.views", "awa_tui.engine.schedule", *NOT_FOR_ONE_SCHEDULE)
+    assert _loaded_after("import awa_tui.engine.client", light) == dict.fromkeys(light, False)
 
 
 def _eager_and_lazy() -> tuple[Any, Any]:

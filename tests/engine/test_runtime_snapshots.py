@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from awa_tui import Client, __version__
-from awa_tui.engine.runtime.reporter import PROTOCOL_VERSION
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION
 
 
 def _row(conn: Any, client: Client) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from awa_tui.engine.health.models import (
     Transition,
     health_rank,
 )
-from awa_tui.engine.health.rules import HEALTH_INTERVAL_S
+from awa_tui.engine.limits import HEALTH_INTERVAL_S
 
 # The leader's health evaluation counts as stalled when older than this.
 STALE_AFTER = timedelta(seconds=3 * HEALTH_INTERVAL_S)
@@ -78,15 +78,18 @@ def _schedule_health(row: dict[str, Any]) -> ScheduleHealth:
     return ScheduleHealth(**row)
 
 
-def fleet_problems(conn: psycopg.Connection[Any], now: datetime) -> tuple[list[FleetProblem], datetime | None]:
-    """What is wrong with the runtimes as a whole (each one critical)."""
+def fleet_problems(conn: psycopg.Connection[Any], now: datetime,
+                   version: int | None = None) -> tuple[list[FleetProblem], datetime | None]:
+    """What is wrong with the runtimes as a whole (each one critical); `version` is the
+    database's schema version when the caller has read it already."""
     problems = []
     lead = views.leadership(conn, now)
     if not lead.held:
         problems.append(FleetProblem("no_leader", "no live leader: no runtime holds the leader lock"))
     elif lead.stalled:
         problems.append(FleetProblem("stalled", f"leader stalled: its lease expired at {_iso(lead.lease_expires_at)}"))
-    version = migrations.current_version(conn)
+    if version is None:
+        version = migrations.current_version(conn)
     row = conn.execute(FLEET_SQL, {"now": now, "version": version}).fetchone()
     assert row is not None
     if row["claiming"] > 1:
@@ -111,7 +114,7 @@ def check(
     tag: str | None = None,
     now: datetime | None = None,
 ) -> CheckReport:
-    migrations.check_version(conn)  # no schema, or another version: cannot tell (exit 3)
+    version = migrations.check_version(conn)  # no schema, or another version: cannot tell (exit 3)
     now = now or views.db_time(conn)
     params = {"owner": owner, "schedule": schedule, "tag": tag}
     counts = {h: 0 for h in HEALTHS}
@@ -127,7 +130,7 @@ def check(
         (_schedule_health(r) for r in conn.execute(UNHEALTHY_SQL, params).fetchall()),
         key=lambda s: (health_rank(s.health), s.name),
     )
-    fleet, evaluated = fleet_problems(conn, now)
+    fleet, evaluated = fleet_problems(conn, now, version)
     if fleet or any(s.health in CRITICAL or s.autopaused for s in unhealthy):
         status, code = "critical", EXIT_CRITICAL
     elif any(s.health in WARNING for s in unhealthy):

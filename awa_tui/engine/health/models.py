@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-# Every health a schedule can have. `finished` is a schedule past its bounds (issue 15).
-HEALTHS = ("ok", "late", "failing", "missed", "paused", "retired", "broken", "finished")
-# The unhealthy ones, worst first: the console's ATTENTION line and sort follow this.
-UNHEALTHY = ("broken", "failing", "missed", "late")
+from awa_tui.engine.health.vocabulary import HEALTHS as HEALTHS
+from awa_tui.engine.health.vocabulary import UNHEALTHY as UNHEALTHY
+
 # What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
 WARNING = ("late",)
 CRITICAL = ("broken", "failing", "missed")

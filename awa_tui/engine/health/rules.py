@@ -20,14 +20,12 @@ from uuid import UUID
 
 import psycopg
 
+from awa_tui.engine.columns import FAULT_SQL
 from awa_tui.engine.db import db_now
-from awa_tui.engine.evaluator import FAULT_SQL
 from awa_tui.engine.health.models import HealthPass, Transition
-from awa_tui.engine.schedule import DEFAULT_MAX_LATENESS_S, row_fault
+from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S
+from awa_tui.engine.schedule import row_fault
 
-# The leader evaluates health at this cadence (so health changed by time passing alone,
-# late or missed, is caught within it).
-HEALTH_INTERVAL_S = 10.0
 # Fire instants kept per schedule for the missed rule (expect_success_within).
 RECENT_FIRES = 10
 # Names the sweep judges per pass whatever else happened: every schedule is judged at least

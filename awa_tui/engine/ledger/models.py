@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-JOB_STATES = ("available", "running", "completed", "retryable", "discarded", "cancelled")
-FINISHED_STATES = ("completed", "discarded", "cancelled")
-WAITING_STATES = ("available", "retryable")
+from awa_tui.engine.ledger.states import FINISHED_STATES as FINISHED_STATES
+from awa_tui.engine.ledger.states import JOB_STATES as JOB_STATES
+from awa_tui.engine.ledger.states import WAITING_STATES as WAITING_STATES
 
 # A due instant's verdict (the vocabulary shared by the console, the CLI and JSON).
 FIRED = "fired"

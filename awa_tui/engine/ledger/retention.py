@@ -23,16 +23,10 @@ from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.ledger.models import PruneResult
+from awa_tui.engine.limits import DEFAULT_HORIZON, DEFAULT_KEEP, check_horizon, check_keep
 from awa_tui.engine.ops import check_operator
 
-DEFAULT_HORIZON = timedelta(days=14)
-DEFAULT_KEEP = 50
 BATCH = 1000
-# A prune by hand runs beside live runtimes: half of the time it waits. Measured with
-# bench/prune_during_fire.py (2 shared cores): 10k-fire passes, p50 0.62 s alone, 0.96 s
-# beside an unpaced 1M-row prune, 0.86 s beside this paced one.
-MANUAL_DUTY = 0.5
-MAX_KEEP = 100000
 
 _CANDIDATES = """
 cand AS (
@@ -106,18 +100,6 @@ marks AS (
 )
 SELECT count(*) AS n FROM gone
 """
-
-
-def check_keep(keep: int) -> int:
-    if not isinstance(keep, int) or not 0 <= keep <= MAX_KEEP:
-        raise ValidationError(f"keep: expected 0..{MAX_KEEP} jobs per schedule, got {keep!r}")
-    return keep
-
-
-def check_horizon(older_than: timedelta) -> timedelta:
-    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
-        raise ValidationError(f"older than: expected a duration of 0 or more, got {older_than!r}")
-    return older_than
 
 
 def prune_jobs(

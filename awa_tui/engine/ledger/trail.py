@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.filter_sql import audit_condition
 from awa_tui.engine.ledger.models import AuditEntry, AuditPage
-from awa_tui.filters import Filter
+
+if TYPE_CHECKING:
+    from awa_tui.filters import Filter
 
 MAX_PAGE = 10000
 
@@ -49,7 +50,11 @@ def search_audit(
         raise ValidationError(f"limit: expected 1..{MAX_PAGE}, got {limit!r}")
     if since is not None and until is not None and since > until:
         raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
-    condition = audit_condition(where, now or db_now(conn)) if where else None
+    condition = None
+    if where:  # the filter compiler loads for a filter only (`awa-tui audit` has none)
+        from awa_tui.engine.filter_sql import audit_condition
+
+        condition = audit_condition(where, now or db_now(conn))
     sql = SEARCH_SQL.format(condition=condition.sql if condition else "true")
     rows = conn.execute(sql, {
         **(condition.params if condition else {}),

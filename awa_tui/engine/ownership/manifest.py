@@ -13,10 +13,12 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule
+
+if TYPE_CHECKING:
+    from awa_tui.engine.schedule import Schedule
 
 # The ownership protocol this code speaks (S24); a fresh runtime below it blocks retirement.
 PROTOCOL_VERSION = 1

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.evaluator import PassResult
 from awa_tui.engine.health.models import HealthPass
-from awa_tui.engine.health.rules import HEALTH_INTERVAL_S
+from awa_tui.engine.limits import HEALTH_INTERVAL_S
 from awa_tui.engine.ownership import reconcile
 from awa_tui.printable import printable_logger
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from awa_tui.engine.db import ConnectionSource
-from awa_tui.engine.runtime.reporter import RuntimeIdentity
+from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.engine.runtime.worker import Handler, Job
 
 

@@ -25,6 +25,7 @@ import psycopg
 
 from awa_tui.engine.db import LEADER_LOCK_KEY, connect
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.limits import DEFAULT_LEASE
 from awa_tui.printable import printable, printable_logger
 
 log = printable_logger("awa_tui.leader")
@@ -35,8 +36,6 @@ DEPOSED_RETRY_INTERVAL_S = 1.0  # first retry of a leader that lost its lock con
 # A silent network (a blackhole, a dropped NAT entry) raises no error: a statement on the
 # lock connection that has no answer after this long counts as a failed ping (S8).
 PING_TIMEOUT_S = 3.0
-DEFAULT_LEASE = timedelta(seconds=5)
-MIN_LEASE = timedelta(seconds=1)
 # A standby that may not terminate a stalled holder says so again at most this often.
 DENIED_REPEAT_S = 60.0
 # Per-session server settings: Postgres drops a silent leader's session, and so frees the

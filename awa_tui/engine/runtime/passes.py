@@ -11,7 +11,7 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
-from awa_tui.engine.models import PassSummary
+from awa_tui.engine.models_fleet import PassSummary
 
 PASSES_KEPT = 10
 

@@ -4,10 +4,6 @@ manifest and hash, and the owner's agreement evidence (S26)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,24 +12,11 @@ from psycopg.types.json import Jsonb
 
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.migrations import code_version
-from awa_tui.engine.models import PassSummary
+from awa_tui.engine.models_fleet import PassSummary
 from awa_tui.engine.ownership import agreement
-from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, Manifest
+from awa_tui.engine.ownership.manifest import Manifest
+from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.engine.runtime.passes import to_json as passes_json
-
-
-@dataclass
-class RuntimeIdentity:
-    version: str
-    snapshot_interval: timedelta = timedelta(seconds=10)
-    instance_id: uuid.UUID = field(default_factory=uuid.uuid4)
-    hostname: str = field(default_factory=socket.gethostname)
-    pid: int = field(default_factory=os.getpid)
-    protocol_version: int = PROTOCOL_VERSION
-    owner: str | None = None
-    authoritative: bool = False
-    retire_grace: timedelta | None = None
-
 
 SNAPSHOT_SQL = """
 INSERT INTO awa.runtime_instances AS r (

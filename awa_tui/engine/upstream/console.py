@@ -19,12 +19,13 @@ from typing import Any, NoReturn
 from uuid import UUID
 
 from awa_tui.config import default_operator
-from awa_tui.engine.backfill import BACKFILL_LIMIT, BackfillResult
+from awa_tui.engine.backfill import BackfillResult
 from awa_tui.engine.bulk import BulkResult, Skipped
 from awa_tui.engine.console_api import FEATURES, OWN_SCHEMA_FEATURES
 from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
 from awa_tui.engine.ledger.models import AuditEntry, AuditPage, JobChange, JobDetail, JobsPage, LedgerView
+from awa_tui.engine.limits import BACKFILL_LIMIT
 from awa_tui.engine.models import (
     Fire,
     NextFire,

@@ -13,26 +13,32 @@ answer instead of "permission denied".
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from awa_tui.engine.db import connect, translate
 from awa_tui.engine.errors import SchemaError
-from awa_tui.engine.upstream.models import SchemaInfo
 
-CATALOG_SQL = """
+# Imported where a SchemaInfo is made: upstream's models (and awa-tui's, which they
+# extend) are not loaded by a CLI command on awa-tui's own schema (has_upstream_table).
+if TYPE_CHECKING:
+    from awa_tui.engine.upstream.models import SchemaInfo
+
+# A table (plain or partitioned) of the awa schema, by name.
+_TABLE = """EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = 'awa' AND c.relname = '{name}' AND c.relkind IN ('r', 'p'))"""
+
+CATALOG_SQL = f"""
 SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'awa') AS has_schema,
-       EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'awa' AND c.relname = 'schema_migrations' AND c.relkind IN ('r', 'p'))
-           AS has_ours,
-       EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-                WHERE n.nspname = 'awa' AND c.relname = 'schema_version' AND c.relkind IN ('r', 'p'))
-           AS has_upstream,
+       {_TABLE.format(name="schema_migrations")} AS has_ours,
+       {_TABLE.format(name="schema_version")} AS has_upstream,
        (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = 'awa' AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
            AND c.relname <> 'schema_migrations') AS other_relations
 """
+
+UPSTREAM_TABLE_SQL = f"SELECT {_TABLE.format(name='schema_version')} AS has_upstream"
 
 
 def _short(value: object, limit: int = 60) -> str:
@@ -57,8 +63,18 @@ def _ours(conn: psycopg.Connection[Any]) -> tuple[list[dict[str, Any]], str | No
     return rows, None
 
 
+def has_upstream_table(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the `awa` schema has upstream's version table: detect_schema says "upstream"
+    only then, so without it (awa-tui's own schema, or none) one catalog read decides."""
+    row = conn.execute(UPSTREAM_TABLE_SQL).fetchone()
+    assert row is not None
+    return bool(row["has_upstream"])
+
+
 def detect_schema(conn: psycopg.Connection[Any]) -> SchemaInfo:
     """What owns this database's `awa` schema (reads only)."""
+    from awa_tui.engine.upstream.models import SchemaInfo
+
     cat = conn.execute(CATALOG_SQL).fetchone()
     assert cat is not None
     if not cat["has_schema"]:

@@ -1,0 +1,80 @@
+"""The engine's defaults and bounds, and the checks of the values a Client is built with,
+as plain values: this module imports nothing of the engine but its errors.
+
+The Client's signature and the CLI's options name these; the modules that apply them
+(backfill, retention, the leader, bulk actions) load only when they are used, so
+`awa-tui cron show` does not import the whole engine to read a default (issue 18).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.errors import short_repr as _short
+
+# Fires of one schedule per pass at most: what a long outage catches up at once. The
+# evaluator (engine/evaluator.py) holds the same value as its own CATCH_UP_LIMIT
+# (tests/engine/test_limits.py keeps them equal).
+CATCH_UP_LIMIT = 1000
+BACKFILL_LIMIT = 1000  # instants per backfill unless the operator passes a higher max
+
+# The leader's lease (engine/runtime/leader.py): how long a silent leader keeps it.
+DEFAULT_LEASE = timedelta(seconds=5)
+MIN_LEASE = timedelta(seconds=1)
+
+# Finished jobs older than this are pruned, each schedule's last DEFAULT_KEEP kept
+# (engine/ledger/retention.py).
+DEFAULT_HORIZON = timedelta(days=14)
+DEFAULT_KEEP = 50
+MAX_KEEP = 100000
+# A prune by hand runs beside live runtimes: half of the time it waits. Measured with
+# bench/prune_during_fire.py (2 shared cores): 10k-fire passes, p50 0.62 s alone, 0.96 s
+# beside an unpaced 1M-row prune, 0.86 s beside this paced one.
+MANUAL_DUTY = 0.5
+
+# Bulk actions (engine/bulk.py): names per transaction.
+BATCH_SIZE = 500
+MAX_BATCH_SIZE = 10_000
+
+# The leader evaluates health at this cadence (so health changed by time passing alone,
+# late or missed, is caught within it); `check` calls an older evaluation stalled.
+HEALTH_INTERVAL_S = 10.0
+
+# S41: a due instant must be enqueued within this unless the schedule or its client says
+# otherwise (a stored NULL means this too).
+DEFAULT_MAX_LATENESS_S = 60
+MAX_EXPECTATION_S = 366 * 86400  # a year: longer is a typo, and fits an integer column
+
+
+def check_seconds(fname: str, value: object) -> int | None:
+    """A duration expectation as whole seconds (a timedelta or a number), or None; zero
+    and negative durations are refused (S41)."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds: object = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value
+    else:
+        raise ValidationError(f"{fname}: expected a timedelta or a number of seconds, got {_short(value)}")
+    assert isinstance(seconds, (int, float))
+    if seconds != seconds or seconds <= 0:  # NaN too
+        raise ValidationError(f"{fname}: must be positive, got {_short(value)}")
+    if seconds != int(seconds):
+        raise ValidationError(f"{fname}: must be a whole number of seconds, got {seconds:g} s")
+    if seconds > MAX_EXPECTATION_S:
+        raise ValidationError(f"{fname}: at most {MAX_EXPECTATION_S} s (a year), got {seconds:g} s")
+    return int(seconds)
+
+
+def check_keep(keep: int) -> int:
+    if not isinstance(keep, int) or not 0 <= keep <= MAX_KEEP:
+        raise ValidationError(f"keep: expected 0..{MAX_KEEP} jobs per schedule, got {keep!r}")
+    return keep
+
+
+def check_horizon(older_than: timedelta) -> timedelta:
+    if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+        raise ValidationError(f"older than: expected a duration of 0 or more, got {older_than!r}")
+    return older_than

@@ -1,0 +1,25 @@
+"""Who a runtime is: the identity its snapshots carry (S21). Apart from the reporter that
+writes them, so a Client is built without loading the snapshot machinery (issue 18)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION
+
+
+@dataclass
+class RuntimeIdentity:
+    version: str
+    snapshot_interval: timedelta = timedelta(seconds=10)
+    instance_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    hostname: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    protocol_version: int = PROTOCOL_VERSION
+    owner: str | None = None
+    authoritative: bool = False
+    retire_grace: timedelta | None = None
