@@ -62,9 +62,8 @@ VIEW_ROW = (
 # Why a row cannot fire, as far as SQL can tell (migration v004); schedule.check_stored
 # adds the parser's verdict. Column arguments, not the row: the function is inlined into
 # plain expressions evaluated in C (measured: ~3 ms per 100k rows), no per-row Python.
-# Here for the views and filters, which must not load the evaluator to name it (issue 18);
-# engine/evaluator.py holds the same text as its own FAULT_SQL (tests/engine/test_limits.py
-# keeps them equal).
+# Here, not in the evaluator, so the views and filters name it without loading the
+# evaluator (issue 18).
 FAULT_SQL = (
     "awa.cron_job_fault(c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at, "
     "c.paused_at, c.retired_at, c.args, c.metadata, c.priority, c.max_attempts, c.kind, "

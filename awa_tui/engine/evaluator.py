@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import JOB_COPIES, listed, safe_listed
+from awa_tui.engine.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.hints import (
@@ -28,25 +28,17 @@ from awa_tui.engine.hints import (
     unhinted_rows_sql,
     write_group_hints,
 )
+from awa_tui.engine.limits import CATCH_UP_LIMIT
 from awa_tui.engine.pg_arrays import array_literal as _array
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.evaluator")
 
-CATCH_UP_LIMIT = 1000
 FIRE_CHUNK = 5000
 FIRST_FIRE_LOOKBACK = timedelta(minutes=1)
 ONE_MICROSECOND = timedelta(microseconds=1)
 
-# Why a row cannot fire, as far as SQL can tell (migration v004); schedule.check_stored
-# adds the parser's verdict. Column arguments, not the row: the function is inlined into
-# plain expressions evaluated in C (measured: ~3 ms per 100k rows), no per-row Python.
-FAULT_SQL = (
-    "awa.cron_job_fault(c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at, "
-    "c.paused_at, c.retired_at, c.args, c.metadata, c.priority, c.max_attempts, c.kind, "
-    "c.queue, c.tags)"
-)
 
 # S15: a poison instant (infinity, a BC date) would fail the whole fetch in Python's
 # loader, so every instant goes through awa.safe_ts (NULL when unloadable) and the fault

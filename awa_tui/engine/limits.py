@@ -13,9 +13,7 @@ from datetime import timedelta
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
 
-# Fires of one schedule per pass at most: what a long outage catches up at once. The
-# evaluator (engine/evaluator.py) holds the same value as its own CATCH_UP_LIMIT
-# (tests/engine/test_limits.py keeps them equal).
+# Fires of one schedule per pass at most: what a long outage catches up at once.
 CATCH_UP_LIMIT = 1000
 BACKFILL_LIMIT = 1000  # instants per backfill unless the operator passes a higher max
 
