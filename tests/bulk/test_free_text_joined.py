@@ -48,6 +48,16 @@ def _per_field(conn: psycopg.Connection[Any], pattern: str) -> list[str]:
         f"SELECT c.name FROM awa.cron_jobs c WHERE {_TEXT.format(p='%(p)s')} ORDER BY c.name", {"p": pattern})]
 
 
+# Matches that need the database to fold case beyond ASCII: a server whose LC_CTYPE is C
+# (the embedded one) folds ASCII only, and then neither form matches them.
+NEEDS_FOLD = {"été", "\u03c3\u03b1\u03c3", "ÉTÉ"}
+
+
+def _expected(conn: psycopg.Connection[Any], text: str, expected: list[str]) -> list[str]:
+    row = conn.execute("SELECT 'É' ILIKE 'é' AS folds").fetchone()
+    return expected if text not in NEEDS_FOLD or (row and row["folds"]) else []
+
+
 def _like(text: str) -> str:
     """The pattern of the plain free text (views._like)."""
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -69,6 +79,7 @@ def _like(text: str) -> str:
 ])
 def test_plain_free_text_matches_what_one_ilike_per_field_matches(
         rows: Client, conn: psycopg.Connection[Any], text: str, expected: list[str]) -> None:
+    expected = _expected(conn, text, expected)
     got = sorted(r.name for r in rows.list_schedules(text))
     assert got == expected
     assert got == sorted(_per_field(conn, _like(text)))
@@ -89,6 +100,7 @@ def test_plain_free_text_matches_what_one_ilike_per_field_matches(
 ])
 def test_filter_free_text_matches_what_one_ilike_per_field_matches(
         rows: Client, conn: psycopg.Connection[Any], source: str, expected: list[str]) -> None:
+    expected = _expected(conn, source, expected)
     got = sorted(r.name for r in rows.list_schedules(where=parse(source)))
     assert got == expected
     (term,) = parse(source).terms
