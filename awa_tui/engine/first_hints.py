@@ -40,9 +40,8 @@ class FirstHints:
         if schedule.start_at is not None or schedule.end_at is not None or schedule.max_fires is not None:
             return None
         key = (schedule.cron_expr, schedule.timezone)
-        known = self._known.get(key, False)
-        if known is not False:
-            return known  # type: ignore[return-value]
+        if key in self._known:
+            return self._known[key]
         if time.monotonic() > self._deadline:
             return None  # not remembered: a pair already known is still served
         try:

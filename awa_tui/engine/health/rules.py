@@ -307,12 +307,12 @@ def evaluate_health(
             "now": now, "audit_from": positions["audit_seen_id"], "audit_to": positions["audit_to"],
             "named": list(fires["names"] if fires else []),
         }).fetchall()
+        names = [c["name"] for c in candidates]
         triples = candidates + conn.execute(SWEEP_TRIPLES_SQL, swept).fetchall()
-        record = conn.execute(RECORD_SQL, {
-            "now": now, "bad": _bad_triples(triples), "names": [c["name"] for c in candidates], **swept,
-        }).fetchone()
+        params = {"now": now, "bad": _bad_triples(triples), "names": names, **swept}
+        record = conn.execute(RECORD_SQL, params).fetchone()
         rows = record["changes"] if record else []
-        conn.execute(ADVANCE_DEADLINES_SQL, {"now": now, "names": [c["name"] for c in candidates]})
+        conn.execute(ADVANCE_DEADLINES_SQL, {"now": now, "names": names})
         conn.execute(SAVE_POSITIONS_SQL, {"audit": positions["audit_to"], "after": swept["sweep_hi"]})
         conn.execute(PRUNE_TRANSITIONS_SQL, {"now": now})
         seconds = time.monotonic() - started
