@@ -285,7 +285,7 @@ class Client:
         ops.require_writable(self.read_only, "evaluate")
         with self.db.connection() as conn:
             started = time.perf_counter()
-            result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit)
+            result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit, more=self.db.connection)
             took = time.perf_counter() - started
         if self.metrics is not None:
             self.metrics.observe_pass(took, result.examined + result.hinted)

@@ -101,8 +101,8 @@ def _fire_batch_in_flight(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute(
         "SELECT count(*) AS n FROM pg_stat_activity "
         "WHERE state = 'active' AND application_name = 'awa-tui run' AND query LIKE %s",
-        # The statement's start: pg_stat_activity keeps only its first 1024 bytes.
-        ("%WITH plan AS (%",),
+        # The statement's first line names it (pg_stat_activity keeps only 1024 bytes).
+        ("%-- awa fire batch%",),
     ).fetchone()
     return bool(row and row["n"])
 
