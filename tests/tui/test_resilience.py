@@ -4,6 +4,7 @@ refreshes, paging, a too-small terminal, NO_COLOR."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -150,3 +151,15 @@ async def test_engine_warnings_become_notifications_once(console_factory, seeded
         assert not [n for n in notes(app) if "demo.flaky" in n]
     engine.close()
     assert not [h for h in logging.getLogger("awa_tui").handlers if type(h).__name__ == "EngineLog"]
+
+
+async def test_heap_frozen_after_the_first_paint(console_factory):
+    # A full collection must not walk the widgets and modules on every few refreshes: what is
+    # alive at the first paint is frozen (gc.freeze), once per process.
+    app = console_factory()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        await settled(pilot, app)
+        assert gc.get_freeze_count() == frozen  # later refreshes do not freeze their garbage
