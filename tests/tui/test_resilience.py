@@ -164,4 +164,6 @@ async def test_heap_frozen_after_the_first_paint(console_factory):
         frozen = gc.get_freeze_count()
         assert frozen > 0  # this app's first paint froze it
         await settled(pilot, app)
-        assert gc.get_freeze_count() == frozen  # later refreshes do not freeze their garbage
+        # Frozen objects that die leave the count (it may fall); a second freeze would add
+        # every refresh's heap on top of it.
+        assert gc.get_freeze_count() <= frozen
