@@ -40,7 +40,9 @@ def last_new_year() -> datetime:
     return datetime(datetime.now(UTC).year, 1, 1, tzinfo=UTC)
 
 
-def direct_passes(server: Server, dsn: str) -> dict[str, float | None]:
+def direct_passes(server: Server, dsn: str, now: datetime | None = None,
+                  passes: int = PASSES) -> dict[str, float | None]:
+    """Idle evaluator passes at `now` (DB time when None)."""
     from awa_tui.engine import evaluator
 
     with connect(dsn) as conn:
@@ -48,20 +50,20 @@ def direct_passes(server: Server, dsn: str) -> dict[str, float | None]:
         # (S51), so pass until one writes none; only then is a pass idle.
         began, fill_passes = time.perf_counter(), 0
         while True:
-            fill = evaluator.evaluate(conn)
+            fill = evaluator.evaluate(conn, now)
             fill_passes += 1
             assert fill.fired == 0, "idle scenario fired something"
             if fill.hinted == 0 or fill_passes >= HINT_PASSES_MAX:
                 break
         hint_fill_s = time.perf_counter() - began
-        evaluator.evaluate(conn)  # warm caches and plans
+        evaluator.evaluate(conn, now)  # warm caches and plans
         if server.stat_statements:
             reset_stat_statements(dsn)
         cpu, wall, db = [], [], []
         db_before = stat_statements_ms(dsn) if server.stat_statements else 0.0
-        for _ in range(PASSES):
+        for _ in range(passes):
             c0, w0 = time.thread_time(), time.perf_counter()
-            result = evaluator.evaluate(conn)
+            result = evaluator.evaluate(conn, now)
             cpu.append((time.thread_time() - c0) * 1000)
             wall.append((time.perf_counter() - w0) * 1000)
             assert result.examined == 0 and result.fired == 0

@@ -144,3 +144,33 @@ def test_missing_schema_is_reported(empty_dsn: str) -> None:
     with pytest.raises(SchemaError, match="awa schema is missing"):
         client.list_schedules()
     client.close()
+
+
+# Postgres vacuums a table once its dead rows pass threshold + scale_factor * rows, each
+# read from the table's storage parameters, else from the server's settings.
+TRIGGER_SQL = """
+SELECT coalesce(max(split_part(o, '=', 2)) FILTER (WHERE o LIKE 'autovacuum_vacuum_threshold=%%'),
+                current_setting('autovacuum_vacuum_threshold'))::float8
+       + coalesce(max(split_part(o, '=', 2)) FILTER (WHERE o LIKE 'autovacuum_vacuum_scale_factor=%%'),
+                  current_setting('autovacuum_vacuum_scale_factor'))::float8 * %(rows)s AS trigger
+FROM pg_class c LEFT JOIN LATERAL unnest(c.reloptions) o ON true
+WHERE c.oid = 'awa.cron_jobs'::regclass
+"""
+
+
+def test_cron_jobs_is_vacuumed_after_a_minute_of_fires_at_a_million(conn: psycopg.Connection[Any]) -> None:
+    """S54: every fire leaves a dead entry in the due index that later due queries read
+    until a vacuum; the table's own trigger keeps that to about one minute boundary."""
+    options = conn.execute("SELECT reloptions FROM pg_class WHERE oid = 'awa.cron_jobs'::regclass").fetchone()
+    assert sorted(options["reloptions"]) == ["autovacuum_vacuum_scale_factor=0.005",
+                                             "autovacuum_vacuum_threshold=1000"]
+    # A 1M fleet of the bench updates ~12,000 rows a minute boundary (1 % per-minute).
+    assert conn.execute(TRIGGER_SQL, {"rows": 1_000_000}).fetchone()["trigger"] == 6000.0
+    assert conn.execute(TRIGGER_SQL, {"rows": 10_000}).fetchone()["trigger"] == 1050.0
+    # Negative control: the server's defaults (the table before v017) wait for 200k.
+    conn.execute("ALTER TABLE awa.cron_jobs RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_threshold)")
+    try:
+        assert conn.execute(TRIGGER_SQL, {"rows": 1_000_000}).fetchone()["trigger"] == 200050.0
+    finally:
+        conn.execute("ALTER TABLE awa.cron_jobs SET (autovacuum_vacuum_scale_factor = 0.005,"
+                     " autovacuum_vacuum_threshold = 1000)")
