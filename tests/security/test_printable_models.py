@@ -49,6 +49,20 @@ def test_a_schedule_row_is_copied_with_every_string_escaped() -> None:
     assert SHOWN in plain and not any("\x1b" in text or "\n" in text for text in plain)
 
 
+def test_a_row_with_nothing_to_escape_is_shown_as_itself() -> None:
+    # The common case costs no copy; one hostile string anywhere, even deep, makes one.
+    clean = dataclasses.replace(_row(), name="billing.nightly", kind="k", queue="q", paused_by="ops", owner="billing",
+                    queue_paused_by="ops", last_job_state="completed")
+    assert printable_row(clean) is clean
+    payload = {"tags": ["a", ("b", 1)], "n": 2}
+    assert printable_row(payload) is payload
+    hostile = {"tags": ["a", ("b\x1b", 1)], "n": 2}
+    shown = printable_row(hostile)
+    assert shown == {"tags": ["a", ("b\\x1b", 1)], "n": 2} and hostile["tags"][1][0] == "b\x1b"
+    moved = dataclasses.replace(clean, last_job_state=HOSTILE)
+    assert printable_row(moved) is not moved and printable_row(moved).last_job_state == SHOWN
+
+
 def test_nested_models_and_payloads_are_escaped_at_every_depth() -> None:
     entry = OwnerPlan(
         owner=HOSTILE, now=NOW, fresh_declarations=1, manifest_hash=None, manifest_hashes=[HOSTILE],

@@ -75,14 +75,14 @@ def state_cell(row: SchedulePageRow) -> Text:
     style = {"paused": "bold yellow", "retired": "bold red", "finished": "bold cyan"}.get(row.state, "")
     if row.fault:
         # S15: it cannot fire until repaired; the summary line below says why.
-        text = Text("BROKEN", style="bold red reverse", no_wrap=True, overflow="ellipsis", end="")
+        text = cell("BROKEN", "bold red reverse")
         if row.state != "active":
             text.append(", ")
             text.append(state_word(row.state), style=style)
     elif row.overridden and row.state == "active":  # issue 16: "active" would not fit beside it
-        text = Text("OVERRIDDEN", style="bold magenta", no_wrap=True, overflow="ellipsis", end="")
+        text = cell("OVERRIDDEN", "bold magenta")
     else:
-        text = Text(state_word(row.state), style=style, no_wrap=True, overflow="ellipsis", end="")
+        text = cell(state_word(row.state), style)
     if row.overridden and (row.fault or row.state != "active"):
         text.append(", ")
         text.append("OVERRIDDEN", style="bold magenta")
@@ -99,8 +99,7 @@ HEALTH_STYLES = {"broken": "bold red", "failing": "bold red", "missed": "bold re
 
 def health_cell(row: SchedulePageRow) -> Text:
     word = row.health or "-"  # "-": the leader has not judged it yet
-    return Text(word.upper() if word in UNHEALTHY else word, style=HEALTH_STYLES.get(word, "dim"),
-                no_wrap=True, overflow="ellipsis", end="")
+    return cell(word.upper() if word in UNHEALTHY else word, HEALTH_STYLES.get(word, "dim"))
 
 
 def attention_text(page: SchedulePage) -> Text | None:

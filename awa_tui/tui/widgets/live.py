@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.measure import Measurement
 from rich.text import Text
 
 
@@ -57,6 +56,5 @@ class LiveCell:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.text()
 
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        # Columns have fixed widths: no need to format a cell just to measure it.
-        return Measurement(1, 1)
+    # No __rich_measure__: columns have fixed widths, and a renderable without one is
+    # measured at DataTable's default without formatting it (or building console options).
