@@ -187,7 +187,7 @@ class PanelsResumed(Message):
 def usable_reply(widget: Widget, place: str, error: str | None, what: str) -> bool:
     """Whether a reply to a *DataRequested is to be shown: not if its widget closed before
     the data arrived, nor if it is an error (then said, escaped, in the `place` Static)."""
-    if not widget.is_attached:
+    if not widget.is_attached or not widget.query(place):  # closed, or closing: children go first
         return False
     if error:
         widget.query_one(place, Static).update(Text(printable(f"{what}: {error}")))

@@ -109,6 +109,11 @@ class AuditScreen(Screen[None]):
                             cell(printable(_change(e)))))
             for e in data
         ])
+        # The cursor reached the last row while a page was in flight (that move's request
+        # was dropped, one page at a time): the end of the list still asks for older ones.
+        table = self.query_one(KeyedTable)
+        if table.row_count and table.cursor_row >= table.row_count - 1:
+            self._load_more()
 
     def action_close(self) -> None:
         self.dismiss()
