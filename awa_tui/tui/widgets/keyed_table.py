@@ -64,10 +64,10 @@ class Cell(Text):
     """A one-line Text in a column of fixed width. DataTable measures every cell of every
     row it is given (a column's content width, unused when the width is fixed), and each
     measure of a renderable that has `__rich_measure__` first builds the console's options
-    (a terminal size lookup): ~40 % of a 1,000-row first paint. A renderable without one
-    is measured at DataTable's default without that, so a Cell has none (`= None`, as
-    `__hash__ = None` removes an inherited method); KeyedTable sizes its columns itself
-    (_content_widths). LiveCell does the same."""
+    (a terminal size lookup): 8,000 measures, 0.34 s of a profiled 1,000-row first paint.
+    A renderable without one is measured at DataTable's default without that, so a Cell
+    has none (`= None`, as `__hash__ = None` removes an inherited method); KeyedTable sizes
+    its columns itself (_content_widths). LiveCell does the same."""
 
     __slots__ = ()
     __rich_measure__ = None  # type: ignore[assignment]
