@@ -112,12 +112,10 @@ def _render_plans(plans: list[OwnerPlan]) -> None:
     for p in plans:
         hashes = ", ".join(short_hash(h) for h in p.manifest_hashes) or "none"
         say(f"owner {p.owner}: {p.fresh_declarations} fresh declaration(s), manifest {hashes}")
-        for names, will, label in (([i["name"] for i in p.inserts], p.will_insert, "insert"),
-                                   ([u["name"] for u in p.updates], p.will_update, "update"),
-                                   (p.retirements, p.will_retire, "retire")):
-            if names:
+        for kind, will, entries in p.changes():
+            if entries:
                 state = "" if will else " (blocked)"
-                say(f"  {label}{state}: {', '.join(names)}")
+                say(f"  {kind}{state}: {', '.join(e['name'] for e in entries)}")
         for update in p.updates:
             for column, change in update["changes"].items():
                 say(f"    {update['name']}.{column}: {fmt(change['from'])} -> {fmt(change['to'])}")

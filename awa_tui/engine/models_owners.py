@@ -79,6 +79,13 @@ class OwnerPlan:
     agreement: Agreement
     blockers: list[dict[str, Any]]
 
+    def changes(self) -> list[tuple[str, bool, list[dict[str, Any]]]]:
+        """The changes by kind, in the order reconciliation applies them: (kind, whether it
+        applies now, its entries, each with a `name`). Kinds: insert ({name, definition}),
+        update ({name, changes}), retire ({name})."""
+        return [("insert", self.will_insert, self.inserts), ("update", self.will_update, self.updates),
+                ("retire", self.will_retire, [{"name": name} for name in self.retirements])]
+
 
 def owner_summary(row: dict[str, Any]) -> OwnerSummary:
     return OwnerSummary(**{**row, "pending": OwnerCounts(**row["pending"])})

@@ -7,6 +7,7 @@ Reads `ConsoleBackend.plan()`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,14 @@ def _changes(update: dict[str, Any]) -> str:
     return "; ".join(f"{col}: {c.get('from')} -> {c.get('to')}" for col, c in changes.items()) or "definition"
 
 
+# What each kind of change says in the DETAIL column (the kinds: OwnerPlan.changes).
+DETAILS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "insert": lambda _: "new in the manifest",
+    "update": _changes,
+    "retire": lambda _: "absent from the manifest",
+}
+
+
 def owner_lines(entry: OwnerPlan) -> list[Line]:
     """One owner's plan, blockers first (they explain why the changes below may wait)."""
     owner = entry.owner
@@ -50,10 +59,8 @@ def owner_lines(entry: OwnerPlan) -> list[Line]:
         return "yes" if flag else "no"
 
     lines += [(owner, "CONFLICT", "no", c["name"], c.get("message", c.get("kind", ""))) for c in entry.conflicts]
-    lines += [(owner, "INSERT", applies(entry.will_insert), i["name"], "new in the manifest") for i in entry.inserts]
-    lines += [(owner, "UPDATE", applies(entry.will_update), u["name"], _changes(u)) for u in entry.updates]
-    lines += [(owner, "RETIRE", applies(entry.will_retire), name, "absent from the manifest")
-              for name in entry.retirements]
+    for kind, will, entries in entry.changes():
+        lines += [(owner, kind.upper(), applies(will), e["name"], DETAILS[kind](e)) for e in entries]
     if len(lines) == 0:
         lines.append((owner, "none", "-", "-", "in sync: nothing to do"))
     return lines
@@ -105,7 +112,7 @@ class PlanPanel(Panel[OwnerPlan]):
         # Names, messages and changed values come from the database: escaped for display.
         lines = [line for entry in data for line in owner_lines(printable_row(entry))]
         blocked = sum(1 for line in lines if line[1] == "BLOCKED")
-        changes = sum(1 for line in lines if line[1] in ("INSERT", "UPDATE", "RETIRE"))
+        changes = sum(len(entries) for entry in data for _, _, entries in entry.changes())
         self.title_line(Text.assemble(
             ("Plan ", "bold"),
             f"preview, changes nothing: {len(data)} owner(s), {changes} change(s), {blocked} blocker(s)",
@@ -114,7 +121,7 @@ class PlanPanel(Panel[OwnerPlan]):
         self.lines = {str(index): line for index, line in enumerate(lines, start=1)}
         self.all_lines = lines
         for index, (owner, change, applies, name, detail) in enumerate(lines, start=1):
-            style = "bold" if change in ("BLOCKED", "RETIRE", "CONFLICT") else ""
+            style = "bold" if change in ("BLOCKED", "CONFLICT") or change.lower() == "retire" else ""
             rows.append((str(index), (cell(index), cell(owner), cell(change, style), cell(applies), cell(name),
                                       cell(detail))))
         self.table.sync(rows)
