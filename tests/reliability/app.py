@@ -41,7 +41,7 @@ def remove_pause_guard() -> None:
     conditions. Fails loudly if the SQL no longer has them (the control would be vacuous)."""
     from awa_tui.engine import evaluator
 
-    due = evaluator.DUE_SQL.replace("c.paused_at IS NULL AND ", "")
+    due = evaluator.DUE_SQL.replace("c.paused_at IS NULL AND ", "").replace("g.paused_at IS NULL AND ", "")
     fire = evaluator.FIRE_BATCH_SQL.replace("AND c.paused_at IS NULL", "")
     if due == evaluator.DUE_SQL or fire == evaluator.FIRE_BATCH_SQL or "paused_at IS NULL" in due + fire:
         raise RuntimeError("reliability fault: the pause guard is not where the control expects it")
