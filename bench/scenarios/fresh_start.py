@@ -54,7 +54,10 @@ P99_TARGET_S = 1.0
 SPAWN_SECOND = 45
 ZONES = ("UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata")
 AFTER_BOUNDARY_S = 20.0  # how long the boundary's fires are waited for
-HINTS_LIMIT_S = 240.0  # past this, "all hints written" reads as not reached
+# Past this, "every hint written" reads as not reached and the rate row says how far it got
+# (1M rows without hints take minutes, by design: S51 writes them within a budget per pass,
+# after the fires; waiting for them all made this scenario most of --scale's 20 minutes).
+HINTS_LIMIT_S = 90.0
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, missed_fire_policy, created_at)
@@ -174,10 +177,12 @@ def measure(server: Server, n: int, registered: bool) -> dict[str, float | None]
             boundary = first_at.replace(second=0, microsecond=0) + timedelta(minutes=1)
             expected = due_at(dsn, boundary)
             hinted_at: datetime | None = None
+            counts: list[dict[str, Any]] = []  # (unhinted, when), once a second
             deadline = time.monotonic() + HINTS_LIMIT_S
             with connect(dsn) as conn:
                 while time.monotonic() < deadline and proc.poll() is None:
                     row = conn.execute(UNHINTED_COUNT_SQL).fetchone()
+                    counts.append(row)
                     if hinted_at is None and row["n"] == 0:
                         hinted_at = row["t"]
                     if hinted_at is not None and row["t"] > boundary + timedelta(seconds=AFTER_BOUNDARY_S):
@@ -194,7 +199,15 @@ def measure(server: Server, n: int, registered: bool) -> dict[str, float | None]
         fires = collect_fires(dsn, "ours", server.commit_ts, boundary, boundary + timedelta(seconds=1))
     until = hinted_at or datetime.max.replace(tzinfo=first_at.tzinfo)
     during = [p["ms"] for p in passes.lines if datetime.fromisoformat(p["at"]) <= until]
+    # Hints written per second while some were missing: from the first count to the last
+    # one that still found rows without a hint (or the one that found none).
+    missing = [c for c in counts if c["n"] > 0]
+    upto = next((c for c in counts if c["n"] == 0), missing[-1] if missing else None)
+    rate = None
+    if missing and upto is not None and upto["t"] > missing[0]["t"]:
+        rate = (missing[0]["n"] - upto["n"]) / (upto["t"] - missing[0]["t"]).total_seconds()
     return {
+        "hint_rate": rate,
         "first_pass": passes.lines[0]["ms"] / 1000,
         "first_pass_due": float(passes.lines[0]["due"]),
         "hints_done": (hinted_at - first_at).total_seconds() if hinted_at else None,
@@ -215,7 +228,10 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
         p99 = m["p99"]
         report.add(Row("fresh start", size, "first pass", "", m["first_pass"], "s",
                        note=f"{m['first_pass_due']:.0f} rows planned in Python"))
-        report.add(Row("fresh start", size, "every hint written (from the first pass)", "", m["hints_done"], "s"))
+        report.add(Row("fresh start", size, "every hint written (from the first pass)", "", m["hints_done"], "s",
+                       note="" if m["hints_done"] is not None else f"not within {HINTS_LIMIT_S:g} s"))
+        report.add(Row("fresh start", size, "hints written per second meanwhile", "", m["hint_rate"], "/s",
+                       lower_is_better=False))
         report.add(Row("fresh start", size, "longest pass until then", "", m["longest_pass"], "s"))
         report.add(Row("fresh start", size, "first minute boundary: p99 lateness", f"< {P99_TARGET_S:g} s", p99, "s",
                        p99 is not None and p99 < P99_TARGET_S,
