@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     from awa_tui.engine.client import Client
 
 
+# Schedules fetched per page (the end of the list asks for the next). Every refresh reads
+# the page, its outcome strips and diffs its rows, and the first paint builds them all:
+# 1,000 rows were ~0.25 s of the UI thread before anything showed (issue 18); 250 fill ten
+# screens of a 25-row terminal.
+PAGE_SIZE = 250
+
+
 @dataclass
 class ConsoleConfig:
     client: ConsoleBackend  # the console's reads and operator actions (read_only inside)
@@ -22,7 +29,7 @@ class ConsoleConfig:
     embedded_at: str | None = None  # where the embedded Postgres lives, when used
     refresh: float = 2.0
     clock: Callable[[], datetime] | None = None  # None: DB time; tests inject a fixed clock
-    page_size: int = 1000  # schedules fetched per page
+    page_size: int = PAGE_SIZE
     handle_signals: bool = False  # SIGHUP/SIGTERM exit cleanly (the real terminal only)
     schema_label: str | None = None  # the header's "upstream Awa schema v40" (launch.py detects it)
 

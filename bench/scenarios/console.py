@@ -53,6 +53,6 @@ def run(server: Server, sizes: list[int], report: Report) -> None:
         report.add(Row("console", size, "refresh fetch p50 (reader thread)", "", r.get("refresh_fetch_ms_median"),
                        "ms"))
         report.add(Row("console", size, "RSS", f"< {RSS_MB:g} MB", rss, "MB", rss is not None and rss < RSS_MB))
-    report.note("console: tests/tui/perf_console.py in its own process (headless run_test, page of "
-                "1000 rows, 2% of schedules change between refreshes); UI stall = longest event-loop block "
+    report.note("console: tests/tui/perf_console.py in its own process (headless run_test, the console's "
+                "page size, 2% of schedules change between refreshes); UI stall = longest event-loop block "
                 "in each refresh (handler + layout + paint)")

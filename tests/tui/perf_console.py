@@ -1,6 +1,6 @@
 """Measure the console with many schedules: first paint, UI-thread time per refresh, RSS.
 
-    .venv/bin/python tests/tui/perf_console.py --schedules 10000 [--page 1000] [--json out.json]
+    .venv/bin/python tests/tui/perf_console.py --schedules 10000 [--page N (default: the console's)] [--json out.json]
 
 Uses AWA_TEST_DATABASE_URL's server if set, else the embedded Postgres; creates and drops
 a scratch database. The console is built by the CLI's factory with the real clock (DB
@@ -153,9 +153,11 @@ async def measure(dsn: str, page: int, refreshes: int, churn: int) -> dict[str, 
 
 
 def main() -> int:
+    from awa_tui.tui.config import PAGE_SIZE
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--schedules", type=int, default=10000)
-    parser.add_argument("--page", type=int, default=1000)
+    parser.add_argument("--page", type=int, default=PAGE_SIZE)
     parser.add_argument("--refreshes", type=int, default=10)
     parser.add_argument("--json")
     args = parser.parse_args()

@@ -24,6 +24,7 @@ from awa_tui.engine.models import AnySchedule, SchedulePage, SchedulePageRow
 from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
+from awa_tui.tui.config import PAGE_SIZE
 from awa_tui.tui.formatting import (
     lateness,
     outcome_strip,
@@ -255,7 +256,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     title = "Schedules"
     BINDINGS = actions.bindings("schedules")
 
-    def __init__(self, page_size: int = 1000) -> None:
+    def __init__(self, page_size: int = PAGE_SIZE) -> None:
         super().__init__()
         self.page_size = page_size
         self.limit = page_size
