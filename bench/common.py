@@ -14,6 +14,7 @@ Measurement rules (the same for both engines):
 
 from __future__ import annotations
 
+import compileall
 import os
 import platform
 import statistics
@@ -176,6 +177,15 @@ def start_server() -> Server:
         preload = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
         version = conn.execute("SHOW server_version").fetchone()[0]
     return Server(admin, started, home, commit_ts, "pg_stat_statements" in preload, version)
+
+
+def compile_bytecode() -> None:
+    """Bytecode beside awa_tui's sources (__pycache__, git-ignored), as an installed package
+    has it (pip writes it). A checkout run with PYTHONDONTWRITEBYTECODE (this machine's
+    sessions) would otherwise compile every module it imports from source in every process
+    a scenario spawns (the CLI's ~90: ~70 ms; the console's more), which no operator pays.
+    A module edited afterwards is compiled from source again, as Python always does."""
+    compileall.compile_dir(BENCH_DIR.parent / "awa_tui", quiet=1)
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:

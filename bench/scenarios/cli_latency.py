@@ -9,21 +9,18 @@ The common commands are held to 300 ms; those that read many schedules (`cron li
 filter or its first page, `check`) to 1 s. Schedules are seeded by one INSERT ... SELECT
 generate_series (seven-digit names, so 1,000,000 fits), never through the Client.
 
-awa-tui's modules are compiled to bytecode first, as an installed package has them (pip
-writes it): a checkout run with PYTHONDONTWRITEBYTECODE (this machine's sessions) would
-otherwise compile some 90 modules from source in every command, ~70 ms here, which no
-operator pays.
+awa-tui's modules are compiled to bytecode first, as an installed package has them
+(bench/common.py compile_bytecode).
 """
 
 from __future__ import annotations
 
-import compileall
 import os
 import subprocess
 import sys
 import time
 
-from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, Report, Row, Server, connect, median
+from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, Report, Row, Server, compile_bytecode, connect, median
 from bench.engines import Ours
 
 TARGET_MS = 300.0  # the common commands
@@ -56,12 +53,6 @@ def _commands(n: int) -> list[tuple[str, list[str], float]]:
     ]
 
 
-def _compile_bytecode() -> None:
-    """Bytecode beside awa_tui's sources (__pycache__, git-ignored), as an installed package
-    has it; a module edited afterwards is compiled from source again, as Python always does."""
-    compileall.compile_dir(BENCH_DIR.parent / "awa_tui", quiet=1)
-
-
 def _seed(dsn: str, n: int) -> None:
     with connect(dsn) as conn:
         conn.execute(SEED_SQL, {"kind": BENCH_KIND, "queue": BENCH_QUEUE, "n": n})
@@ -91,7 +82,7 @@ def _seed_runtime(dsn: str) -> None:
 
 
 def run(server: Server, sizes: list[int], report: Report) -> None:
-    _compile_bytecode()
+    compile_bytecode()
     for n in sizes:
         size = f"{n:,} schedules"
         with server.database("cli") as dsn:

@@ -100,6 +100,15 @@ async def test_the_end_of_the_list_loads_the_next_page(console_factory):
         assert app.main.panel("schedules").table.selected_key == table_keys(app)[2]
 
 
+async def test_select_all_on_a_partial_page_says_how_many_are_loaded(console_factory):
+    app = console_factory(page_size=3)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("asterisk")
+        assert len(app.main.panel("schedules").selected) == 3
+        assert notes(app) == ["selected the 3 loaded of 8 matching; go to the end of the list to load more"]
+
+
 async def test_too_small_terminal_says_so(console_factory):
     app = console_factory()
     async with app.run_test(size=(50, 12)) as pilot:

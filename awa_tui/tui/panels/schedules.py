@@ -493,7 +493,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.selected = dict(self.rows)
         self._reshow()
         if self.counts and len(self.rows) < self.counts.matched:
-            self.notify(f"selected the {len(self.rows):,} loaded of {self.counts['matched']:,} matching; "
+            self.notify(f"selected the {len(self.rows):,} loaded of {self.counts.matched:,} matching; "
                         "go to the end of the list to load more", markup=False, timeout=6)
 
     def _bulk(self, action: str) -> bool:
