@@ -767,15 +767,16 @@ class Client:
         limit: int = 1000,
         now: datetime | None = None,
         where: Filter | None = None,
+        counts: bool = True,
     ) -> SchedulePage:
-        """One filtered, sorted page of schedules with counts (the console's schedules panel);
-        `where` is a parsed filter (awa_tui/filters.py) on top of the free text."""
+        """One filtered, sorted page of schedules with counts (the console's schedules panel;
+        None without `counts`); `where` is a parsed filter (awa_tui/filters.py) on top of the
+        free text."""
         from awa_tui.engine import views
 
         with self.db.connection() as conn:
-            return views.schedule_page(
-                conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit, now=now, where=where
-            )
+            return views.schedule_page(conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit,
+                                       now=now, where=where, counts=counts)
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""

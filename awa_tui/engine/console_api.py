@@ -92,6 +92,8 @@ class ConsoleBackend(Protocol):
         descending: bool = False,
         limit: int = 1000,
         now: datetime | None = None,
+        where: Filter | None = None,
+        counts: bool = True,
     ) -> SchedulePage: ...
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail: ...

@@ -48,14 +48,16 @@ class Attention:
 
 @dataclass(frozen=True)
 class SchedulePage:
-    """One filtered, sorted page of schedules, with counts, at `now`."""
+    """One filtered, sorted page of schedules, with counts, at `now`. The counts are None
+    when the page was asked for without them (the console's first page: at 1M rows they are
+    a scan of the table, most of the fetch)."""
 
     now: datetime
     rows: list[SchedulePageRow]
-    total: int
-    paused: int
-    retired: int
-    matched: int
+    total: int | None
+    paused: int | None
+    retired: int | None
+    matched: int | None
     # S42: unhealthy schedules by health (all of them, not just the page), and the worst.
     unhealthy: dict[str, int] = field(default_factory=dict)
     attention: Attention | None = None

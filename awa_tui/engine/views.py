@@ -394,10 +394,11 @@ def schedule_page(
     limit: int = 1000,
     now: datetime | None = None,
     where: Filter | None = None,
+    counts: bool = True,
 ) -> SchedulePage:
     """One page of schedules for the console: rows with next fire and last-fire lateness,
-    plus counts (all, matching the filter, paused, retired) and the `now` used. `where`
-    is a parsed filter (awa_tui/filters.py), on top of the free text."""
+    plus counts (all, matching the filter, paused, retired; None without `counts`) and the
+    `now` used. `where` is a parsed filter (awa_tui/filters.py), on top of the free text."""
     from awa_tui.engine.filter_sql import schedule_condition
     from awa_tui.engine.ledger.models import job_result
     from awa_tui.engine.ledger.strips import strips
@@ -410,7 +411,8 @@ def schedule_page(
     condition = schedule_condition(conn, where, now)
     text, text_params = _text_filter(filter_text)
     params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24)}
-    counts = conn.execute(SCHEDULE_COUNTS_SQL.format(text=text, condition=condition.sql), params).fetchone()
+    counted = (conn.execute(SCHEDULE_COUNTS_SQL.format(text=text, condition=condition.sql), params).fetchone()
+               if counts else dict.fromkeys(("total", "paused", "retired", "matched")))
     sql = SCHEDULE_PAGE_SQL.format(
         filter=f"{text} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
     )
@@ -429,8 +431,8 @@ def schedule_page(
         row["last_error"] = row["last_error"] if row["last_result"] == "failed" else None
         row["outcomes"] = outcomes.get(row["name"], ())
         page.append(SchedulePageRow(**row))
-    assert counts is not None  # an aggregate without GROUP BY always returns its row
-    return SchedulePage(now=now, rows=page, **counts, **_unhealthy_summary(conn))
+    assert counted is not None  # an aggregate without GROUP BY always returns its row
+    return SchedulePage(now=now, rows=page, **counted, **_unhealthy_summary(conn))
 
 
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:

@@ -31,6 +31,13 @@ def test_page_counts_filter_sort_and_limit(reader):
         reader.schedule_page(sort="nope")
 
 
+def test_a_page_without_counts_has_the_same_rows_and_no_counts(reader):
+    counted, uncounted = reader.schedule_page(now=NOW), reader.schedule_page(now=NOW, counts=False)
+    assert (uncounted.total, uncounted.matched, uncounted.paused, uncounted.retired) == (None, None, None, None)
+    assert uncounted.rows == counted.rows and len(uncounted.rows) == 8
+    assert (uncounted.unhealthy, uncounted.attention) == (counted.unhealthy, counted.attention)
+
+
 def test_next_fire_due_and_lateness(reader):
     rows = {r.name: r for r in reader.schedule_page(now=NOW).rows}
     assert rows["metrics.rollup"].next_fire == t("12:05:00") and not rows["metrics.rollup"].next_fire_due

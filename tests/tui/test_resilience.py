@@ -100,6 +100,25 @@ async def test_the_end_of_the_list_loads_the_next_page(console_factory):
         assert app.main.panel("schedules").table.selected_key == table_keys(app)[2]
 
 
+async def test_the_first_page_shows_before_its_counts_which_follow_at_once(console_factory, monkeypatch):
+    from awa_tui.tui.panels.schedules import SchedulesPanel
+
+    titles: list[str] = []  # every title the panel shows, in order (observed, not replaced)
+    title_line = SchedulesPanel.title_line
+
+    def recorded(panel: SchedulesPanel, text: object) -> None:
+        title_line(panel, text)
+        titles.append(str(text))
+
+    monkeypatch.setattr(SchedulesPanel, "title_line", recorded)
+    app = console_factory(refresh=30.0)  # the counts come from the refresh the page asks for, not the timer
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: len(app.apply_times) >= 2, what="the counted page")
+        shown = [t for t in titles if not t.endswith("loading…")]
+        assert shown[0].startswith("Schedules 8 · counting…") and "PAUSED" not in shown[0]
+        assert shown[1].startswith("Schedules 8 of 8 · 1 PAUSED · 1 RETIRED")
+
+
 async def test_select_all_on_a_partial_page_says_how_many_are_loaded(console_factory):
     app = console_factory(page_size=3)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -119,8 +119,9 @@ class UpstreamConsole:
 
     def schedule_page(
         self, filter_text: str | None = None, *, sort: str = "name", descending: bool = False, limit: int = 1000,
-        now: datetime | None = None, where: Filter | None = None,
+        now: datetime | None = None, where: Filter | None = None, counts: bool = True,
     ) -> SchedulePage:
+        # `counts` is accepted and ignored: the counts come with the list, read whole here.
         if sort not in SORT_KEYS:
             raise ValidationError(f"sort: expected one of {', '.join(SORT_KEYS)}, got {sort!r}")
         if where and where.panel != "schedules":

@@ -290,9 +290,13 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def work(self) -> Work:
         where, sort, descending, limit = self.where, self.sort, self.descending, self.limit
+        # The first page comes without its counts, which at a million rows are a scan of the
+        # table and most of the fetch (issue 18): the rows show first, the counts a refresh later.
+        counts = self.counts is not None
 
         def fetch(client: ConsoleBackend, now: datetime | None) -> SchedulePage:
-            return client.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where)
+            return client.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where,
+                                        counts=counts)
 
         return fetch
 
@@ -311,6 +315,13 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self._title()
         self._attention()
         self._summary()
+        if data.total is None:
+            self.post_message(RefreshRequested())  # the counts, now
+
+    def _more_matching(self) -> bool:
+        """More schedules match than the page holds (unknown until counted: no)."""
+        matched = self.counts.matched if self.counts else None
+        return matched is not None and len(self.rows) < matched
 
     def _attention(self) -> None:
         assert self.counts is not None
@@ -344,7 +355,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         assert c is not None  # only called once a page is shown
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         text.append("Schedules ", style="bold")
-        if self.filter_text:
+        if c.total is None or c.matched is None:
+            text.append(f"{len(self.rows):,} · counting…")
+        elif self.filter_text:
             text.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
         else:
             text.append(f"{len(self.rows):,} of {c.total:,}")
@@ -358,15 +371,17 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if self.selected:
             text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
             text.append(" (esc clears)")
-        retired = f" · {c.retired:,} RETIRED" if "lifecycle" in self.console.features else ""  # not upstream
-        text.append(f" · {c.paused:,} PAUSED{retired}")
+        if c.paused is not None:
+            lifecycle = "lifecycle" in self.console.features  # not upstream
+            retired = f" · {c.retired:,} RETIRED" if lifecycle and c.retired is not None else ""
+            text.append(f" · {c.paused:,} PAUSED{retired}")
         for health in UNHEALTHY:  # S42: worst first, only those there are
             if c.unhealthy.get(health):
                 text.append(" · ")
                 text.append(f"{c.unhealthy[health]:,} {health.upper()}", style=HEALTH_STYLES[health])
         text.append(f" · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
-        if len(self.rows) < c.matched:
+        if self._more_matching():
             text.append(" · end of list loads more")
         self.title_line(text)
 
@@ -382,7 +397,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
-        if at_end and self.counts and len(self.rows) < self.counts.matched and self.limit <= len(self.rows):
+        if at_end and self._more_matching() and self.limit <= len(self.rows):
             self.limit += self.page_size
             self.post_message(RefreshRequested())
 
@@ -492,7 +507,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     def action_select_all(self) -> None:
         self.selected = dict(self.rows)
         self._reshow()
-        if self.counts and len(self.rows) < self.counts.matched:
+        if self.counts and self._more_matching():
             self.notify(f"selected the {len(self.rows):,} loaded of {self.counts.matched:,} matching; "
                         "go to the end of the list to load more", markup=False, timeout=6)
 
