@@ -46,6 +46,7 @@ def run(server: Server, sizes: list[int], report: Report) -> None:
         stall = r.get("refresh_stall_ms_max", r.get("loop_stall_ms_max"))
         report.add(Row("console", size, "first paint", f"< {FIRST_PAINT_S:g} s", paint, "s",
                        paint is not None and paint < FIRST_PAINT_S))
+        report.add(Row("console", size, "first paint, counts shown and idle", "", r.get("settled_s"), "s"))
         report.add(Row("console", size, "refresh handler p50", "", r.get("refresh_apply_ms_median"), "ms"))
         report.add(Row("console", size, "refresh handler max", "", r.get("refresh_apply_ms_max"), "ms"))
         report.add(Row("console", size, "UI stall per refresh p50", "", r.get("refresh_stall_ms_median"), "ms"))
