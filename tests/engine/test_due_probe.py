@@ -1,6 +1,6 @@
 """S10 between vacuums: a minute boundary's fires leave one dead entry per fired row in the
 due index, below the next pass's `now`. The due query's gate reads the index in order, which
-marks those entries dead the first time it meets them; a bitmap scan of the range (the
+marks those entries dead once no open transaction can see their rows; a bitmap scan of the range (the
 planner's pick at a million rows) never does, and read every one of them on every idle pass
 until autovacuum came (the negative control below)."""
 

@@ -3,7 +3,7 @@
 The poll fetches runtimes and the leader lock's holder every refresh anyway: the ATTENTION
 line (no lock holder, or a STALLED one whose lease expired) is shown on every panel by the
 status bar, so an operator never has to come here to learn that nothing is firing.
-Leadership is the lock holder's (pg_locks), never a snapshot's is_leader flag: a runtime
+Leadership is the lock holder's (Client.leadership()), never a snapshot's is_leader flag: a runtime
 killed with -9 keeps that flag in its row for a whole freshness window.
 """
 
