@@ -82,6 +82,7 @@ def run(
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     from awa_tui.bootstrap import build_client, dsn_or_embedded
+    from awa_tui.engine.runtime.heap import registered_then_frozen
 
     # Names, kinds and errors in log lines come from the database: one escaped line each,
     # whichever logger wrote it (the engine's own loggers escape at the source too).
@@ -100,12 +101,15 @@ def run(
         if metrics_addr is not None:
             parse_addr(metrics_addr)  # a malformed address fails before any database is touched
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
-        client = build_client(dsn_value, app_ref, demo, operator, application_name="awa-tui run",
-                              leader_lease=timedelta(seconds=leader_lease), **ownership)
+        # This process lives for the runtime: what it registers is kept to the end, so the
+        # cycle collector is off while it registers and skips it afterwards (runtime/heap.py).
+        client, frozen = registered_then_frozen(lambda: build_client(
+            dsn_value, app_ref, demo, operator, application_name="awa-tui run",
+            leader_lease=timedelta(seconds=leader_lease), **ownership))
         client.on_pass.append(_log_fires)
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
-        log.info("%d schedules registered; Ctrl-C stops", len(client.schedules))
+        log.info("%d schedules registered (%d objects frozen); Ctrl-C stops", len(client.schedules), frozen)
         if metrics_addr is not None:
             try:
                 served = client.serve_metrics(metrics_addr, schedule_series=metrics_schedules)

@@ -6,7 +6,6 @@ two DbThreads."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import signal
 import threading
 import time
@@ -21,6 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
 from awa_tui.engine.models import RuntimeRow
+from awa_tui.engine.runtime.heap import freeze_once
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable
 from awa_tui.tui import actions
@@ -239,12 +239,12 @@ class ConsoleApp(App[None]):
             if panel.ready():
                 panel.show(rows, data.now)
         self._status()
-        if not self.apply_times and not gc.get_freeze_count():
+        if not self.apply_times:
             # What is alive after the first paint (modules, widgets, styles: ~70 MB) lives as
             # long as the app; frozen, a full collection no longer walks it, which took 80-190 ms
             # of the UI thread every few refreshes (perf_console.py). Once per process: a host
             # that froze its own heap keeps its choice.
-            gc.freeze()
+            freeze_once()
         self.apply_times.append(time.perf_counter() - started)
 
     def _poll_error(self, error: str, elapsed: float) -> None:

@@ -38,13 +38,18 @@ FROM awa.cron_jobs
 
 def direct(dsn: str, n: int) -> dict[str, float | None]:
     from awa_tui import Client
+    from awa_tui.engine.runtime.heap import registered_then_frozen
 
     client = Client(dsn, application_name="bench-sync", operator="bench")
-    try:
-        began = time.perf_counter()
+
+    def register() -> None:
         for i in range(n):
             client.periodic(f"sched-{i:06d}", EXPRESSIONS[i % len(EXPRESSIONS)], BENCH_KIND, {"i": i},
                             timezone=ZONES[i % len(ZONES)], queue=BENCH_QUEUE, tags=["bench"])
+
+    try:
+        began = time.perf_counter()
+        registered_then_frozen(register)  # as `awa-tui run` registers (its collection and freeze included)
         registered = time.perf_counter()
         first = client.sync()
         synced = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -17,6 +18,16 @@ def _jobs_of(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
     return conn.execute(
         "SELECT state, metadata FROM awa.jobs WHERE metadata ->> 'cron_name' = %s ORDER BY id", (name,)
     ).fetchall()
+
+
+def _demo_count() -> int:
+    """How many schedules the demo set declares (registered here without a database)."""
+    from awa_tui import Client
+    from awa_tui.engine.demo import setup
+
+    client = Client("postgresql://nobody@127.0.0.1:1/none", operator="test")
+    setup(client)
+    return len(client.schedules)
 
 
 @pytest.mark.parametrize(
@@ -50,6 +61,11 @@ def test_run_fires_then_stops_cleanly_on_sigterm(
     output = log_path.read_text()
     assert "Traceback" not in output
     assert "stopped cleanly (leader lock released)" in output
+    # The registry was built with the collector off, then frozen (engine/runtime/heap.py).
+    registered = re.search(r"(\d+) schedules registered \((\d+) objects frozen\)", output)
+    assert registered is not None, output
+    assert int(registered[1]) == (1 if source[0] == "--app" else _demo_count())
+    assert int(registered[2]) > 0
     reports = [line for line in output.splitlines() if "schedule 'bad-row' skipped" in line]
     stamps = [line.split(" ")[1] for line in reports]  # one report per pass, not two
     assert reports and len(stamps) == len(set(stamps)), reports
