@@ -4,7 +4,8 @@ Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durabi
 (fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
 server, runs every scenario at quick sizes (or the issue's full sizes with --full), prints
 one table and writes it as JSON to bench/results/. With --save-reference the JSON is also
-kept as bench/results/reference.json (committed) and bench/RESULTS.md is written from it.
+kept as the committed reference (bench/results/reference.json and bench/RESULTS.md; with
+--scale, reference-scale.json and RESULTS-scale.md).
 --scale (issue 18) runs the fleet-size scenarios at 10k, 100k and 1M instead and adds three
 tables: the 1M targets, the cost curve (each figure at every size) and the CLI at 1M.
 """
@@ -179,13 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
     parser.add_argument("--out", type=Path, default=None, help="JSON output file")
     parser.add_argument("--save-reference", action="store_true",
-                        help="also keep the JSON as bench/results/reference.json (committed) and write "
-                             "bench/RESULTS.md from it; a whole run only (no --only)")
+                        help="also keep the JSON as the committed reference (bench/results/reference.json and "
+                             "bench/RESULTS.md; with --scale reference-scale.json and RESULTS-scale.md); a whole "
+                             "run only (no --only)")
     args = parser.parse_args(argv)
     if args.save_reference and args.only is not None:
         parser.error("--save-reference records a whole run: drop --only")
-    if args.scale and (args.compare or args.save_reference):
-        parser.error("--scale runs awa-tui alone and is not the reference run: drop --compare / --save-reference")
+    if args.scale and args.compare:
+        parser.error("--scale runs awa-tui alone: drop --compare")
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
     mode = "scale" if args.scale else "full" if args.full else "quick"
@@ -258,9 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     }, indent=2, default=str))
     print(f"results: {out}")
     if args.save_reference:
-        shutil.copyfile(out, results_md.REFERENCE_JSON)
-        results_md.write(results_md.REFERENCE_JSON, results_md.RESULTS_MD)
-        print(f"reference: {results_md.REFERENCE_JSON} and {results_md.RESULTS_MD} (commit both)")
+        json_path, md_path, _ = results_md.reference(mode)
+        shutil.copyfile(out, json_path)
+        results_md.write(json_path, md_path)
+        print(f"reference: {json_path} and {md_path} (commit both)")
     missed = [r for r in report.rows if r.passed is False]
     missed += [t for t in extra.get("targets_1m", []) if not t["passed"]]  # type: ignore[attr-defined]
     return 0 if not missed else 1
