@@ -223,7 +223,10 @@ def _git(*args: str) -> str | None:
 def machine_info(server: Server) -> dict[str, Any]:
     """What the numbers were measured on: a reference result is meaningless without it."""
     mem_kb = _proc_field("/proc/meminfo", "MemTotal")
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    # The reference files themselves do not make a checkout dirty: a --scale reference run
+    # right after a --full one (not yet committed) measures the same code.
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                  *(f":(top,exclude){p}" for p in ("bench/results", "bench/RESULTS.md", "bench/RESULTS-scale.md")))
     return {
         "nproc": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),

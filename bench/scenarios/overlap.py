@@ -73,6 +73,13 @@ def one_pass(server: Server, dsn: str, n: int, policy: str) -> tuple[float, floa
 
 
 def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
+    from awa_tui.engine.runtime.heap import collected_then_frozen
+
+    # The passes run in this process, after other scenarios: what they left (cron_math's
+    # caches of 100k distinct expressions, ~440k objects) is frozen, as a runtime process
+    # freezes its own heap, so no collection inside a measured pass walks it (it cost a
+    # 100k pass ~0.5-1.5 s; measured in docs/scaling.md).
+    collected_then_frozen()
     for n in sizes:
         with server.database(f"overlap_{n}") as dsn:
             engine.migrate(dsn)

@@ -45,6 +45,12 @@ def registered_then_frozen(register: Callable[[], T]) -> tuple[T, int]:
     finally:
         if enabled:
             gc.enable()
+    return value, collected_then_frozen()
+
+
+def collected_then_frozen() -> int:
+    """One full collection, then everything alive frozen (added to what is frozen already).
+    Returns the count of frozen objects."""
     gc.collect()
     gc.freeze()
-    return value, gc.get_freeze_count()
+    return gc.get_freeze_count()
