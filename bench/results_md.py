@@ -71,8 +71,8 @@ def render(data: dict[str, Any], source: str) -> str:
         f"Reproduce with `{reference(str(data.get('mode')))[2]}` on a quiet machine (bench/README.md says how each",
         "number is measured).",
         "",
-        *(["The other reference: " + ("[RESULTS.md](RESULTS.md) (the full run, 100k)." if scale else
-                                      "[RESULTS-scale.md](RESULTS-scale.md) (fleets up to 1M, `--scale`).")]),
+        "The other reference: " + ("[RESULTS.md](RESULTS.md) (the full run, 100k)." if scale else
+                                   "[RESULTS-scale.md](RESULTS-scale.md) (fleets up to 1M, `--scale`)."),
         "",
         f"- **Date**: {data.get('date') or data.get('started')} (UTC), {data.get('seconds')} s in all",
         f"- **Command**: `{command}` ({data.get('mode')} sizes)",

@@ -34,6 +34,7 @@ TARGET_MS = 300.0  # the common commands
 LIST_TARGET_MS = 1000.0  # the commands that read many schedules
 RUNS = 7
 TIMEOUT_S = 120
+FLOOR = ["-c", "import psycopg, typer"]  # what every command imports before any of awa-tui's work
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args, missed_fire_policy)
@@ -46,10 +47,11 @@ def _name(i: int) -> str:
     return f"cli-{i:07d}"
 
 
-def _commands(n: int) -> list[tuple[str, list[str], float]]:
+def _commands(n: int) -> list[tuple[str, list[str], float | None]]:
+    """Label, arguments and target of each timed command (the floor has no target)."""
     middle = _name(n // 2 + 1)
     return [
-        ("floor: python -c 'import psycopg, typer'", FLOOR, 0.0),
+        ("floor: python -c 'import psycopg, typer'", FLOOR, None),
         ("--help (imports only)", ["--help"], TARGET_MS),
         ("cron show", ["cron", "show", middle], TARGET_MS),
         ("cron pause/resume", ["cron", "pause", middle], TARGET_MS),
@@ -75,8 +77,6 @@ def _seed(dsn: str, n: int) -> str | None:
             return f"no CHECKPOINT after the seed ({exc.diag.message_primary})"
     return None
 
-
-FLOOR = ["-c", "import psycopg, typer"]  # what every command imports before any of awa-tui's work
 
 
 def _time_once(dsn: str, args: list[str]) -> float:
@@ -121,7 +121,7 @@ def run(server: Server, sizes: list[int], report: Report) -> None:
                         walls.append(_time_once(dsn, args))
                 ms = [w * 1000 for w in walls]
                 mid = median(ms)
-                if not target:  # the floor: a reading, not a target
+                if target is None:  # the floor: a reading, not a target
                     report.add(Row("cli_latency", size, f"{label} (median of {RUNS})", "", mid, "ms"))
                 else:
                     report.add(Row("cli_latency", size, f"{label} (median of {RUNS})", f"< {target:g} ms", mid, "ms",

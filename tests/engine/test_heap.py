@@ -19,25 +19,28 @@ SCRIPT = textwrap.dedent("""
     from awa_tui import Client
     from awa_tui.engine.runtime.heap import registered_then_frozen
 
-    N, FAIL = int(sys.argv[1]), sys.argv[2] == "fail"
+    N, MODE = int(sys.argv[1]), sys.argv[2]  # ok | fail | plain (the control: registered as is)
     seen = {}
 
     def register():
         client = Client("postgresql://nobody@127.0.0.1:1/none", operator="test")  # never connects
         seen["enabled_inside"] = gc.isenabled()
-        seen["full_before"] = gc.get_stats()[2]["collections"]
+        before = gc.get_stats()[2]["collections"]
         for i in range(N):
             client.periodic(f"heap-{i:06d}", f"{i % 60} * * * *", "heap.kind")
-        seen["full_inside"] = gc.get_stats()[2]["collections"] - seen["full_before"]
-        if FAIL:
+        seen["full_inside"] = gc.get_stats()[2]["collections"] - before
+        if MODE == "fail":
             raise RuntimeError("the app's own bug")
         return client
 
     try:
-        client, frozen = registered_then_frozen(register)
-        # Every schedule object is in the permanent generation: no collection walks it.
-        in_frozen = sum(1 for o in gc.get_objects(generation=None) if type(o).__name__ == "Schedule")
-        out = {"registered": len(client.schedules), "frozen": frozen, "walkable_schedules": in_frozen}
+        if MODE == "plain":
+            client, frozen = register(), gc.get_freeze_count()
+        else:
+            client, frozen = registered_then_frozen(register)
+        # Schedules a collection can still walk (frozen ones are in no generation).
+        walkable = sum(1 for o in gc.get_objects() if type(o).__name__ == "Schedule")
+        out = {"registered": len(client.schedules), "frozen": frozen, "walkable_schedules": walkable}
     except RuntimeError as exc:
         out = {"raised": str(exc), "frozen": gc.get_freeze_count()}
     out.update(seen, enabled_after=gc.isenabled())
@@ -64,22 +67,12 @@ def test_registration_runs_without_the_collector_then_the_registry_is_frozen() -
 def test_the_negative_control_schedules_are_walked_without_it() -> None:
     # The same registration outside registered_then_frozen: the collector ran during it and
     # every schedule stays where a full collection walks it.
-    script = textwrap.dedent("""
-        import gc, json
-        from awa_tui import Client
-        client = Client("postgresql://nobody@127.0.0.1:1/none", operator="test")
-        before = gc.get_stats()[2]["collections"]
-        for i in range(50000):
-            client.periodic(f"heap-{i:06d}", f"{i % 60} * * * *", "heap.kind")
-        walkable = sum(1 for o in gc.get_objects() if type(o).__name__ == "Schedule")
-        print(json.dumps({"full": gc.get_stats()[2]["collections"] - before, "walkable": walkable,
-                          "frozen": gc.get_freeze_count()}))
-    """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          check=True)
-    got = json.loads(done.stdout)
-    assert got["walkable"] == 50000 and got["frozen"] == 0
-    assert got["full"] >= 1  # the collector walked the growing registry (twice, as measured)
+    got = _run(50000, "plain")
+    assert got["registered"] == 50000
+    assert got["enabled_inside"] is True
+    assert got["full_inside"] >= 1  # the collector walked the growing registry (twice, as measured)
+    assert got["walkable_schedules"] == 50000
+    assert got["frozen"] == 0
 
 
 def test_a_registration_that_raises_freezes_nothing_and_gives_the_collector_back() -> None:
