@@ -4,12 +4,13 @@ tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -61,9 +62,11 @@ if TYPE_CHECKING:
         ScheduleState,
         TriggeredJob,
     )
+    from awa_tui.engine.models_fleet import Blocker
     from awa_tui.engine.ownership.manifest import Manifest
     from awa_tui.engine.preview import ResumePreview
     from awa_tui.engine.runtime import worker
+    from awa_tui.engine.runtime.blockers import PassWatch
     from awa_tui.engine.runtime.duties import LeaderDuties
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.engine.runtime.loops import Runtime
@@ -125,6 +128,8 @@ class Client:
         job_retention: timedelta = limits.DEFAULT_HORIZON,
         job_keep: int = limits.DEFAULT_KEEP,
         max_lateness: timedelta = timedelta(seconds=limits.DEFAULT_MAX_LATENESS_S),
+        lock_timeout: timedelta | None = None,
+        statement_timeout: timedelta = limits.DEFAULT_STATEMENT_TIMEOUT,
     ) -> None:
         resolved = dsn if dsn is not None else resolve_dsn()
         if resolved is None:
@@ -147,6 +152,8 @@ class Client:
         # S41: the max_lateness of every schedule registered here that declares none.
         self.max_lateness = limits.check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease
+        # S59: how long a pass's statement may wait for a lock, and run.
+        self.lock_timeout, self.statement_timeout = limits.pass_timeouts(lock_timeout, statement_timeout, leader_lease)
         self.job_retention = limits.check_horizon(job_retention)
         self.job_keep = limits.check_keep(job_keep)
         self.owner = owner
@@ -201,6 +208,24 @@ class Client:
         from awa_tui.engine.runtime.duties import LeaderDuties
 
         return LeaderDuties(self)
+
+    @functools.cached_property
+    def pass_timeouts(self) -> evaluator.Timeouts:
+        from awa_tui.engine.evaluator import Timeouts
+
+        return Timeouts(lock_ms=round(self.lock_timeout.total_seconds() * 1000),
+                        statement_ms=round(self.statement_timeout.total_seconds() * 1000))
+
+    @functools.cached_property
+    def pass_watch(self) -> PassWatch:
+        """Who blocks a pass that waits (S59), read on a connection of its own."""
+        from awa_tui.engine.runtime.blockers import PassWatch, read_blockers
+
+        def sample(pids: list[int]) -> tuple[Blocker, ...]:
+            with self.db.connection() as conn:
+                return read_blockers(conn, pids)
+
+        return PassWatch(sample, after_s=self.lock_timeout.total_seconds() / 2)
 
     @functools.cached_property
     def recent_passes(self) -> RecentPasses:
@@ -283,17 +308,49 @@ class Client:
         from awa_tui.engine import evaluator, ops
 
         ops.require_writable(self.read_only, "evaluate")
-        with self.db.connection() as conn:
-            started = time.perf_counter()
-            result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit, more=self.db.connection)
-            took = time.perf_counter() - started
+        watch = self.pass_watch
+        started = time.perf_counter()
+        try:
+            with self.db.connection() as conn:
+                watch.begin(conn.info.backend_pid)
+                result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit, more=self._watched,
+                                            timeouts=self.pass_timeouts)
+        except evaluator.PassTimedOut as exc:
+            raise self._timed_out(exc, watch.end(), time.perf_counter() - started) from None
+        except BaseException:
+            watch.end()
+            raise
+        took = time.perf_counter() - started
+        blockers = watch.end()
         if self.metrics is not None:
             self.metrics.observe_pass(took, result.examined + result.hinted)
         self.last_pass = result
-        self.recent_passes.record(result.now, took, result.examined + result.hinted, result.fired, len(result.errors))
+        self.recent_passes.record(result.now, took, result.examined + result.hinted, result.fired, len(result.errors),
+                                  blockers=blockers)
         for callback in self.on_pass:
             callback(result)
         return result
+
+    @contextlib.contextmanager
+    def _watched(self) -> Iterator[Any]:
+        """A second connection of the pass (chunks in flight), watched like the first."""
+        with self.db.connection() as conn:
+            self.pass_watch.add(conn.info.backend_pid)
+            yield conn
+
+    def _timed_out(self, exc: evaluator.PassTimedOut, blockers: tuple[Blocker, ...], took: float) -> AwaError:
+        """S59: the pass is recorded (the runtimes page and `check` show it) and its error
+        names what blocked it, in one line."""
+        from awa_tui.engine.runtime.blockers import describe
+
+        if exc.now is not None:
+            self.recent_passes.record(exc.now, took, 0, 0, 0, timed_out=True, blockers=blockers)
+            if self._runtime is not None:
+                self._runtime.elector.changed.set()  # wakes the reporter: the snapshot carries it now
+        waited = f" after {took:.1f} s"
+        if blockers:
+            return evaluator.PassTimedOut(f"{exc}{waited}; blocked by {describe(blockers)}", exc.now)
+        return evaluator.PassTimedOut(f"{exc}{waited}", exc.now)
 
     def leader_pass(self) -> None:
         """What the leader does every second (engine/runtime/duties.py): evaluate, and

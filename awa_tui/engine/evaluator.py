@@ -5,10 +5,16 @@ A pass reads DB time once (S9), fetches only rows whose stored `next_fire_at` hi
 does not decide (found by group, engine/hints.py, S51), computes fires in Python, then
 CAS-marks and inserts jobs for a whole chunk of schedules in one statement. The other
 rows without a hint get theirs set-based, in bounded chunks, after the fires.
+
+Every transaction of a pass carries the lock and statement timeouts (S59): a lock held
+elsewhere ends the pass, which says so and is retried, instead of hanging the leader; a
+shorter statement timeout of the role or database is kept, and fires then go out in
+smaller statements.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable
@@ -23,6 +29,7 @@ import psycopg
 from awa_tui.engine.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
+from awa_tui.engine.errors import AwaError
 from awa_tui.engine.hints import (
     HINT_BUDGET_S,
     HINT_CHUNK,
@@ -31,7 +38,7 @@ from awa_tui.engine.hints import (
     unhinted_rows_sql,
     write_group_hints,
 )
-from awa_tui.engine.limits import CATCH_UP_LIMIT
+from awa_tui.engine.limits import CATCH_UP_LIMIT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT
 from awa_tui.engine.pg_arrays import array_literal as _array
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
@@ -194,6 +201,55 @@ WHERE c.name = h.name
   AND c.cron_expr = h.cron_expr AND c.timezone = h.timezone
   AND c.next_fire_at IS NULL
 """
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """What every transaction of a pass sets for itself (SET LOCAL, so a connection shared
+    with other loops, or a pooler's, keeps its own settings): the lock timeout, and the
+    statement timeout unless the role or database already has a shorter one."""
+
+    lock_ms: int = int(DEFAULT_LOCK_TIMEOUT.total_seconds() * 1000)
+    statement_ms: int = int(DEFAULT_STATEMENT_TIMEOUT.total_seconds() * 1000)
+
+    @functools.cached_property
+    def settings(self) -> str:
+        """A select list that sets both for the current transaction."""
+        ms = self.statement_ms
+        return (f"set_config('lock_timeout', '{self.lock_ms}ms', true) AS lock_timeout, "
+                "set_config('statement_timeout', (SELECT CASE WHEN s > 0 AND s < {ms} THEN round(s) ELSE {ms} END "
+                "FROM (SELECT extract(epoch FROM current_setting('statement_timeout')::interval) * 1000 AS s) t)"
+                "::bigint || 'ms', true) AS statement_timeout").replace("{ms}", str(ms))
+
+    @functools.cached_property
+    def read_sql(self) -> str:
+        """Opens the pass's read transaction and reads DB time: one round trip (several
+        statements in one simple query; no parameters), so the idle pass pays only COMMIT."""
+        return f"BEGIN; SELECT {self.settings}, clock_timestamp() AS now"
+
+    @functools.cached_property
+    def fire_sql(self) -> str:
+        return f"SELECT {self.settings}"
+
+    @functools.cached_property
+    def fire_hash_sql(self) -> str:
+        # Big batches get hash joins only: see _run_batch.
+        return f"SELECT {self.settings}, set_config('enable_nestloop', 'off', true) AS nestloop"
+
+
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+class PassTimedOut(AwaError):
+    """A statement of the pass gave up on its lock or statement timeout (S59); nothing of
+    the statement was written, and the next pass tries again."""
+
+    def __init__(self, message: str, now: datetime | None) -> None:
+        super().__init__(message)
+        self.now = now  # the pass's DB time, when it was read
+
+
+TIMEOUT_ERRORS = (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)
 
 
 @dataclass
@@ -407,18 +463,16 @@ _RANKS = tuple(str(i) for i in range(CATCH_UP_LIMIT + 1))  # rank strings, built
 HASH_JOINS_FROM = 500  # plans per batch from which nested loops are switched off
 
 
-def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str | None], size: int) -> list[FiredJob]:
+def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str | None], size: int,
+               timeouts: Timeouts = DEFAULT_TIMEOUTS) -> list[FiredJob]:
     # Never prepared: after ten runs Postgres would switch to a generic plan that cannot
     # see the batch size and turns a 0.1 s chunk into 1 s (bench/README.md, profiles).
-    if size < HASH_JOINS_FROM:
+    # The CAS join's output is always estimated at ~1 row; with some statistics the
+    # planner then nests the `locked` CTE scan inside a loop over it: 5000 x 5000
+    # comparisons, 1 s per chunk instead of 0.1 s. Big batches get hash joins only.
+    with conn.transaction():
+        conn.execute(timeouts.fire_sql if size < HASH_JOINS_FROM else timeouts.fire_hash_sql, prepare=False)
         rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
-    else:
-        # The CAS join's output is always estimated at ~1 row; with some statistics the
-        # planner then nests the `locked` CTE scan inside a loop over it: 5000 x 5000
-        # comparisons, 1 s per chunk instead of 0.1 s. Big batches get hash joins only.
-        with conn.transaction():
-            conn.execute("SET LOCAL enable_nestloop = off")
-            rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
     return [FiredJob(r["id"], r["name"], r["fire_time"], r["outcome"]) for r in rows]
 
 
@@ -430,6 +484,54 @@ def fire_batch(conn: psycopg.Connection[Any], plans: list[FirePlan], now: dateti
     return [r for r in rows if r.outcome == "job"]
 
 
+# S59: after a fire statement was cancelled by the statement timeout (the role's or the
+# database's may be far shorter than a chunk), statements carry at most this many
+# schedules, per database, for STATEMENT_CAP_HOLD_S; then full chunks are tried again.
+_statement_cap: dict[tuple[str, int, str], tuple[int, float]] = {}
+STATEMENT_CAP_HOLD_S = 60.0
+
+
+def _cap(conn: psycopg.Connection[Any]) -> int | None:
+    held = _statement_cap.get((conn.info.host, conn.info.port, conn.info.dbname))
+    if held is None or time.monotonic() - held[1] > STATEMENT_CAP_HOLD_S:
+        return None
+    return held[0]
+
+
+def _fire_degrading(
+    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan], errors: list[str],
+    timeouts: Timeouts,
+) -> list[FiredJob]:
+    """Fire one chunk; when the statement timeout cancels it, halve the statements down to
+    one schedule (the CAS makes the retry safe; the cancelled statement wrote nothing).
+    Only a single schedule's statement that is still cancelled ends the pass."""
+    cap = _cap(conn)
+    if cap is not None and len(plans) > cap:
+        jobs: list[FiredJob] = []
+        for i in range(0, len(plans), cap):
+            piece = plans[i:i + cap]
+            jobs += _fire_degrading(conn, _batch_params(piece, params["now"]), piece, errors, timeouts)
+        return jobs
+    began = time.perf_counter()
+    try:
+        return _fire_bisecting(conn, params, plans, errors, timeouts)
+    except psycopg.errors.QueryCanceled as exc:
+        if len(plans) == 1:
+            raise
+        took_ms = (time.perf_counter() - began) * 1000
+        half = (len(plans) + 1) // 2
+        database = (conn.info.host, conn.info.port, conn.info.dbname)
+        _statement_cap[database] = (min(half, cap or half), time.monotonic())
+        log.warning("a fire statement of %d schedules was cancelled after %.0f ms (%s): firing in statements "
+                    "of at most %d", len(plans), took_ms, _first_line(exc), half)
+    return _fire_degrading(conn, params, plans, errors, timeouts)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 # SQLSTATE classes that blame the data of some rows: data exception, integrity, a PL/pgSQL
 # RAISE (an operator's trigger), a program limit (an index row too large).
 ROW_REFUSALS = ("22", "23", "P0", "54")
@@ -437,7 +539,8 @@ REFUSED_ROWS_MAX = 32  # per chunk: past this the refusal is systemic, not a few
 
 
 def _fire_isolating(
-    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan]
+    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan],
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
 ) -> tuple[list[FiredJob], list[str]]:
     """Fire one chunk; if Postgres refuses it for its data, bisect to the refusing rows.
 
@@ -449,14 +552,15 @@ def _fire_isolating(
     a cancelled statement, a missing table) or more than REFUSED_ROWS_MAX refusing rows
     still ends the pass at once, as before."""
     errors: list[str] = []
-    return _fire_bisecting(conn, params, plans, errors), errors
+    return _fire_degrading(conn, params, plans, errors, timeouts), errors
 
 
 def _fire_bisecting(
-    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan], errors: list[str]
+    conn: psycopg.Connection[Any], params: dict[str, str | None], plans: list[FirePlan], errors: list[str],
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
 ) -> list[FiredJob]:
     try:
-        return _run_batch(conn, params, len(plans))
+        return _run_batch(conn, params, len(plans), timeouts)
     except psycopg.Error as exc:
         if (exc.sqlstate or "")[:2] not in ROW_REFUSALS or len(errors) >= REFUSED_ROWS_MAX:
             raise
@@ -465,8 +569,8 @@ def _fire_bisecting(
             errors.append(f"schedule {plans[0].name!r} skipped: the database refused its fire: {lines[0]!r}")
             return []
     half = len(plans) // 2
-    jobs = _fire_bisecting(conn, _batch_params(plans[:half], params["now"]), plans[:half], errors)
-    return jobs + _fire_bisecting(conn, _batch_params(plans[half:], params["now"]), plans[half:], errors)
+    jobs = _fire_bisecting(conn, _batch_params(plans[:half], params["now"]), plans[:half], errors, timeouts)
+    return jobs + _fire_bisecting(conn, _batch_params(plans[half:], params["now"]), plans[half:], errors, timeouts)
 
 
 FIRE_CONNECTIONS = 2  # chunks in flight at once, each on its own connection (issue 18)
@@ -487,8 +591,10 @@ class _BatchSender:
     the other connection, which commits or not on its own like any chunk."""
 
     def __init__(self, conn: psycopg.Connection[Any], result: PassResult, overlap: bool,
-                 more: Callable[[], AbstractContextManager[psycopg.Connection[Any]]] | None = None) -> None:
+                 more: Callable[[], AbstractContextManager[psycopg.Connection[Any]]] | None = None,
+                 timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
         self.conns = [conn]
+        self.timeouts = timeouts
         self.now = result.now
         self.result = result
         self.more = more if overlap else None
@@ -502,7 +608,7 @@ class _BatchSender:
         plans = sorted(plans, key=lambda p: p.name)
         params = _batch_params(plans, self.now)
         if self.pool is None:
-            self._record(_fire_isolating(self.conns[0], params, plans), len(plans))
+            self._record(_fire_isolating(self.conns[0], params, plans, self.timeouts), len(plans))
             return
         while len(self.pending) >= self.slots:
             self._record_oldest()  # round robin: the oldest chunk held this slot's connection
@@ -510,7 +616,8 @@ class _BatchSender:
         if slot == len(self.conns):
             assert self.more is not None
             self.conns.append(self.extra.enter_context(self.more()))
-        self.pending.append((self.pool.submit(_fire_isolating, self.conns[slot], params, plans), len(plans)))
+        self.pending.append((self.pool.submit(_fire_isolating, self.conns[slot], params, plans, self.timeouts),
+                             len(plans)))
         self.sent += 1
 
     def wait(self) -> None:
@@ -534,7 +641,8 @@ class _BatchSender:
         self.result.lost_races += planned - len(errors) - len({r.name for r in rows})
 
 
-def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any], datetime]]) -> None:
+def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any], datetime]],
+                timeouts: Timeouts = DEFAULT_TIMEOUTS) -> None:
     if not hints:
         return
     params = {
@@ -544,7 +652,9 @@ def write_hints(conn: psycopg.Connection[Any], hints: list[tuple[dict[str, Any],
         "exprs": _array(r["cron_expr"] for r, _ in hints),
         "zones": _array(r["timezone"] for r, _ in hints),
     }
-    conn.execute(HINT_SQL, params, prepare=False)  # see fire_batch
+    with conn.transaction():
+        conn.execute(timeouts.fire_sql, prepare=False)
+        conn.execute(HINT_SQL, params, prepare=False)  # see fire_batch
 
 
 def evaluate(
@@ -555,22 +665,56 @@ def evaluate(
     chunk: int = FIRE_CHUNK,
     hint_budget_s: float = HINT_BUDGET_S,
     more: Callable[[], AbstractContextManager[psycopg.Connection[Any]]] | None = None,
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
 ) -> PassResult:
     """One pass at `now` (DB time when omitted). `conn` must be in autocommit mode, as
-    must the connections `more` yields: a pass of several chunks fires on two (_BatchSender)."""
-    if now is None:
-        row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
-        assert row is not None
-        now = row["now"]
+    must the connections `more` yields: a pass of several chunks fires on two (_BatchSender).
+    Raises PassTimedOut when a statement gives up on its lock or statement timeout."""
     started = time.perf_counter()
+    now, groups, rows = _read_due(conn, now, timeouts)
+    try:
+        return _fire_due(conn, now, groups, rows, started, catch_up_limit, chunk, hint_budget_s, more, timeouts)
+    except TIMEOUT_ERRORS as exc:
+        raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
+
+
+def _read_due(
+    conn: psycopg.Connection[Any], now: datetime | None, timeouts: Timeouts
+) -> tuple[datetime, Groups, list[dict[str, Any]]]:
+    """DB time, the groups of rows without a hint and the due rows, in one transaction
+    that carries the timeouts."""
+    try:
+        cur = conn.execute(timeouts.read_sql, prepare=False)  # BEGIN; timeouts and DB time
+        cur.nextset()
+        row = cur.fetchone()
+        assert row is not None
+        now = now or row["now"]
+        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
+        rows = due_schedules(conn, now, groups)
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if not conn.closed and not conn.broken:
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error:
+                pass  # the connection is dropped by its source
+        if isinstance(exc, TIMEOUT_ERRORS):
+            raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
+        raise
+    return now, groups, rows
+
+
+def _fire_due(
+    conn: psycopg.Connection[Any], now: datetime, groups: Groups, rows: list[dict[str, Any]], started: float,
+    catch_up_limit: int, chunk: int, hint_budget_s: float,
+    more: Callable[[], AbstractContextManager[psycopg.Connection[Any]]] | None, timeouts: Timeouts,
+) -> PassResult:
     result = PassResult(now=now)
-    groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
-    rows = due_schedules(conn, now, groups)
     result.examined = len(rows)
     plans: list[FirePlan] = []
     planned_fires = 0  # in `plans`: a chunk is bounded by jobs (catch_up: up to 1000 each)
     hints: list[tuple[dict[str, Any], datetime]] = []
-    sender = _BatchSender(conn, result, overlap=len(rows) > chunk, more=more)
+    sender = _BatchSender(conn, result, overlap=len(rows) > chunk, more=more, timeouts=timeouts)
     planner = SharedPlans(now, catch_up_limit)
     try:
         for row in rows:
@@ -597,22 +741,27 @@ def evaluate(
     finally:
         sender.close()
     _log_once(conn, result.errors)
-    write_hints(conn, hints)
-    hinted = result.hinted = write_hint_chunks(conn, groups, started, hint_budget_s)
+    write_hints(conn, hints, timeouts)
+    hinted = result.hinted = write_hint_chunks(conn, groups, started, hint_budget_s, timeouts)
     refresh_planner_stats(conn, result.planned + len(hints) + hinted)
     return result
 
 
-def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float) -> int:
+def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float,
+                      timeouts: Timeouts = DEFAULT_TIMEOUTS) -> int:
     """S51: hints of the rows no instant is due for, set-based, after the pass's fires.
     Small chunks, one more only while the pass has twice the last one's time left in its
     budget (so it does not run into the next second's pass; a chunk's cost per row varies
     tenfold on a busy machine, so none is sized from the last); one chunk at least, so
     every pass makes progress. The rest waits for the next pass, which finds it by group."""
     written = 0
+    if not (groups.ranges["hint_fired"] or groups.ranges["hint_fresh"]):
+        return 0  # nothing to write (write_group_hints' own test): the idle pass opens no transaction
     while True:
         began = time.perf_counter()
-        n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, HINT_CHUNK)
+        with conn.transaction():
+            conn.execute(timeouts.fire_sql, prepare=False)
+            n = write_group_hints(conn, groups, FAULT_SQL, CANDIDATE_LOOKBACK, HINT_CHUNK)
         written += n
         took = time.perf_counter() - began
         if n < HINT_CHUNK or budget_s - (time.perf_counter() - started) < 2 * took:

@@ -21,6 +21,18 @@ BACKFILL_LIMIT = 1000  # instants per backfill unless the operator passes a high
 DEFAULT_LEASE = timedelta(seconds=5)
 MIN_LEASE = timedelta(seconds=1)
 
+# The evaluator's own statements wait for a lock at most this long, and run at most this
+# long, then the pass gives up, says what blocked it and is retried (engine/evaluator.py).
+# The lock wait stays within the lease (a blocked pass is reported before a lease's worth
+# of fires is late; half the lease by default); a healthy fire statement takes ~0.1-1.3 s
+# (5000 fires, 1M schedules, bench/), so the statement bound only catches a runaway one. A
+# shorter statement_timeout set on the role or database is kept: the evaluator then fires
+# in smaller statements.
+DEFAULT_LOCK_TIMEOUT = timedelta(seconds=2)
+MIN_LOCK_TIMEOUT = timedelta(milliseconds=100)
+DEFAULT_STATEMENT_TIMEOUT = timedelta(seconds=30)
+MAX_STATEMENT_TIMEOUT = timedelta(minutes=10)
+
 # Finished jobs older than this are pruned, each schedule's last DEFAULT_KEEP kept
 # (engine/ledger/retention.py).
 DEFAULT_HORIZON = timedelta(days=14)
@@ -76,3 +88,24 @@ def check_horizon(older_than: timedelta) -> timedelta:
     if not isinstance(older_than, timedelta) or older_than < timedelta(0):
         raise ValidationError(f"older than: expected a duration of 0 or more, got {older_than!r}")
     return older_than
+
+
+def pass_timeouts(lock_timeout: timedelta | None, statement_timeout: timedelta,
+                  lease: timedelta) -> tuple[timedelta, timedelta]:
+    """The evaluator's lock and statement timeouts, checked: MIN_LOCK_TIMEOUT <= lock <=
+    the lease, lock <= statement <= MAX_STATEMENT_TIMEOUT. No lock timeout given: the
+    default, or half the lease when that is shorter."""
+    if lock_timeout is None:
+        lock_timeout = min(DEFAULT_LOCK_TIMEOUT, lease / 2)
+    for fname, value in (("lock_timeout", lock_timeout), ("statement_timeout", statement_timeout)):
+        if not isinstance(value, timedelta):
+            raise ValidationError(f"{fname}: expected a timedelta, got {_short(value)}")
+    if not MIN_LOCK_TIMEOUT <= lock_timeout <= lease:
+        raise ValidationError(
+            f"lock_timeout: must be between {MIN_LOCK_TIMEOUT.total_seconds():g} s and the leader lease "
+            f"({lease.total_seconds():g} s), got {lock_timeout.total_seconds():g} s")
+    if not lock_timeout <= statement_timeout <= MAX_STATEMENT_TIMEOUT:
+        raise ValidationError(
+            f"statement_timeout: must be between the lock timeout ({lock_timeout.total_seconds():g} s) and "
+            f"{MAX_STATEMENT_TIMEOUT.total_seconds():g} s, got {statement_timeout.total_seconds():g} s")
+    return lock_timeout, statement_timeout

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.models_console import ScheduleDetail as ScheduleDetail
     from awa_tui.engine.models_console import SchedulePage as SchedulePage
     from awa_tui.engine.models_console import SchedulePageRow as SchedulePageRow
+    from awa_tui.engine.models_fleet import Blocker as Blocker
     from awa_tui.engine.models_fleet import PassSummary as PassSummary
     from awa_tui.engine.models_fleet import QueueRow as QueueRow
     from awa_tui.engine.models_fleet import RuntimeRow as RuntimeRow
@@ -52,6 +53,7 @@ _ELSEWHERE = {
     "ScheduleDetail": "awa_tui.engine.models_console",
     "QueueRow": "awa_tui.engine.models_fleet",
     "PassSummary": "awa_tui.engine.models_fleet",
+    "Blocker": "awa_tui.engine.models_fleet",
     "RuntimeRow": "awa_tui.engine.models_fleet",
     "OwnerCounts": "awa_tui.engine.models_owners",
     "OwnerSummary": "awa_tui.engine.models_owners",

@@ -21,6 +21,18 @@ class QueueRow:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """A database session that held a lock the leader's pass waited for (S59). Its text
+    comes from pg_stat_activity (anyone's SQL): printable and cut, never obeyed."""
+
+    pid: int  # the blocking session's backend pid
+    application: str  # its application_name ('' when unset)
+    state: str  # active, idle in transaction, ...
+    query: str  # its current (or, when idle, last) statement
+    waited_for: str  # what the pass waited on: a table (awa.jobs), a row, a transaction
+
+
+@dataclass(frozen=True)
 class PassSummary:
     """One evaluator pass of a runtime, as its snapshot carries it (newest first)."""
 
@@ -29,6 +41,8 @@ class PassSummary:
     due: int  # schedules the pass examined: due at `at`, or with no next fire stored yet (hinted set-based, S51)
     fired: int  # jobs written
     errors: int  # schedules skipped with an error (S15)
+    timed_out: bool = False  # gave up on its lock or statement timeout (S59); retried next pass
+    blockers: tuple[Blocker, ...] = ()  # the sessions it waited on, when it waited long
 
 
 @dataclass(frozen=True)

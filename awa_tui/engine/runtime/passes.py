@@ -11,7 +11,7 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
-from awa_tui.engine.models_fleet import PassSummary
+from awa_tui.engine.models_fleet import Blocker, PassSummary
 
 PASSES_KEPT = 10
 
@@ -23,8 +23,10 @@ class RecentPasses:
     def __init__(self, kept: int = PASSES_KEPT) -> None:
         self._passes: deque[PassSummary] = deque(maxlen=kept)
 
-    def record(self, at: datetime, duration_s: float, due: int, fired: int, errors: int) -> PassSummary:
-        summary = PassSummary(at=at, duration_ms=round(duration_s * 1000, 1), due=due, fired=fired, errors=errors)
+    def record(self, at: datetime, duration_s: float, due: int, fired: int, errors: int, *,
+               timed_out: bool = False, blockers: tuple[Blocker, ...] = ()) -> PassSummary:
+        summary = PassSummary(at=at, duration_ms=round(duration_s * 1000, 1), due=due, fired=fired, errors=errors,
+                              timed_out=timed_out, blockers=blockers)
         self._passes.appendleft(summary)
         return summary
 
@@ -32,9 +34,31 @@ class RecentPasses:
         return tuple(self._passes)
 
 
+BLOCKER_KEYS = ("pid", "application", "state", "query", "waited_for")
+
+
 def to_json(passes: tuple[PassSummary, ...]) -> list[dict[str, Any]]:
-    return [{"at": p.at.isoformat(), "duration_ms": p.duration_ms, "due": p.due, "fired": p.fired,
-             "errors": p.errors} for p in passes]
+    out: list[dict[str, Any]] = []
+    for p in passes:
+        item: dict[str, Any] = {"at": p.at.isoformat(), "duration_ms": p.duration_ms, "due": p.due,
+                                "fired": p.fired, "errors": p.errors}
+        if p.timed_out or p.blockers:  # a healthy pass's entry stays as small as before (S59)
+            item["timed_out"] = p.timed_out
+            item["blockers"] = [{k: getattr(b, k) for k in BLOCKER_KEYS} for b in p.blockers]
+        out.append(item)
+    return out
+
+
+def _blockers(value: Any) -> tuple[Blocker, ...]:
+    """The blockers of an entry; one that is not a blocker is left out."""
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for item in value:
+        if (isinstance(item, dict) and _count(item.get("pid")) is not None
+                and all(isinstance(item.get(k), str) for k in BLOCKER_KEYS[1:])):
+            out.append(Blocker(**{k: item[k] for k in BLOCKER_KEYS}))
+    return tuple(out)
 
 
 def _count(value: Any) -> int | None:
@@ -59,5 +83,6 @@ def from_json(value: Any) -> tuple[PassSummary, ...]:
             continue
         due, fired, errors = counts
         assert due is not None and fired is not None and errors is not None
-        out.append(PassSummary(at=at, duration_ms=duration, due=due, fired=fired, errors=errors))
+        out.append(PassSummary(at=at, duration_ms=duration, due=due, fired=fired, errors=errors,
+                               timed_out=item.get("timed_out") is True, blockers=_blockers(item.get("blockers"))))
     return tuple(out)
