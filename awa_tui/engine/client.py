@@ -349,8 +349,8 @@ class Client:
                 self._runtime.elector.changed.set()  # wakes the reporter: the snapshot carries it now
         waited = f" after {took:.1f} s"
         if blockers:
-            return evaluator.PassTimedOut(f"{exc}{waited}; blocked by {describe(blockers)}", exc.now)
-        return evaluator.PassTimedOut(f"{exc}{waited}", exc.now)
+            return type(exc)(f"{exc}{waited}; blocked by {describe(blockers)}", exc.now)
+        return type(exc)(f"{exc}{waited}", exc.now)
 
     def leader_pass(self) -> None:
         """What the leader does every second (engine/runtime/duties.py): evaluate, and
