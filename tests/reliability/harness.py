@@ -142,8 +142,9 @@ class Fleet:
         self._seq = 0
 
     def spawn(self, dsn: str | None = None, *, command: Sequence[str] | None = None,
-              env: dict[str, str] | None = None) -> RuntimeProcess:
-        """Start `awa-tui run --app reliability.app:setup` (or `python <command>`)."""
+              env: dict[str, str] | None = None, wrapper: Sequence[str] = ()) -> RuntimeProcess:
+        """Start `awa-tui run --app reliability.app:setup` (or `python <command>`), under
+        `wrapper` when given (e.g. `faketime -f +5m`: the program that execs Python)."""
         self._seq += 1
         log_path = self.log_dir / f"runtime-{self._seq:03d}.log"
         full_env = {**os.environ, **self.env, **(env or {}), "PYTHONPATH": os.pathsep.join(
@@ -154,7 +155,7 @@ class Fleet:
             "--operator", "reliability"]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, *argv],
+                [*wrapper, sys.executable, *argv],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env,
             )
         runtime = RuntimeProcess(proc, log_path)

@@ -7,6 +7,7 @@ fires follow the missed-fire policy exactly, nothing doubled."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_a_table_locked_longer_than_the_lease_cannot_hang_the_leader(
         # one fire per schedule, the latest instant when the first pass after the release ran.
         for name in f.names:
             fires = fires_of(conn, name)
-            gaps = [(a, b) for a, b in zip(fires, fires[1:], strict=False) if b - a != timedelta(seconds=1)]
+            gaps = [(a, b) for a, b in itertools.pairwise(fires) if b - a != timedelta(seconds=1)]
             assert len(gaps) == 1, (name, gaps)
             before, after = gaps[0]
             assert before <= began and released - timedelta(seconds=1) <= after <= recovered, (name, gaps[0])
