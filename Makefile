@@ -33,10 +33,11 @@ bench: install
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
-# Programs the tests drive (tmux: the terminal end-to-end test). No test skips for want of
+# Programs the tests drive (tmux: the terminal end-to-end test; faketime: a runtime with a
+# skewed host clock). No test skips for want of
 # one: as root with apt-get (CI's Debian machine) a missing one is installed, otherwise
 # this fails naming it.
-TEST_TOOLS = tmux
+TEST_TOOLS = tmux faketime
 test-tools:
 	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \

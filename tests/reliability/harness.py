@@ -69,10 +69,21 @@ def db_now(conn: psycopg.Connection[Any]) -> datetime:
 class RuntimeProcess:
     proc: subprocess.Popen[bytes]
     log_path: Path
+    wrapped: bool = False  # proc is a wrapper (faketime) that forked the runtime and waits for it
+    _runtime_pid: int | None = None
 
     @property
     def pid(self) -> int:
-        return self.proc.pid
+        """The runtime's own pid (under a wrapper, the wrapper's one child): signals go there."""
+        if not self.wrapped:
+            return self.proc.pid
+        if self._runtime_pid is None:
+            import psutil
+            from helpers import wait_for
+
+            children = wait_for(lambda: psutil.Process(self.proc.pid).children(), 10, what="the wrapped runtime")
+            self._runtime_pid = children[0].pid
+        return self._runtime_pid
 
     @property
     def app(self) -> str:
@@ -85,16 +96,16 @@ class RuntimeProcess:
         """kill -9: no cleanup at all; the kernel closes its sockets."""
         if self.alive():
             os.kill(self.pid, signal.SIGKILL)
-        self.proc.wait(10)
+        self.proc.wait(10)  # a wrapper exits with its runtime
 
     def stop(self, timeout: float = 20.0, *, signalled: bool = False) -> int:
         """SIGTERM (once), as an orchestrator would; returns the exit status."""
         if not signalled and self.alive():
-            self.proc.send_signal(signal.SIGTERM)
+            os.kill(self.pid, signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            os.kill(self.pid, signal.SIGKILL)
             self.proc.wait(10)
             raise AssertionError(f"runtime {self.pid} ignored SIGTERM for {timeout}s\n{self.tail()}") from None
 
@@ -158,7 +169,7 @@ class Fleet:
                 [*wrapper, sys.executable, *argv],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=full_env,
             )
-        runtime = RuntimeProcess(proc, log_path)
+        runtime = RuntimeProcess(proc, log_path, wrapped=bool(wrapper))
         self.procs.append(runtime)
         return runtime
 
@@ -173,7 +184,7 @@ class Fleet:
         """SIGTERM every live runtime at once; returns pid -> exit status."""
         live = self.live
         for p in live:
-            p.proc.send_signal(signal.SIGTERM)
+            os.kill(p.pid, signal.SIGTERM)
         return {p.pid: p.stop(signalled=True) for p in live}
 
     def kill_all(self) -> None:
