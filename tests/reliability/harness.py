@@ -78,11 +78,10 @@ class RuntimeProcess:
         if not self.wrapped:
             return self.proc.pid
         if self._runtime_pid is None:
-            import psutil
             from helpers import wait_for
 
-            children = wait_for(lambda: psutil.Process(self.proc.pid).children(), 10, what="the wrapped runtime")
-            self._runtime_pid = children[0].pid
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+            self._runtime_pid = int(wait_for(lambda: children.read_text().split(), 10, what="the wrapped runtime")[0])
         return self._runtime_pid
 
     @property
