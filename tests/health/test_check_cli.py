@@ -5,6 +5,7 @@ duty does; leadership is taken by this test's own session (awa.leader_acquire)."
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,9 +31,10 @@ def leader(dsn: str) -> Any:
 
     held = connect(dsn, application_name="test leader")
 
-    def take(start: datetime | None = None, lease: timedelta = timedelta(hours=1)) -> None:
+    def take(start: datetime | None = None, lease: timedelta = timedelta(hours=1),
+             instance: uuid.UUID | None = None) -> None:
         row = held.execute("SELECT got FROM awa.leader_acquire(%s, %s, %s, %s)",
-                           (LEADER_LOCK_KEY, uuid.uuid4(), lease, start)).fetchone()
+                           (LEADER_LOCK_KEY, instance or uuid.uuid4(), lease, start)).fetchone()
         assert row is not None and row["got"]
 
     yield take
@@ -197,3 +199,53 @@ def test_json_report(client: Any, conn: psycopg.Connection[Any], dsn: str, leade
     assert data["counts"] == {"ok": 0, "late": 1, "failing": 0, "missed": 0, "paused": 0, "retired": 0,
                               "broken": 0, "finished": 0}
     assert [(s["name"], s["health"]) for s in data["unhealthy"]] == [("slow", "late")]
+
+
+def _timed_out_pass(client: Any, conn: psycopg.Connection[Any], dsn: str, leader: Any) -> int:
+    """The client leads; its pass gives up on a table another session holds (S59), and its
+    snapshot carries that pass. Returns the holding session's pid."""
+    from awa_tui.engine.db import connect
+    from awa_tui.engine.evaluator import PassTimedOut
+
+    leader(instance=client.identity.instance_id)
+    fresh(client, conn, "fine")
+    client.evaluate_health()
+    locker = connect(dsn, application_name="psql")
+    try:
+        with locker.transaction():
+            locker.execute("LOCK TABLE awa.cron_jobs IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(PassTimedOut):
+                client.evaluate()
+        client.snapshot(is_leader=True)
+        return locker.info.backend_pid
+    finally:
+        locker.close()
+
+
+def test_a_timed_out_pass_is_critical_and_names_its_blocker(client: Any, conn: psycopg.Connection[Any], dsn: str,
+                                                             leader: Any) -> None:
+    holder = _timed_out_pass(client, conn, dsn, leader)
+    code, lines = run_check(dsn)
+    assert code == 2 and len(lines) == 2
+    assert re.fullmatch(
+        r"CRITICAL fleet pass_timed_out: the leader's last pass \(\S+\) gave up after 2\.\d s waiting; "
+        rf"blocked by session {holder} \(psql, idle in transaction\) holding table awa\.cron_jobs: "
+        r"LOCK TABLE awa\.cron_jobs IN ACCESS EXCLUSIVE MODE", lines[0]), lines[0]
+    assert lines[1] == "CRITICAL: 0 unhealthy of 1 schedules; 1 fleet problem(s)"
+    # The next pass that completes clears it.
+    client.evaluate()
+    client.snapshot(is_leader=True)
+    assert run_check(dsn) == (0, ["OK: 0 unhealthy of 1 schedules; leader ok"])
+
+
+def test_json_names_the_blocker_of_a_timed_out_pass(client: Any, conn: psycopg.Connection[Any], dsn: str,
+                                                    leader: Any) -> None:
+    holder = _timed_out_pass(client, conn, dsn, leader)
+    result = awa("check", "--dsn", dsn, "--json")
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert (data["status"], [p["code"] for p in data["fleet"]]) == ("critical", ["pass_timed_out"])
+    assert set(data["fleet"][0]) == {"code", "message", "blockers"}
+    assert data["fleet"][0]["blockers"] == [{
+        "pid": holder, "application": "psql", "state": "idle in transaction",
+        "query": "LOCK TABLE awa.cron_jobs IN ACCESS EXCLUSIVE MODE", "waited_for": "table awa.cron_jobs"}]

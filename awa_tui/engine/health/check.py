@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 import psycopg
 
@@ -103,7 +104,27 @@ def fleet_problems(conn: psycopg.Connection[Any], now: datetime,
             problems.append(FleetProblem("stale_health", f"leader stalled: health last evaluated {age} s ago"))
     for text in row["mismatched"]:
         problems.append(FleetProblem("schema", f"runtime {text}, the database is at {version}"))
+    if lead.held and not lead.stalled and lead.instance_id is not None:
+        timed_out = _timed_out_pass(conn, lead.instance_id)
+        if timed_out is not None:
+            problems.append(timed_out)
     return problems, evaluated
+
+
+def _timed_out_pass(conn: psycopg.Connection[Any], instance_id: UUID) -> FleetProblem | None:
+    """S59: the leader's newest pass (its snapshot) gave up on a lock or statement timeout."""
+    from awa_tui.engine.runtime.blockers import describe
+    from awa_tui.engine.runtime.passes import from_json
+
+    row = conn.execute("SELECT recent_passes FROM awa.runtime_instances WHERE instance_id = %s",
+                       (instance_id,)).fetchone()
+    passes = from_json(row["recent_passes"]) if row else ()
+    if not passes or not passes[0].timed_out:
+        return None
+    last = passes[0]
+    why = f"; blocked by {describe(last.blockers)}" if last.blockers else ""
+    return FleetProblem("pass_timed_out", f"the leader's last pass ({_iso(last.at)}) gave up after "
+                        f"{last.duration_ms / 1000:.1f} s waiting{why}", blockers=last.blockers)
 
 
 def check(

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from awa_tui.engine.health.vocabulary import HEALTHS as HEALTHS
 from awa_tui.engine.health.vocabulary import UNHEALTHY as UNHEALTHY
+from awa_tui.engine.models_fleet import Blocker
 
 # What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
 WARNING = ("late",)
@@ -62,8 +63,9 @@ class ScheduleHealth:
 
 @dataclass(frozen=True)
 class FleetProblem:
-    code: str  # no_leader | stalled | several_leaders | stale_health | schema
+    code: str  # no_leader | stalled | several_leaders | stale_health | schema | pass_timed_out
     message: str
+    blockers: tuple[Blocker, ...] = ()  # pass_timed_out: the sessions the leader's pass waited on (S59)
 
 
 @dataclass(frozen=True)
