@@ -73,3 +73,45 @@ async def test_a_runtime_without_passes_says_why(console_factory: Any) -> None:
 def test_snapshot_runtime_page_with_passes(snap_compare: Any, console_factory: Any, seeded: str, conn: Any) -> None:
     with_passes(conn)
     assert snap_compare(console_factory(), terminal_size=(80, 24), run_before=open_leader)
+
+
+BLOCKED = [  # the leader's newest pass gave up on a lock another session held (S59)
+    {"at": (NOW - timedelta(seconds=1)).isoformat(), "duration_ms": 2004.0, "due": 0, "fired": 0, "errors": 0,
+     "timed_out": True,
+     "blockers": [{"pid": 4242, "application": "psql", "state": "idle in transaction",
+                   "query": "LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE /* \x1b]0;owned\x07 */",
+                   "waited_for": "table awa.jobs"}]},
+    PASSES[1],
+]
+SHOWN_BLOCKER = ("blocked by session 4242 (psql, idle in transaction) holding table awa.jobs: "
+                 "LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE /* \\x1b]0;owned\\x07 */")
+
+
+async def test_the_runtimes_panel_names_what_blocks_the_leaders_pass(console_factory: Any, seeded: str,
+                                                                      conn: Any) -> None:
+    with conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute("UPDATE awa.runtime_instances SET recent_passes = %s WHERE instance_id = %s",
+                     (Jsonb(BLOCKED), LEADER))
+    app = console_factory()
+    async with app.run_test(size=(240, 36)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("3")
+        await settled(pilot, app)
+        panel = app.main.panel("runtimes")
+        await until(pilot, lambda: "TIMED OUT" in str(panel.query_one(".panel-title").content),
+                    what="the blocked pass in the title")
+        title = " ".join(str(panel.query_one(".panel-title").content).split())
+        await open_leader(pilot)
+        lines = [" ".join(line.split()) for line in plain(app.screen.query_one("#info-body").content).splitlines()]
+    # The first line of the panel: the timed-out pass and its blocker, its SQL escaped.
+    assert "· last pass TIMED OUT at 2025-03-08 12:00:29Z after 2.0 s; " + SHOWN_BLOCKER in title
+    assert "\x1b" not in title
+    start = lines.index("Last passes")
+    assert lines[start + 1: start + 4] == [
+        "AT (UTC) AGO TOOK DUE FIRED ERRORS",
+        "2025-03-08 12:00:29Z 1s ago 2004 ms 0 0 timed out",
+        "2025-03-08 12:00:28Z 2s ago 41.5 ms 7 5 1",
+    ]
+    assert " ".join(lines[start + 4:]).startswith("last pass TIMED OUT at 2025-03-08 12:00:29Z after 2.0 s; "
+                                                  + SHOWN_BLOCKER)

@@ -75,6 +75,20 @@ def leader_text(leadership: Leadership) -> str:
     return f"leader {leadership.holder()}, lease {span(left or 0)}"
 
 
+def blocked_text(row: RuntimeRow) -> str | None:
+    """Its newest pass gave up on a lock or statement timeout (S59): when, and which
+    sessions it waited on (text from the database: the caller shows an escaped row)."""
+    newest = row.passes[0] if row.passes else None
+    if newest is None or not newest.timed_out:
+        return None
+    text = f"last pass TIMED OUT at {utc(newest.at)} after {newest.duration_ms / 1000:.1f} s"
+    if not newest.blockers:
+        return text
+    return text + "; blocked by " + "; ".join(
+        f"session {b.pid} ({b.application or 'no application name'}, {b.state or 'unknown'}) "
+        f"holding {b.waited_for or 'a lock'}: {b.query or '(no statement)'}" for b in newest.blockers)
+
+
 def state_text(row: RuntimeRow) -> str:
     if row.stopped_at is not None:
         return "stopped"
@@ -123,7 +137,7 @@ def runtime_text(row: RuntimeRow, now: datetime) -> Table:
     ])
 
 
-def passes_table(row: RuntimeRow, now: datetime) -> Table | Text:
+def passes_table(row: RuntimeRow, now: datetime) -> Table | Text | Group:
     """Its last evaluator passes, newest first, as its snapshot carries them."""
     if not row.passes:
         return Text("none reported: only the leader evaluates, and it reports its passes with each snapshot")
@@ -132,8 +146,11 @@ def passes_table(row: RuntimeRow, now: datetime) -> Table | Text:
         table.add_column(header, no_wrap=True, justify="left" if header in ("AT (UTC)", "AGO") else "right")
     for p in row.passes:
         table.add_row(utc(p.at), relative(p.at, now), f"{p.duration_ms:g} ms", str(p.due), str(p.fired),
-                      str(p.errors))
-    return table
+                      "timed out" if p.timed_out else str(p.errors))
+    blocked = blocked_text(row)
+    if blocked is None:
+        return table
+    return Group(table, Text(blocked, style="bold"))
 
 
 def runtime_page(row: RuntimeRow, now: datetime) -> Group:
@@ -161,12 +178,12 @@ class RuntimesPanel(Panel):
     def show(self, data: RuntimesView, now: datetime) -> None:
         rows = data.rows
         fresh = sum(1 for r in rows if r.fresh)
-        self.title_line(
-            Text.assemble(
-                ("Runtimes ", "bold"),
-                f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}",
-            ).append_text(self.filter_note())
-        )
+        title = Text.assemble(("Runtimes ", "bold"), f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}")
+        # The leader's passes give up on a lock: who holds it, on the panel's first line.
+        blocked = next((blocked_text(printable_row(r)) for r in rows if r.role == "leader"), None)
+        if blocked:
+            title.append(f" · {blocked}", style="bold")
+        self.title_line(title.append_text(self.filter_note()))
         # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
         # live before stopped, then by host, pid and id.
         ordered = sorted(self.filtered(rows), key=lambda r: (r.stopped_at is not None, str(r.hostname),
