@@ -567,6 +567,9 @@ class Client:
             if self.metrics is not None:
                 self.metrics.stop()
                 self.metrics = None
+            watch = self.__dict__.get("pass_watch")  # made by the first pass only
+            if watch is not None:
+                watch.close()
             self.db.close_all()
 
     def __enter__(self) -> Client:

@@ -64,3 +64,45 @@ def test_a_hand_edited_passes_value_never_breaks_the_runtimes_page(client: Clien
     assert row.passes == (PassSummary(at=datetime(2025, 1, 1, tzinfo=UTC), duration_ms=2.5, due=3, fired=2,
                                       errors=1),)
     assert from_json({"not": "a list"}) == ()
+
+
+def test_a_timed_out_pass_and_its_blockers_round_trip_and_bad_blockers_are_left_out() -> None:
+    from awa_tui.engine.models import Blocker
+    from awa_tui.engine.runtime.passes import to_json
+
+    blocker = Blocker(pid=4242, application="psql", state="idle in transaction",
+                      query="LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE", waited_for="table awa.jobs")
+    timed_out = PassSummary(at=datetime(2025, 1, 1, tzinfo=UTC), duration_ms=2001.5, due=0, fired=0, errors=0,
+                            timed_out=True, blockers=(blocker,))
+    healthy = PassSummary(at=datetime(2025, 1, 1, 0, 0, 1, tzinfo=UTC), duration_ms=1.0, due=1, fired=1, errors=0)
+    stored = to_json((healthy, timed_out))
+    assert "timed_out" not in stored[0] and "blockers" not in stored[0]  # a healthy entry stays as small
+    assert stored[1]["blockers"] == [{"pid": 4242, "application": "psql", "state": "idle in transaction",
+                                      "query": "LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE",
+                                      "waited_for": "table awa.jobs"}]
+    assert from_json(stored) == (healthy, timed_out)
+    # Hand-edited: a blocker without a pid, one with a number for a query, one not a dict.
+    stored[1]["blockers"] += [{"application": "x", "state": "", "query": "", "waited_for": ""},
+                              {"pid": 1, "application": "x", "state": "", "query": 5, "waited_for": ""}, "junk"]
+    stored[1]["timed_out"] = True
+    assert from_json(stored) == (healthy, timed_out)
+
+
+def test_the_pass_timeouts_are_checked_against_the_lease(dsn: str) -> None:
+    import pytest
+
+    from awa_tui.engine.errors import ValidationError
+
+    client = Client(dsn, leader_lease=timedelta(seconds=1))
+    assert (client.lock_timeout, client.statement_timeout) == (timedelta(milliseconds=500), timedelta(seconds=30))
+    client.close()
+    with pytest.raises(ValidationError, match=r"^lock_timeout: must be between 0.1 s and the leader lease \(5 s\), "
+                                              r"got 6 s$"):
+        Client(dsn, lock_timeout=timedelta(seconds=6))
+    with pytest.raises(ValidationError, match=r"^lock_timeout: must be between 0.1 s"):
+        Client(dsn, lock_timeout=timedelta(milliseconds=50))
+    with pytest.raises(ValidationError, match=r"^statement_timeout: must be between the lock timeout \(2 s\) and "
+                                              r"600 s, got 1 s$"):
+        Client(dsn, statement_timeout=timedelta(seconds=1))
+    with pytest.raises(ValidationError, match=r"^statement_timeout: expected a timedelta, got 30$"):
+        Client(dsn, statement_timeout=30)  # type: ignore[arg-type]

@@ -66,6 +66,7 @@ class PassWatch:
         self._began = threading.Event()
         self._ended = threading.Event()
         self._thread: threading.Thread | None = None
+        self._closed = False
 
     def begin(self, pid: int) -> None:
         with self._lock:
@@ -88,10 +89,18 @@ class PassWatch:
             self._ended.set()
             return self._found
 
+    def close(self) -> None:
+        """End the sampling thread (the client is closing)."""
+        self._closed = True
+        self._ended.set()
+        self._began.set()
+
     def _run(self) -> None:
         while True:
             self._began.wait()
             self._began.clear()
+            if self._closed:
+                return
             with self._lock:
                 generation = self._generation
             while not self._ended.wait(self.after_s):
