@@ -672,43 +672,6 @@ def evaluate(
     Raises PassTimedOut when a statement gives up on its lock or statement timeout."""
     started = time.perf_counter()
     now, groups, rows = _read_due(conn, now, timeouts)
-    try:
-        return _fire_due(conn, now, groups, rows, started, catch_up_limit, chunk, hint_budget_s, more, timeouts)
-    except TIMEOUT_ERRORS as exc:
-        raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
-
-
-def _read_due(
-    conn: psycopg.Connection[Any], now: datetime | None, timeouts: Timeouts
-) -> tuple[datetime, Groups, list[dict[str, Any]]]:
-    """DB time, the groups of rows without a hint and the due rows, in one transaction
-    that carries the timeouts."""
-    try:
-        cur = conn.execute(timeouts.read_sql, prepare=False)  # BEGIN; timeouts and DB time
-        cur.nextset()
-        row = cur.fetchone()
-        assert row is not None
-        now = now or row["now"]
-        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
-        rows = due_schedules(conn, now, groups)
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        if not conn.closed and not conn.broken:
-            try:
-                conn.execute("ROLLBACK")
-            except psycopg.Error:
-                pass  # the connection is dropped by its source
-        if isinstance(exc, TIMEOUT_ERRORS):
-            raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
-        raise
-    return now, groups, rows
-
-
-def _fire_due(
-    conn: psycopg.Connection[Any], now: datetime, groups: Groups, rows: list[dict[str, Any]], started: float,
-    catch_up_limit: int, chunk: int, hint_budget_s: float,
-    more: Callable[[], AbstractContextManager[psycopg.Connection[Any]]] | None, timeouts: Timeouts,
-) -> PassResult:
     result = PassResult(now=now)
     result.examined = len(rows)
     plans: list[FirePlan] = []
@@ -738,13 +701,44 @@ def _fire_due(
         if plans:
             sender.send(plans)
         sender.wait()
+    except TIMEOUT_ERRORS as exc:
+        raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
     finally:
         sender.close()
     _log_once(conn, result.errors)
-    write_hints(conn, hints, timeouts)
-    hinted = result.hinted = write_hint_chunks(conn, groups, started, hint_budget_s, timeouts)
+    try:
+        write_hints(conn, hints, timeouts)
+        hinted = result.hinted = write_hint_chunks(conn, groups, started, hint_budget_s, timeouts)
+    except TIMEOUT_ERRORS as exc:
+        raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
     refresh_planner_stats(conn, result.planned + len(hints) + hinted)
     return result
+
+
+def _read_due(
+    conn: psycopg.Connection[Any], now: datetime | None, timeouts: Timeouts
+) -> tuple[datetime, Groups, list[dict[str, Any]]]:
+    """DB time, the groups of rows without a hint and the due rows, in one transaction
+    that carries the timeouts."""
+    try:
+        cur = conn.execute(timeouts.read_sql, prepare=False)  # BEGIN; timeouts and DB time
+        cur.nextset()
+        row = cur.fetchone()
+        assert row is not None
+        now = now or row["now"]
+        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
+        rows = due_schedules(conn, now, groups)
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if not conn.closed and not conn.broken:
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error:
+                pass  # the connection is dropped by its source
+        if isinstance(exc, TIMEOUT_ERRORS):
+            raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
+        raise
+    return now, groups, rows
 
 
 def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float,

@@ -60,7 +60,7 @@ def test_a_lock_wait_ends_on_the_lock_timeout_and_without_one_it_would_not(dsn: 
     with locker.transaction():
         locker.execute("LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE")
         # Negative control: a lock timeout longer than the hold: the pass just waits.
-        patient, waited = _evaluate_in_thread(dsn, evaluator.Timeouts(lock_ms=600_000))
+        patient, waited = _evaluate_in_thread(dsn, evaluator.Timeouts(lock_ms=600_000, statement_ms=600_000))
         wait_for(lambda: admin.execute(WAITING_SQL, (waited["pid"],)).fetchall(), 10, what="the pass waiting")
         assert admin.execute(WAITING_SQL, (waited["pid"],)).fetchall() == [{"relation": "awa.jobs"}]
         # With the default lock timeout the same pass gives up, with nothing written.
