@@ -65,6 +65,12 @@ def run(
         float, typer.Option("--leader-lease", metavar="SECONDS",
                             help="Leadership lease: a leader silent this long (frozen) is deposed by a standby.")
     ] = 5.0,
+    lock_timeout: Annotated[float | None, typer.Option("--lock-timeout", metavar="SECONDS", help=(
+        "How long a pass waits for a lock another session holds before it gives up, names that session and "
+        "is retried (default 2, at most the lease)."))] = None,
+    statement_timeout: Annotated[float, typer.Option("--statement-timeout", metavar="SECONDS", help=(
+        "How long one statement of a pass may run (default 30; a shorter one set on the role or database "
+        "is kept, and fires go out in smaller statements)."))] = 30.0,
     owner: Annotated[str | None, typer.Option("--owner", help="The owner this runtime runs for.")] = None,
     authoritative: Annotated[bool, typer.Option("--authoritative", help=(
         "The registered schedules are the owner's complete manifest: ones it drops are retired "
@@ -98,6 +104,7 @@ def run(
         log = printable_logger("awa_tui")
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
+        ownership.update(_pass_timeouts(lock_timeout, statement_timeout, leader_lease))
         if metrics_addr is not None:
             parse_addr(metrics_addr)  # a malformed address fails before any database is touched
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
@@ -119,6 +126,25 @@ def run(
             log.info("serving /metrics on %s:%d", served.host, served.bound_port)
         client.run()
         log.info("stopped cleanly (leader lock released)")
+
+
+def _pass_timeouts(lock_s: float | None, statement_s: float, lease_s: float) -> dict[str, Any]:
+    """The Client's pass timeouts from run's options (S59), refused in one line that names
+    the option, before any database is touched."""
+    from awa_tui.engine.errors import ValidationError
+    from awa_tui.engine.limits import pass_timeouts
+
+    for option, value in (("--lock-timeout", lock_s), ("--statement-timeout", statement_s)):
+        if value is not None and not 0 < value < 86400 * 366:  # nan, inf, negative: no timedelta
+            fail(f"{option}: must be a positive number of seconds, got {value:g}")
+    lock = None if lock_s is None else timedelta(seconds=lock_s)
+    statement = timedelta(seconds=statement_s)
+    try:
+        pass_timeouts(lock, statement, timedelta(seconds=lease_s))
+    except ValidationError as exc:
+        fail(str(exc).replace("lock_timeout:", "--lock-timeout:").replace("statement_timeout:", "--statement-timeout:")
+             .replace("the leader lease", "--leader-lease"))
+    return {"lock_timeout": lock, "statement_timeout": statement}
 
 
 def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None) -> dict[str, Any]:

@@ -106,3 +106,22 @@ def test_the_pass_timeouts_are_checked_against_the_lease(dsn: str) -> None:
         Client(dsn, statement_timeout=timedelta(seconds=1))
     with pytest.raises(ValidationError, match=r"^statement_timeout: expected a timedelta, got 30$"):
         Client(dsn, statement_timeout=30)  # type: ignore[arg-type]
+
+
+def test_cli_run_refuses_bad_pass_timeouts_in_one_line(dsn: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("AWA_DATABASE_URL", "DATABASE_URL")}
+    for args, message in (
+        (("--lock-timeout", "6"), "--lock-timeout: must be between 0.1 s and --leader-lease (5 s), got 6 s"),
+        (("--lock-timeout", "nan"), "--lock-timeout: must be a positive number of seconds, got nan"),
+        (("--statement-timeout", "1"),
+         "--statement-timeout: must be between the lock timeout (2 s) and 600 s, got 1 s"),
+        (("--leader-lease", "10", "--lock-timeout", "8", "--statement-timeout", "-1"),
+         "--statement-timeout: must be a positive number of seconds, got -1"),
+    ):
+        result = subprocess.run([sys.executable, "-m", "awa_tui", "run", "--demo", "--dsn", dsn, *args],
+                                capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        assert (result.returncode, result.stderr) == (1, f"error: {message}\n")
