@@ -31,6 +31,7 @@ from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.hints import (
+    GROUPS_SQL,
     HINT_BUDGET_S,
     HINT_CHUNK,
     Groups,
@@ -718,19 +719,29 @@ def evaluate(
 def _read_due(
     conn: psycopg.Connection[Any], now: datetime | None, timeouts: Timeouts
 ) -> tuple[datetime, Groups, list[dict[str, Any]]]:
-    """DB time, the groups of rows without a hint and the due rows, in one transaction
-    that carries the timeouts."""
+    """DB time, the groups of rows without a hint and the due rows (what due_schedules
+    reads), in one transaction that carries the timeouts. Two round trips when idle: the
+    transaction's start with DB time, then the groups, the due probe and COMMIT pipelined."""
     try:
         cur = conn.execute(timeouts.read_sql, prepare=False)  # BEGIN; timeouts and DB time
         cur.nextset()
         row = cur.fetchone()
         assert row is not None
         now = now or row["now"]
-        groups = unhinted_groups(conn, now, CANDIDATE_LOOKBACK)
-        rows = due_schedules(conn, now, groups)
-        conn.execute("COMMIT")
+        with conn.pipeline():
+            grouped = conn.execute(GROUPS_SQL)
+            due = conn.execute(DUE_SQL, {"now": now})
+            conn.execute("COMMIT")
+        groups = Groups(now)
+        for group in grouped.fetchall():
+            groups.add(group, CANDIDATE_LOOKBACK)
+        rows = due.fetchall()
+        if groups:  # rows their group does not decide (S51): a transaction of their own
+            with conn.transaction():
+                conn.execute(timeouts.fire_sql, prepare=False)
+                rows += conn.execute(UNHINTED_SQL, groups.params(CANDIDATE_LOOKBACK), prepare=False).fetchall()
     except BaseException as exc:
-        if not conn.closed and not conn.broken:
+        if not conn.closed and not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             try:
                 conn.execute("ROLLBACK")
             except psycopg.Error:
