@@ -45,13 +45,18 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
         {"name": "berlin-0230", "cron": "30 2 * * *", "args_class": "UpNight", "queue": "q1",
          "timezone": "Europe/Berlin"},
         {"name": "every-5-seconds", "cron": "*/5 * * * * *", "args_class": "UpFive", "queue": "q1"},
-        # croner's L (last day of month): upstream accepts it, awa-tui's cron grammar does not.
+        # croner's day forms (L, #n, nL, nW): upstream accepts them, and so does awa-tui (S55).
         {"name": "last-day-of-month", "cron": "0 0 L * *", "args_class": "UpLast", "queue": "q1"},
+        {"name": "second-tuesday", "cron": "0 9 * * TUE#2", "args_class": "UpSecondTue", "queue": "q1",
+         "timezone": "America/New_York"},
+        {"name": "last-friday", "cron": "0 17 * * 5L", "args_class": "UpLastFri", "queue": "q1",
+         "timezone": "Europe/Berlin"},
+        {"name": "nearest-15th", "cron": "0 0 15W * *", "args_class": "UpNearest", "queue": "q1"},
     ], [("q1", 2)])
     # Saturday 2027-03-27 12:00:00 UTC: later than any fire upstream can have made today.
     now = datetime(2027, 3, 27, 12, 0, 0, tzinfo=UTC)
-    rows = wait_for(lambda: (s := adapter.list_schedules(now)) and len(s) == 5 and s, timeout=30,
-                    what="upstream's leader to sync the 5 schedules")
+    rows = wait_for(lambda: (s := adapter.list_schedules(now)) and len(s) == 8 and s, timeout=30,
+                    what="upstream's leader to sync the 8 schedules")
     by_name = {s.name: s for s in rows}
     assert [s.name for s in rows] == sorted(by_name)
     # Next quarter hour.
@@ -63,12 +68,21 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
     assert by_name["berlin-0230"].next_fire == datetime(2027, 3, 28, 1, 0, tzinfo=UTC)
     assert by_name["berlin-0230"].next_fire_mark == "gap"
     assert by_name["every-5-seconds"].next_fire == datetime(2027, 3, 27, 12, 0, 5, tzinfo=UTC)
-    last = by_name["last-day-of-month"]
-    assert (last.next_fire, last.problem) == (None, "cron_expr: invalid day-of-month field 'L' in '0 0 L * *'")
+    # Healthy, with next fires: Wed 31 March 2027 00:00 UTC is the last day of March.
+    assert (by_name["last-day-of-month"].next_fire, by_name["last-day-of-month"].problem) == (
+        datetime(2027, 3, 31, tzinfo=UTC), None)
+    # April 2027 starts on a Thursday: Tuesdays 6 and 13; 09:00 EDT = 13:00 UTC.
+    assert by_name["second-tuesday"].next_fire == datetime(2027, 4, 13, 13, 0, tzinfo=UTC)
+    # Fri 26 March 2027 is past; April's last Friday is the 30th, 17:00 CEST = 15:00 UTC.
+    assert by_name["last-friday"].next_fire == datetime(2027, 4, 30, 15, 0, tzinfo=UTC)
+    # 15 April 2027 is a Thursday and fires as itself.
+    assert by_name["nearest-15th"].next_fire == datetime(2027, 4, 15, tzinfo=UTC)
+    assert all(s.problem is None for s in rows)
     assert {(s.kind, s.queue, s.timezone, s.state, s.queue_paused) for s in rows} == {
         ("up_quarter", "q1", "UTC", "active", False), ("up_morning", "q1", "America/New_York", "active", False),
         ("up_night", "q1", "Europe/Berlin", "active", False), ("up_five", "q1", "UTC", "active", False),
-        ("up_last", "q1", "UTC", "active", False),
+        ("up_last", "q1", "UTC", "active", False), ("up_second_tue", "q1", "America/New_York", "active", False),
+        ("up_last_fri", "q1", "Europe/Berlin", "active", False), ("up_nearest", "q1", "UTC", "active", False),
     }
 
     detail = adapter.show("berlin-0230", now=now, count=3)
@@ -81,7 +95,12 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
     assert [f.local.utcoffset() for f in detail.upcoming] == [cest, cest, cest]
     assert [f.local.replace(tzinfo=None) for f in detail.upcoming] == [
         datetime(2027, 3, 28, 3, 0), datetime(2027, 3, 29, 2, 30), datetime(2027, 3, 30, 2, 30)]
-    assert adapter.show("last-day-of-month", now=now).upcoming == ()
+    # Previewed: the last days of March, April (30) and May (31) 2027, at 00:00 UTC.
+    assert [f.at for f in adapter.show("last-day-of-month", now=now, count=3).upcoming] == [
+        datetime(2027, 3, 31, tzinfo=UTC), datetime(2027, 4, 30, tzinfo=UTC), datetime(2027, 5, 31, tzinfo=UTC)]
+    # May 2027 starts on a Saturday: Tuesdays 4 and 11, 13:00 UTC (EDT).
+    assert [f.at for f in adapter.show("second-tuesday", now=now, count=2).upcoming] == [
+        datetime(2027, 4, 13, 13, 0, tzinfo=UTC), datetime(2027, 5, 11, 13, 0, tzinfo=UTC)]
 
 
 def test_recent_fires_runtimes_and_queues_read_upstreams_tables(

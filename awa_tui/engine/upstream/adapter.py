@@ -295,8 +295,8 @@ class UpstreamAdapter:
             fire = next_fire(row["cron_expr"], row["timezone"], after)
             fire_at, mark = fire.at, fire.mark
         except ValidationError as exc:
-            # Upstream's parser (croner) accepts extensions awa-tui does not (L, W, #, ?):
-            # this row gets no next fire and says why; the others are unaffected.
+            # croner parses a few expressions awa-tui refuses (L in the hour field, which never
+            # fires): this row gets no next fire and says why; the others are unaffected.
             problem = exc.message
         return UpstreamSchedule(
             name=row["name"], cron_expr=row["cron_expr"], timezone=row["timezone"], kind=row["kind"],
