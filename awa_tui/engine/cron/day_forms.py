@@ -166,9 +166,11 @@ def days_in_month(year: int, month: int) -> int:
     return 29 if month == 2 and isleap(year) else DAYS[month - 1]
 
 
-@lru_cache(maxsize=65536)  # one entry per (rule, month) visited: months repeat across passes
-def month_days(rule: DayRule, year: int, month: int) -> frozenset[int]:
-    """The days of `month` on which `rule` matches."""
+# One entry per (rule, month) visited: months repeat across passes. A plain int, which the
+# cyclic GC never scans (see the caching note in cron/expression.py).
+@lru_cache(maxsize=65536)
+def month_days(rule: DayRule, year: int, month: int) -> int:
+    """The days of `month` on which `rule` matches, as a bit mask (bit d = day d)."""
     dim = days_in_month(year, month)
     first = date(year, month, 1).isoweekday() % 7  # weekday of the 1st, 0 = Sunday
     dom_forms, dow_forms = rule.dom_forms, rule.dow_forms
@@ -178,7 +180,7 @@ def month_days(rule: DayRule, year: int, month: int) -> frozenset[int]:
         last = (first + dim - 1) % 7
         last_weekday = dim - (1 if last == 6 else 2 if last == 0 else 0)
     prev_dim = days_in_month(year - 1, 12) if month == 1 else days_in_month(year, month - 1)
-    out: set[int] = set()
+    mask = 0
     for day in range(1, dim + 1):
         weekday = (first + day - 1) % 7
         dom_ok = day in rule.doms or (dim - day) in offsets or day == last_weekday
@@ -200,5 +202,5 @@ def month_days(rule: DayRule, year: int, month: int) -> frozenset[int]:
         else:
             ok = dom_ok or dow_ok
         if ok:
-            out.add(day)
-    return frozenset(out)
+            mask |= 1 << day
+    return mask

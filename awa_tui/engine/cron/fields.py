@@ -9,8 +9,8 @@ the whole field, wrapping ranges such as `fri-mon`, DOW 7 = Sunday, the
 "day-of-month OR day-of-week" rule when both are restricted).
 tests/engine/test_cron_equivalence.py checks acceptance and every match against
 croniter on random expressions. The day forms L, W and # (S55) are split off by
-cron/day_forms.py; an expression with one matches its days per month through a cached set
-(`month_days`), so plain expressions keep the cheaper per-day test. Time zones are not
+cron/day_forms.py; an expression with one matches its days per month through a cached
+bit mask (`month_days`), so plain expressions keep the cheaper per-day test. Time zones are not
 handled here: cron/zones.py maps wall times to instants (S14).
 """
 
@@ -198,7 +198,7 @@ class CronFields:
                     day += 1
             else:
                 matching = month_days(self.day_rule, y, mo)
-                while day <= dim and day not in matching:
+                while day <= dim and not matching >> day & 1:
                     day += 1
             if day > dim:
                 d, mo, h, mi, s = 1, mo + 1, 0, 0, 0
@@ -263,7 +263,7 @@ class CronFields:
                     day -= 1
             else:
                 matching = month_days(self.day_rule, y, mo)
-                while day >= 1 and day not in matching:
+                while day >= 1 and not matching >> day & 1:
                     day -= 1
             if day < 1:
                 d, h, mi, s = 0, 23, 59, 59
