@@ -8,7 +8,7 @@ Expected instants are worked out by hand in the comments, not by awa-tui's arith
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from awa_pg_env import UpstreamProcess, installed_version
 from helpers import wait_for
 from upstream_oracles import every_second, fired_after, insert_schedule, jobs
 
+from awa_tui.engine.cron.expression import next_fire
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, SchemaError
 from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
 from awa_tui.engine.upstream.models import ActionOutcome, UpcomingFire, UpstreamCapabilities
@@ -101,6 +102,47 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
     # May 2027 starts on a Saturday: Tuesdays 4 and 11, 13:00 UTC (EDT).
     assert [f.at for f in adapter.show("second-tuesday", now=now, count=2).upcoming] == [
         datetime(2027, 4, 13, 13, 0, tzinfo=UTC), datetime(2027, 5, 11, 13, 0, tzinfo=UTC)]
+
+
+def _next_nth_weekday(after: date, weekday: int, nth: int) -> date:
+    """The first day after `after` that is the `nth` `weekday` (0 = Sunday) of its month,
+    by walking the calendar: the oracle for the negative control below."""
+    day = after + timedelta(days=1)
+    while not (day.isoweekday() % 7 == weekday and (day.day - 1) // 7 + 1 == nth):
+        day += timedelta(days=1)
+    return day
+
+
+def test_upstream_fires_todays_nth_weekday_and_our_arithmetic_agrees(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    # Today's weekday and its occurrence in the month (UTC, DB time): `* * * * * WD#N` fires every
+    # second today in upstream's leader; the same weekday with another occurrence never does.
+    clock = "SELECT clock_timestamp() AS t"
+    if upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).time() >= time(23, 58, 30):
+        wait_for(lambda: upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).time() < time(23, 0),
+                 timeout=120, what="midnight UTC to pass, so that the whole test runs on one day")
+    today = upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).date()
+    weekday, nth = today.isoweekday() % 7, (today.day - 1) // 7 + 1
+    other = nth % 4 + 1  # 1..4, never today's: every month has a fourth
+    today_expr, other_expr = f"* * * * * {weekday}#{nth}", f"* * * * * {weekday}#{other}"
+    start_upstream([
+        {"name": "todays-nth", "cron": today_expr, "args_class": "UpTodaysNth", "queue": "q1"},
+        {"name": "other-nth", "cron": other_expr, "args_class": "UpOtherNth", "queue": "q1"},
+    ], [("q1", 2)])
+    fired = wait_for(lambda: len(f := jobs(upstream_conn, "todays-nth")) >= 3 and f, timeout=30,
+                     what="three fires of today's nth weekday by upstream's leader")
+    assert jobs(upstream_conn, "other-nth") == []
+    # Every instant upstream fired is a fire of the same expression here.
+    for job in fired:
+        instant = datetime.fromisoformat(job["metadata"]["cron_fire_time"]).astimezone(UTC)
+        assert instant.date() == today
+        assert next_fire(today_expr, "UTC", instant - timedelta(seconds=1)).at == instant
+    # Both read as healthy; the other occurrence's next fire is midnight of its next day.
+    rows = {s.name: s for s in adapter.list_schedules()}
+    assert (rows["todays-nth"].problem, rows["other-nth"].problem) == (None, None)
+    expected = _next_nth_weekday(today, weekday, other)
+    assert rows["other-nth"].next_fire == datetime(expected.year, expected.month, expected.day, tzinfo=UTC)
 
 
 def test_recent_fires_runtimes_and_queues_read_upstreams_tables(
