@@ -74,6 +74,10 @@ def _fires(expr: str, zone: str, after: str, count: int) -> list[tuple[str, str 
         ("0 0 * 1 MON-FRI#1", UTC_, "2026-01-01T00:00:00", ["2026-01-02T00:00:00Z", "2026-01-05T00:00:00Z",
                                                              "2026-01-06T00:00:00Z", "2026-01-07T00:00:00Z",
                                                              "2027-01-01T00:00:00Z"]),
+        # A stepped star with an occurrence (croner: 0-7 by 2 = Sun, Tue, Thu, Sat): the second
+        # of each in Jan 2026 (Thu 1st): Thu 8, Sat 10, Sun 11, Tue 13.
+        ("0 0 * 1 */2#2", UTC_, "2026-01-01T00:00:00", ["2026-01-08T00:00:00Z", "2026-01-10T00:00:00Z",
+                                                         "2026-01-11T00:00:00Z", "2026-01-13T00:00:00Z"]),
     ],
 )
 def test_each_form_fires_at_the_exact_instants(expr: str, zone: str, after: str, expected: list[str]) -> None:

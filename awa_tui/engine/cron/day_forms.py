@@ -30,8 +30,9 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth")
 _LAST_OFFSET = re.compile(r"^l-(\d+)$", re.ASCII)
 _NEAREST = re.compile(r"^(\d+)w$", re.ASCII)
 _DAY = r"(?:\d+|[a-z]{3})"
-# One weekday, or a range of them with an optional step, then #n, #L or a bare L.
-_DOW_FORM = re.compile(rf"^({_DAY}(?:-{_DAY}(?:/\d+)?)?)(?:#(\w*)|(l))$", re.ASCII)
+# One weekday, a range of them with an optional step, or `*/n` (as croner, 0-7 stepped);
+# then #n, #L or a bare L.
+_DOW_FORM = re.compile(rf"^({_DAY}(?:-{_DAY}(?:/\d+)?)?|\*/\d+)(?:#(\w*)|(l))$", re.ASCII)
 
 
 class DayFormError(ValueError):
@@ -109,9 +110,9 @@ def _weekday(token: str, item: str) -> int:
 
 
 def _weekdays(days: str, item: str) -> list[int]:
-    """The weekdays of `5`, `fri`, `1-5` or `1-5/2` (no wrapping range, as in croner)."""
+    """The weekdays of `5`, `fri`, `1-5`, `1-5/2` or `*/2` (no wrapping range, as in croner)."""
     span, _, step_text = days.partition("/")
-    low_text, _, high_text = span.partition("-")
+    low_text, _, high_text = ("0", "", "7") if span == "*" else span.partition("-")
     low = _weekday(low_text, item)
     high = _weekday(high_text, item) if high_text else low
     step = int(step_text) if step_text else 1
