@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from cli_helpers import COMMAND, awa, cli_env  # noqa: E402
-from helpers import wait_for  # noqa: E402
+from cli_helpers import COMMAND, awa, cli_env
+from helpers import wait_for
 
 HERE = Path(__file__).resolve().parent
 APP = "probe_app:setup"  # tests/deploy/probe_app.py

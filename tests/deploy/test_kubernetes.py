@@ -51,7 +51,10 @@ def test_every_manifest_is_valid_against_the_kubernetes_schemas(version: str) ->
     docs = [(name, d) for name, ds in manifests().items() if name != "kustomization.yaml" for d in ds]
     assert sorted({d["kind"] for _, d in docs}) == ["Deployment", "PodDisruptionBudget", "Secret", "Service"]
     for name, doc in docs:
-        kubernetes_validate.validate(doc, version, strict=True)  # raises, naming the field, when invalid
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{name}, {doc['kind']}: {exc}")
 
 
 def test_the_schema_check_rejects_a_misspelt_field() -> None:
