@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port, localise, probe
 from deploy_files import DEPLOY, REPO, dockerfile, exec_form, parse_argv
+from deploy_run import free_port, localise, probe
 
 
 def instructions(word: str) -> list[str]:

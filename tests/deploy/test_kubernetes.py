@@ -12,8 +12,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from conftest import localise, probe
 from deploy_files import KUBERNETES, REPO, manifests, one, parse_argv
+from deploy_run import free_port, localise, probe
 
 # The oldest Kubernetes these manifests are meant for (policy/v1 PDBs, seccompProfile and
 # topologySpreadConstraints are long stable by then) and the newest the package knows.
@@ -184,8 +184,6 @@ def test_memory_is_sized_from_the_measured_rss() -> None:
 
 def test_the_probes_work_against_a_live_runtime_and_fail_without_one(
         launch: Any, dsn_file: Path, tmp_path: Path) -> None:
-    from conftest import free_port
-
     port = free_port()
     here = {"secret": secret_path(), "dsn_file": dsn_file, "port": port}
     checks = {kind: localise(argv, **here) for kind, argv in probes().items()}
