@@ -7,9 +7,12 @@ excluded, and the health check run against the runtime the entry point starts.""
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +128,45 @@ def test_the_health_check_passes_against_the_entry_points_runtime_and_fails_once
     assert code == 0 and lines[0].endswith("running, 6 loops, none stuck"), lines
     assert runtime.stop() == 0
     assert probe(check)[0] == 2
+
+
+def test_the_build_steps_install_a_working_awa_tui_from_the_build_context(tmp_path: Path, empty_dsn: str) -> None:
+    """The build stage without a builder: the files the Dockerfile copies, and only those,
+    built into a wheel (as `pip install .` does) and installed into a fresh virtual
+    environment whose `awa-tui` then runs and migrates a database from its own package data.
+    The dependencies are this suite's, not resolved afresh (no registry is needed)."""
+    context = tmp_path / "context"
+    context.mkdir()
+    for source in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / source, context / source)
+    shutil.copytree(REPO / "awa_tui", context / "awa_tui", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(tmp_path / "dist"), str(context)], check=True, timeout=600)
+    (wheel,) = (tmp_path / "dist").glob("awa_tui-*.whl")
+    venv = tmp_path / "opt-awa-tui"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", "--compile", str(wheel)],
+                   check=True, timeout=300)
+    # The dependencies: this suite's site-packages, after the new environment's own.
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "suite-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Run away from this checkout (a `python -c` looks in its working directory first).
+    outside = {"cwd": tmp_path, "env": {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}}
+    where = subprocess.run([str(python), "-c", "import awa_tui; print(awa_tui.__file__)"],
+                           capture_output=True, text=True, check=True, **outside).stdout.strip()
+    assert where.startswith(site), where  # the installed copy, not this checkout
+    awa_tui_bin = str(venv / "bin" / "awa-tui")
+    help_text = subprocess.run([awa_tui_bin, "check", "--help"], capture_output=True, text=True, timeout=120,
+                               **outside)
+    assert help_text.returncode == 0 and "--alive" in help_text.stdout and "--registered" in help_text.stdout
+    migrated = subprocess.run([awa_tui_bin, "migrate", "--dsn", empty_dsn, "--json"], capture_output=True,
+                              text=True, timeout=120, **outside)
+    from awa_tui.engine.migrations import code_version
+
+    assert migrated.returncode == 0, migrated.stderr
+    assert f'"version": {code_version()}' in migrated.stdout
 
 
 def docker_daemon() -> str | None:
