@@ -74,7 +74,8 @@ def check(
     stuck_after: Annotated[float | None, typer.Option("--stuck-after", metavar="SECONDS", help=STUCK_HELP)] = None,
 ) -> None:
     """Health of the schedules and of the runtime fleet, with an exit code for cron,
-    Nagios/Icinga, Kubernetes probes and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell."""
+    Nagios/Icinga and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell. With --alive or
+    --registered, only one runtime's liveness or readiness, for a container's probes."""
     if alive is not None or registered:
         if owner is not None or schedule is not None or tag is not None:
             raise _unknown("--alive and --registered check one runtime, not schedules: "
