@@ -33,12 +33,15 @@ bench: install
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
-# Programs the tests drive (tmux: the terminal end-to-end test). No test skips for want of
-# one: as root with apt-get (CI's Debian machine) a missing one is installed, otherwise
-# this fails naming it.
-TEST_TOOLS = tmux
+# Programs the tests drive (tmux: the terminal end-to-end test; systemd-analyze: the check
+# of deploy/systemd). No test skips for want of one: as root with apt-get (CI's Debian
+# machine) a missing one is installed, otherwise this fails naming it.
+TEST_TOOLS = tmux systemd-analyze
+# The Debian package of a tool whose package is not named after the command.
+PACKAGE_systemd-analyze = systemd
 test-tools:
-	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	@missing=""; for tp in $(foreach t,$(TEST_TOOLS),$(t):$(or $(PACKAGE_$(t)),$(t))); do \
+	  command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test tools:$$missing"; \
@@ -47,7 +50,7 @@ test-tools:
 	    echo "the tests need:$$missing (Debian: apt-get install -y$$missing); not root, so not installed" >&2; \
 	    exit 1; \
 	  fi; \
-	  for t in $$missing; do command -v $$t >/dev/null 2>&1 || { echo "$$t still missing after apt-get" >&2; exit 1; }; done; \
+	  for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || { echo "$$t still missing after apt-get" >&2; exit 1; }; done; \
 	fi
 
 test: install lint test-tools

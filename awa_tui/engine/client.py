@@ -30,7 +30,13 @@ if TYPE_CHECKING:
     from awa_tui.engine import evaluator, overrides
     from awa_tui.engine.backfill import BackfillResult
     from awa_tui.engine.health.metrics import MetricsServer
-    from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
+    from awa_tui.engine.health.models import (
+        CheckReport,
+        HealthPass,
+        RegisteredRuntime,
+        RuntimeAlive,
+        Transition,
+    )
     from awa_tui.engine.ledger.models import (
         AuditPage,
         JobChange,
@@ -178,6 +184,7 @@ class Client:
         )
         self._runtime: Runtime | None = None
         self._close_lock = threading.Lock()
+        self._closing = False  # close() has begun: /alive says stopping
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self.last_reconcile: list[dict[str, Any]] | None = None
@@ -359,6 +366,12 @@ class Client:
 
         return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
 
+    def registered_runtimes(self, hostname: str, *, now: datetime | None = None) -> list[RegisteredRuntime]:
+        """`awa-tui check --registered`: the runtimes on `hostname` with a fresh snapshot."""
+        from awa_tui.engine.health import check as health_check
+
+        return self._read(health_check.registered, hostname, now)
+
     def health_history(self, name: str, limit: int = 20) -> list[Transition]:
         """A schedule's health transitions, newest first."""
         from awa_tui.engine.health import check as health_check
@@ -450,6 +463,7 @@ class Client:
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
+        self._closing = False
         with self.db.connection() as conn:
             current = migrations.current_version(conn) == migrations.code_version()
         if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
@@ -467,7 +481,8 @@ class Client:
         if self.metrics is None:
             from awa_tui.engine.health.metrics import MetricsServer  # prometheus_client: only when serving
 
-            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series)
+            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series,
+                                   alive=self.alive)
             server.start()
             self.metrics = server
         return self.metrics
@@ -475,6 +490,20 @@ class Client:
     @property
     def is_leader(self) -> bool:
         return bool(self._runtime and self._runtime.is_leader)
+
+    def alive(self) -> RuntimeAlive:
+        """What this process says at /alive (`awa-tui check --alive`): its identity, whether
+        it is starting, running or stopping, and what each of its loops is doing."""
+        from awa_tui.engine.health.models import RuntimeAlive
+
+        runtime = self._runtime
+        if self._closing or (runtime is not None and runtime.stop_event.is_set()):
+            state = "stopping"
+        else:
+            state = "starting" if runtime is None else "running"
+        ident = self.identity
+        return RuntimeAlive(instance_id=str(ident.instance_id), hostname=ident.hostname, pid=ident.pid, state=state,
+                            loops=runtime.beats.states() if runtime is not None else [])
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until `stop` is set or SIGINT/SIGTERM arrives; then close cleanly."""
@@ -496,6 +525,7 @@ class Client:
 
         Safe from several threads at once (a signal handler and a `finally`): the first
         caller does the work, the others wait until it is done."""
+        self._closing = True
         with self._close_lock:
             runtime, self._runtime = self._runtime, None
             if runtime is not None:

@@ -17,9 +17,10 @@ import socket
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -27,6 +28,9 @@ from awa_tui.engine.db import LEADER_LOCK_KEY, connect
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.limits import DEFAULT_LEASE
 from awa_tui.printable import printable, printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.runtime.beats import LoopBeats
 
 log = printable_logger("awa_tui.leader")
 
@@ -284,10 +288,12 @@ class LeaderElector:
         except (OSError, psycopg.Error):
             pass  # already closed: the blocked call has returned
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, beats: LoopBeats | None = None) -> None:
         while not stop.is_set():
             self._lost = False
-            if self.step():
+            with beats.step("leader") if beats is not None else nullcontext():
+                leading = self.step()
+            if leading:
                 wait = self.renew_interval_s
             else:
                 # A leader that just lost its lock or lease is the suspect one: it waits a
