@@ -70,6 +70,9 @@ def test_an_included_function_is_applied(dsn: str, tmp_path: Path, monkeypatch: 
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
         assert conn.execute("SELECT awa.include_probe() AS v").fetchone() == {"v": "from the file"}
         assert conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone() == {"v": version}
+    where = schema_doc.defined_in()
+    assert where["include_probe"] == f"functions/include_probe.sql (included by v{version:03d}_include_probe.sql)"
+    assert where["cron_jobs_fence"] == "v010_spread_and_overrides.sql"  # grep: its last CREATE
 
 
 def test_a_missing_include_fails_in_one_line_before_anything_runs(

@@ -26,7 +26,7 @@ from awa_tui.engine.errors import SchemaError
 from awa_tui.engine.upstream.detect import refuse_foreign_schema
 
 _FILE_RE = re.compile(r"^v(\d{3})_([a-z0-9_]+)\.sql$")
-_INCLUDE_RE = re.compile(r"^--\s*include:\s*(.*?)\s*$", re.MULTILINE)
+INCLUDE_RE = re.compile(r"^--\s*include:\s*(.*?)\s*$", re.MULTILINE)
 _INCLUDE_PATH_RE = re.compile(r"^functions/[a-z0-9_]+\.sql$")
 
 
@@ -41,20 +41,19 @@ class Migration:
     def file_name(self) -> str:
         return f"v{self.version:03d}_{self.name}.sql"
 
+    def included(self, path: str) -> str:
+        """The text of the file an include line names, or a one-line error."""
+        if not _INCLUDE_PATH_RE.match(path):
+            raise SchemaError(f"migration {self.file_name}: `-- include: {path}` must name functions/<name>.sql")
+        folder = self.root if self.root is not None else resources.files(__package__)
+        target = folder.joinpath(*path.split("/"))
+        if not target.is_file():
+            raise SchemaError(f"migration {self.file_name}: included file {path} does not exist")
+        return target.read_text("utf-8")
+
     def applied_sql(self) -> str:
         """The text run against the database: each include line replaced by its file."""
-
-        def include(match: re.Match[str]) -> str:
-            path = match.group(1)
-            if not _INCLUDE_PATH_RE.match(path):
-                raise SchemaError(f"migration {self.file_name}: `-- include: {path}` must name functions/<name>.sql")
-            folder = self.root if self.root is not None else resources.files(__package__)
-            target = folder.joinpath(*path.split("/"))
-            if not target.is_file():
-                raise SchemaError(f"migration {self.file_name}: included file {path} does not exist")
-            return target.read_text("utf-8")
-
-        return _INCLUDE_RE.sub(include, self.sql)
+        return INCLUDE_RE.sub(lambda match: self.included(match.group(1)), self.sql)
 
 
 def available() -> list[Migration]:

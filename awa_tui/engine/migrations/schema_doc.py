@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import uuid
 from collections import defaultdict
@@ -27,7 +28,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from awa_tui.engine.migrations import migrate
+from awa_tui.engine import migrations
+from awa_tui.engine.migrations import INCLUDE_RE, migrate
 
 COMMAND = "make schema-doc"
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[3] / "docs" / "schema.md"
@@ -104,6 +106,22 @@ def _body(text: str) -> str:
     return "\n".join(lines)
 
 
+_DEFINES = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+awa\.(\w+)\s*\(", re.IGNORECASE)
+
+
+def defined_in() -> dict[str, str]:
+    """Per function name, the file that defines it last: the newest migration that creates
+    it, or the `functions/` file that migration includes."""
+    where: dict[str, str] = {}
+    for migration in migrations.available():  # looked up on the module: tests substitute it
+        for name in _DEFINES.findall(INCLUDE_RE.sub("", migration.sql)):
+            where[name] = migration.file_name
+        for path in INCLUDE_RE.findall(migration.sql):
+            for name in _DEFINES.findall(migration.included(path)):
+                where[name] = f"{path} (included by {migration.file_name})"
+    return where
+
+
 TABLES_SQL = """
 SELECT c.oid, c.relname, coalesce(c.reloptions, '{}') AS reloptions
 FROM pg_class c WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p')
@@ -171,6 +189,7 @@ def render(conn: psycopg.Connection[Any]) -> str:
     functions = sorted(conn.execute(FUNCTIONS_SQL).fetchall(), key=lambda f: (f["proname"], f["args"]))
     version = conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone()
     names = {t["oid"]: t["relname"] for t in tables}
+    sources = defined_in()
     used_by: dict[int, list[str]] = defaultdict(list)
     for oid in oids:
         for trig in by_table["triggers"][oid]:
@@ -232,7 +251,8 @@ def render(conn: psycopg.Connection[Any]) -> str:
         if fn["prosecdef"]:
             traits.append("SECURITY DEFINER")
         traits += [f"SET {setting}" for setting in fn["config"]]
-        out += ["", f"### {head}", "", "; ".join(traits) + "."]
+        source = sources.get(fn["proname"])
+        out += ["", f"### {head}", "", "; ".join(traits) + "." + (f" Last defined in {source}." if source else "")]
         if fn["result"] == "trigger":
             users = sorted(used_by.get(fn["oid"], []))
             out += ["", "Used by triggers: " + (", ".join(f"`{u}`" for u in users) if users else "none") + "."]
