@@ -18,9 +18,13 @@ from awa_tui.engine.migrations import Migration, schema_doc
 DOC = Path(__file__).resolve().parents[2] / "docs" / "schema.md"
 
 
-def test_docs_schema_md_is_current(pg_admin_dsn: str, tmp_path: Path) -> None:
+def test_docs_schema_md_is_current(pg_admin_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The command `make schema-doc` runs, on the tests' server, into a temporary file."""
     fresh = tmp_path / "schema.md"
-    fresh.write_text(schema_doc.generate(pg_admin_dsn), encoding="utf-8")
+    monkeypatch.setenv("AWA_TEST_DATABASE_URL", pg_admin_dsn)
+    assert schema_doc.main(["--output", str(fresh)]) == 0
+    assert capsys.readouterr().out == f"wrote {fresh}\n"
     committed = DOC.read_text(encoding="utf-8")
     if fresh.read_text(encoding="utf-8") != committed:
         diff = "".join(list(difflib.unified_diff(
