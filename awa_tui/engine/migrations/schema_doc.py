@@ -128,24 +128,24 @@ FROM pg_class c WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r'
 ORDER BY c.relname
 """
 COLUMNS_SQL = """
-SELECT a.attrelid, a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
+SELECT a.attrelid AS rel, a.attname, format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull,
        a.attidentity, a.attgenerated, pg_get_expr(d.adbin, d.adrelid) AS default_expr
 FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY a.attrelid, a.attnum
 """
 INDEXES_SQL = """
-SELECT i.indrelid, c.relname, pg_get_indexdef(i.indexrelid) AS def
+SELECT i.indrelid AS rel, c.relname, pg_get_indexdef(i.indexrelid) AS def
 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 WHERE i.indrelid = ANY(%s) ORDER BY c.relname
 """
 # PostgreSQL 18 also records NOT NULL as constraints (contype 'n'); the columns say it.
 CONSTRAINTS_SQL = """
-SELECT conrelid, conname, pg_get_constraintdef(oid) AS def
+SELECT conrelid AS rel, conname, pg_get_constraintdef(oid) AS def
 FROM pg_constraint WHERE conrelid = ANY(%s) AND contype <> 'n' ORDER BY conname
 """
 TRIGGERS_SQL = """
-SELECT t.tgrelid, t.tgname, t.tgfoid, pg_get_triggerdef(t.oid) AS def
+SELECT t.tgrelid AS rel, t.tgname, t.tgfoid, pg_get_triggerdef(t.oid) AS def
 FROM pg_trigger t WHERE t.tgrelid = ANY(%s) AND NOT t.tgisinternal ORDER BY t.tgname
 """
 FUNCTIONS_SQL = """
@@ -170,6 +170,46 @@ ORDER BY c.relname
 VOLATILITY = {"i": "IMMUTABLE", "s": "STABLE", "v": "VOLATILE"}
 
 
+Rows = dict[int, list[dict[str, Any]]]  # catalog rows per table oid
+
+
+def _table_section(table: dict[str, Any], parts: dict[str, Rows]) -> list[str]:
+    oid, name = table["oid"], table["relname"]
+    purpose = PURPOSES[name]
+    out = ["", f"### awa.{name}", "", purpose[0].upper() + purpose[1:] + ".", "",
+           "| column | type | null | default |", "|---|---|---|---|"]
+    for col in parts["columns"][oid]:
+        default = col["default_expr"] or ""
+        if col["attidentity"]:
+            default = "identity, " + ("always" if col["attidentity"] == "a" else "by default")
+        elif col["attgenerated"]:
+            default = f"generated: {default}"
+        out.append(f"| {col['attname']} | {_code(col['type'])} | {'not null' if col['attnotnull'] else 'null'} "
+                   f"| {_code(default)} |")
+    for title, key, label in (("Indexes", "indexes", "relname"), ("Constraints", "constraints", "conname"),
+                              ("Triggers", "triggers", "tgname")):
+        if parts[key][oid]:
+            out += ["", f"{title}:", "", *(f"- {r[label]}: `{r['def']}`" for r in parts[key][oid])]
+    if table["reloptions"]:
+        out += ["", "Storage parameters: " + ", ".join(f"`{o}`" for o in sorted(table["reloptions"]))]
+    return out
+
+
+def _function_section(fn: dict[str, Any], source: str | None, triggers: list[str]) -> list[str]:
+    traits = [f"returns `{fn['result']}`" if fn["prokind"] != "p" else "procedure",
+              f"language {fn['lanname']}", VOLATILITY[fn["provolatile"]]]
+    if fn["proisstrict"]:
+        traits.append("STRICT")
+    if fn["prosecdef"]:
+        traits.append("SECURITY DEFINER")
+    traits += [f"SET {setting}" for setting in fn["config"]]
+    out = ["", f"### awa.{fn['proname']}({fn['args']})", "",
+           "; ".join(traits) + "." + (f" Last defined in {source}." if source else "")]
+    if fn["result"] == "trigger":
+        out += ["", "Used by triggers: " + (", ".join(f"`{t}`" for t in sorted(triggers)) or "none") + "."]
+    return [*out, "", "```sql", _body(fn["sqlbody"] or fn["prosrc"]), "```"]
+
+
 def render(conn: psycopg.Connection[Any]) -> str:
     """The document for the database `conn` is connected to (its `awa` schema)."""
     tables = conn.execute(TABLES_SQL).fetchall()
@@ -177,22 +217,19 @@ def render(conn: psycopg.Connection[Any]) -> str:
     if problem:
         raise SchemaDocError(problem)
     oids = [t["oid"] for t in tables]
-    by_table: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    parts: dict[str, Rows] = {}
     for key, query in (("columns", COLUMNS_SQL), ("indexes", INDEXES_SQL), ("constraints", CONSTRAINTS_SQL),
                        ("triggers", TRIGGERS_SQL)):
-        grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        parts[key] = defaultdict(list)
         for row in conn.execute(query, (oids,)).fetchall():
-            grouped[row["attrelid" if key == "columns" else "indrelid" if key == "indexes"
-                        else "conrelid" if key == "constraints" else "tgrelid"]].append(row)
-        by_table[key] = grouped
+            parts[key][row["rel"]].append(row)
     # Sorted here, by code point: ORDER BY on text follows the database's collation.
     functions = sorted(conn.execute(FUNCTIONS_SQL).fetchall(), key=lambda f: (f["proname"], f["args"]))
     version = conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone()
     names = {t["oid"]: t["relname"] for t in tables}
-    sources = defined_in()
     used_by: dict[int, list[str]] = defaultdict(list)
     for oid in oids:
-        for trig in by_table["triggers"][oid]:
+        for trig in parts["triggers"][oid]:
             used_by[trig["tgfoid"]].append(f"{names[oid]}.{trig['tgname']}")
 
     out = [
@@ -207,56 +244,23 @@ def render(conn: psycopg.Connection[Any]) -> str:
         "",
         "| table | what it is for, who writes it |",
         "|---|---|",
+        *(f"| [`awa.{t['relname']}`](#awa{t['relname']}) | {_cell(PURPOSES[t['relname']])} |" for t in tables),
     ]
-    out += [f"| [`awa.{t['relname']}`](#awa{t['relname']}) | {_cell(PURPOSES[t['relname']])} |"
-            for t in tables]
-    for t in tables:
-        oid, name = t["oid"], t["relname"]
-        purpose = PURPOSES[name]
-        out += ["", f"### awa.{name}", "", purpose[0].upper() + purpose[1:] + ".", "",
-                "| column | type | null | default |", "|---|---|---|---|"]
-        for col in by_table["columns"][oid]:
-            default = col["default_expr"] or ""
-            if col["attidentity"]:
-                default = "identity, " + ("always" if col["attidentity"] == "a" else "by default")
-            elif col["attgenerated"]:
-                default = f"generated: {default}"
-            out.append(f"| {col['attname']} | {_code(col['type'])} | {'not null' if col['attnotnull'] else 'null'} "
-                       f"| {_code(default)} |")
-        for title, key in (("Indexes", "indexes"), ("Constraints", "constraints"), ("Triggers", "triggers")):
-            rows = by_table[key][oid]
-            if rows:
-                out += ["", f"{title}:", ""]
-                label = "relname" if key == "indexes" else "conname" if key == "constraints" else "tgname"
-                out += [f"- {r[label]}: `{r['def']}`" for r in rows]
-        if t["reloptions"]:
-            out += ["", "Storage parameters: " + ", ".join(f"`{o}`" for o in sorted(t["reloptions"]))]
+    for table in tables:
+        out += _table_section(table, parts)
 
     sequences = [r["relname"] for r in conn.execute(SEQUENCES_SQL).fetchall()]
     others = conn.execute(OTHER_SQL).fetchall()
     if sequences or others:
-        out += ["", "## Other relations", ""]
-        out += [f"- sequence awa.{s}" for s in sequences]
-        out += [f"- {'view' if o['kind'] == 'v' else 'materialized view' if o['kind'] == 'm' else 'foreign table'} "
-                f"awa.{o['relname']}" for o in others]
+        kinds = {"v": "view", "m": "materialized view", "f": "foreign table"}
+        out += ["", "## Other relations", "", *(f"- sequence awa.{s}" for s in sequences),
+                *(f"- {kinds[o['kind']]} awa.{o['relname']}" for o in others)]
 
     out += ["", "## Functions", "",
             "Each function's body is its text as the last migration that defined it wrote it."]
+    sources = defined_in()
     for fn in functions:
-        head = f"awa.{fn['proname']}({fn['args']})"
-        traits = [f"returns `{fn['result']}`" if fn["prokind"] != "p" else "procedure",
-                  f"language {fn['lanname']}", VOLATILITY[fn["provolatile"]]]
-        if fn["proisstrict"]:
-            traits.append("STRICT")
-        if fn["prosecdef"]:
-            traits.append("SECURITY DEFINER")
-        traits += [f"SET {setting}" for setting in fn["config"]]
-        source = sources.get(fn["proname"])
-        out += ["", f"### {head}", "", "; ".join(traits) + "." + (f" Last defined in {source}." if source else "")]
-        if fn["result"] == "trigger":
-            users = sorted(used_by.get(fn["oid"], []))
-            out += ["", "Used by triggers: " + (", ".join(f"`{u}`" for u in users) if users else "none") + "."]
-        out += ["", "```sql", _body(fn["sqlbody"] or fn["prosrc"]), "```"]
+        out += _function_section(fn, sources.get(fn["proname"]), used_by.get(fn["oid"], []))
     return "\n".join(out) + "\n"
 
 
