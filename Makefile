@@ -9,7 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install run run-headless test test-tools lint screenshots bench
+.PHONY: install run run-headless test test-tools lint screenshots bench schema-doc
 install: $(BIN)/.installed
 
 # The console, leading an in-process scheduler on the demo schedules.
@@ -24,6 +24,11 @@ run-headless: install
 # (AWA_TEST_DATABASE_URL's server, else the embedded Postgres). PNGs need rsvg-convert.
 screenshots: install
 	$(BIN)/python screenshots/render.py
+
+# docs/schema.md: the schema after the last migration, from a scratch database
+# (AWA_TEST_DATABASE_URL's server, else the embedded Postgres). Run it after adding a migration.
+schema-doc: install
+	$(BIN)/python -m awa_tui.engine.migrations.schema_doc --output docs/schema.md
 
 # Benchmarks (bench/README.md): quick sizes, a few minutes, table + JSON in bench/results/.
 # BENCH_ARGS="--full" for the 100k targets, "--compare" to run awa-pg side by side.

@@ -276,12 +276,14 @@ def cell(row: Any, column: str) -> str:
 
 
 def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
-    """`rows`: read models or dicts; `columns` are their field names (keys), and the headers.
-    Only the shown columns are read: a read model is never copied whole (asdict)."""
+    """`rows`: read models or dicts; `columns` are their field names (keys), each headed by
+    its operator words (cli/headings.py). Only the shown columns are read: a read model is
+    never copied whole (asdict)."""
+    from awa_tui.cli.headings import heading
     from awa_tui.cli.table import render
 
     cells = [[cell(row, c) for c in columns] for row in rows]
-    sys.stdout.write(render([printable(c) for c in columns], cells, printable(title) if title else None))
+    sys.stdout.write(render([printable(heading(c)) for c in columns], cells, printable(title) if title else None))
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 db_app = typer.Typer(
     help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
     "configured.", no_args_is_help=True)
-runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
+runtime_app = typer.Typer(help="Runtime snapshots.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(runtime_app, name="runtime")
 
@@ -153,7 +153,7 @@ def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any
 
 @app.command()
 def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
-    """Apply pending schema migrations (S4)."""
+    """Apply pending schema migrations."""
     from awa_tui.bootstrap import dsn_or_embedded
     from awa_tui.engine import migrations
 
@@ -278,7 +278,7 @@ def audit(
     until: UntilOpt = None,
     before_id: Annotated[int | None, typer.Option("--before-id", min=1, help="The page older than this id.")] = None,
 ) -> None:
-    """The operator audit trail (S20), newest first, filtered and paged."""
+    """The operator audit trail, newest first, filtered and paged."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
         now = client.db_time() if since is not None or until is not None else None

@@ -3,6 +3,12 @@
 Files are `vNNN_name.sql` beside this module. The runner serialises concurrent callers
 with a session advisory lock, records each version in `awa.schema_migrations`, and refuses
 a database whose recorded version is newer than the newest file here.
+
+A migration that (re)defines a function keeps the function's body in one file under
+`functions/` and names it on a line of its own, `-- include: functions/<name>.sql`: the
+line is replaced by that file's text when the migration is applied (functions/README.md).
+Only the version and name of an applied migration are recorded, never its text, so an
+include changes nothing for a database that already applied it.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import psycopg
@@ -19,6 +26,8 @@ from awa_tui.engine.errors import SchemaError
 from awa_tui.engine.upstream.detect import refuse_foreign_schema
 
 _FILE_RE = re.compile(r"^v(\d{3})_([a-z0-9_]+)\.sql$")
+INCLUDE_RE = re.compile(r"^--\s*include:\s*(.*?)\s*$", re.MULTILINE)
+_INCLUDE_PATH_RE = re.compile(r"^functions/[a-z0-9_]+\.sql$")
 
 
 @dataclass(frozen=True)
@@ -26,6 +35,25 @@ class Migration:
     version: int
     name: str
     sql: str
+    root: Traversable | None = None  # where its includes live; None: this package
+
+    @property
+    def file_name(self) -> str:
+        return f"v{self.version:03d}_{self.name}.sql"
+
+    def included(self, path: str) -> str:
+        """The text of the file an include line names, or a one-line error."""
+        if not _INCLUDE_PATH_RE.match(path):
+            raise SchemaError(f"migration {self.file_name}: `-- include: {path}` must name functions/<name>.sql")
+        folder = self.root if self.root is not None else resources.files(__package__)
+        target = folder.joinpath(*path.split("/"))
+        if not target.is_file():
+            raise SchemaError(f"migration {self.file_name}: included file {path} does not exist")
+        return target.read_text("utf-8")
+
+    def applied_sql(self) -> str:
+        """The text run against the database: each include line replaced by its file."""
+        return INCLUDE_RE.sub(lambda match: self.included(match.group(1)), self.sql)
 
 
 def available() -> list[Migration]:
@@ -88,13 +116,13 @@ def migrate(dsn: str) -> list[int]:
                 f"the database schema is version {db_version}, newer than this awa-tui "
                 f"(knows up to {mine}); upgrade awa-tui"
             )
+        pending = [m for m in available() if m.version > db_version]
+        texts = [m.applied_sql() for m in pending]  # a missing include fails before anything runs
         applied = []
-        for migration in available():
-            if migration.version <= db_version:
-                continue
+        for migration, text in zip(pending, texts, strict=True):
             with conn.transaction():
                 _lock_in_enqueue_order(conn)
-                conn.execute(migration.sql)  # type: ignore[arg-type]  # trusted file
+                conn.execute(text)  # type: ignore[arg-type]  # trusted file
                 conn.execute(
                     "INSERT INTO awa.schema_migrations (version, name) VALUES (%s, %s)",
                     (migration.version, migration.name),
