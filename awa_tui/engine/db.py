@@ -221,7 +221,10 @@ class ConnectionSource:
         try:
             yield conn
         except psycopg.Error as exc:
+            refusal = _standby_refusal(conn) if isinstance(exc, pgerrors.ReadOnlySqlTransaction) else None
             _close_quietly(conn)
+            if refusal is not None:
+                raise ReadOnly(refusal) from None
             raise translate(exc) from None
         except UnicodeEncodeError as exc:
             # Text Postgres cannot store (invalid UTF-8 bytes in argv arrive as lone
@@ -248,6 +251,19 @@ class ConnectionSource:
             idle, self._idle = self._idle, []
         for conn in idle:
             _close_quietly(conn)
+
+
+def _standby_refusal(conn: psycopg.Connection[Any]) -> str | None:
+    """After a write refused as read-only: the one line naming the standby (S58) when the
+    server is one, else None (a read-only session on a primary keeps its own message)."""
+    from awa_tui.engine.standby import standby_refusal
+
+    if conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return None
+    try:
+        return standby_refusal(conn)
+    except psycopg.Error:
+        return None
 
 
 def _close_quietly(conn: psycopg.Connection[Any]) -> None:
