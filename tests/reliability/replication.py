@@ -11,6 +11,7 @@ Replication is asynchronous unless `synchronous=True`: an acknowledged commit ma
 missing on the standby when the primary crashes (see docs/operations.md, Topologies).
 
 Helpers: `stop_primary()` (immediate: no checkpoint, no goodbye to clients, as a crash),
+`detach_standby()` (replication cut: what the primary commits next is lost to the standby),
 `promote()` (`pg_ctl promote -w`: returns once the standby accepts writes),
 `wait_replayed()` (the standby has replayed up to the primary's current WAL position, by
 LSN), and DSNs: each server's own, and the multi-host one runtimes use across a failover.
@@ -124,6 +125,15 @@ class ReplicaPair:
             row = conn.execute("SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'").fetchone()
         return bool(row and row["n"] == 1)
 
+    def detach_standby(self) -> None:
+        """Cut replication (the standby forgets its primary_conninfo), as a lagging or
+        partitioned asynchronous standby: what the primary commits from now on is never
+        replicated. Returns once the primary has no walsender left."""
+        with self.connect(self.standby, "postgres") as conn:
+            conn.execute("ALTER SYSTEM SET primary_conninfo = ''")
+            conn.execute("SELECT pg_reload_conf()")
+        wait_for(lambda: not self.streaming(), 30, what="the standby to stop streaming")
+
     def stop_primary(self) -> None:
         """`pg_ctl -m immediate stop`: every backend is killed at once, no checkpoint."""
         self._run("pg_ctl", "-D", self.primary.data_dir, "-m", "immediate", "-w", "stop")
@@ -144,6 +154,13 @@ class ReplicaPair:
     def connect(self, server: Server, dbname: str | None = None) -> psycopg.Connection[Any]:
         return psycopg.connect(server.dsn(dbname or self.dbname), autocommit=True,
                                row_factory=dict_row)  # type: ignore[arg-type]
+
+    def reachable(self, server: Server) -> bool:
+        try:
+            psycopg.connect(server.dsn("postgres"), connect_timeout=2).close()
+        except psycopg.OperationalError:
+            return False
+        return True
 
     def dsn(self, server: Server) -> str:
         return server.dsn(self.dbname)
