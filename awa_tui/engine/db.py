@@ -114,11 +114,15 @@ def describe_dsn(dsn: str) -> str:
     if dsn_problem(dsn) is not None:
         return UNPARSEABLE
     info = psycopg.conninfo.conninfo_to_dict(dsn)
-    host = str(info.get("host") or "local socket")
-    port = info.get("port")
+    hosts = str(info.get("host") or "local socket").split(",")
+    ports = str(info.get("port") or "").split(",")
+    if len(ports) == 1:  # libpq: one port serves every host
+        ports *= len(hosts)
     db = info.get("dbname") or info.get("user") or ""
     user = info.get("user")
-    where = f"{host}:{port}" if port and not host.startswith("/") else host
+    # A multi-host DSN (failover, S58) lists each host with its own port: a,b 1,2 -> a:1,b:2.
+    where = ",".join(f"{h}:{p}" if p and not h.startswith("/") else h
+                     for h, p in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=False))
     return _printable(f"{user + '@' if user else ''}{where}/{db}")
 
 
