@@ -103,6 +103,14 @@ class ReplicaPair:
         self._run("pg_ctl", "-w", "-t", "60", "-D", server.data_dir, "-l", server.log, "-o", " ".join(flags), "start")
 
     def start(self) -> ReplicaPair:
+        """Both servers up and streaming; on any failure neither is left running."""
+        try:
+            return self._start_both()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_both(self) -> ReplicaPair:
         self.primary.data_dir.mkdir(mode=0o700)
         self._chown(self.primary.data_dir)
         self._run("initdb", "--no-sync", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
