@@ -17,7 +17,7 @@ from awa_tui.config import default_operator, resolve_dsn
 from awa_tui.engine import limits
 from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource
-from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.errors import AwaError, ReadOnly, ValidationError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.printable import printable_logger
@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.runtime.loops import Runtime
     from awa_tui.engine.runtime.passes import RecentPasses
     from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.standby import ServerRole
     from awa_tui.engine.sync import SyncTracker
     from awa_tui.filters import Filter
 
@@ -459,12 +460,16 @@ class Client:
         """Start the runtime loops in background threads; returns the Runtime."""
         from awa_tui.engine import migrations, ops
         from awa_tui.engine.runtime.loops import Runtime
+        from awa_tui.engine.standby import standby_refusal
 
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
         self._closing = False
         with self.db.connection() as conn:
+            refusal = standby_refusal(conn)  # S58: a runtime writes from its first step
+            if refusal is not None:
+                raise ReadOnly(f"cannot run: {refusal}")
             current = migrations.current_version(conn) == migrations.code_version()
         if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
             self.migrate()
@@ -922,6 +927,13 @@ class Client:
             return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
                                         max_batches=max_batches, budget_s=budget_s, duty=duty,
                                         operator=operator)
+
+    def server_role(self) -> ServerRole:
+        """The server this client reads from: a primary, or a standby and its replay lag (S58)."""
+        from awa_tui.engine.standby import server_role
+
+        with self.db.connection() as conn:
+            return server_role(conn)
 
     def db_time(self) -> datetime:
         from awa_tui.engine import views

@@ -114,11 +114,15 @@ def describe_dsn(dsn: str) -> str:
     if dsn_problem(dsn) is not None:
         return UNPARSEABLE
     info = psycopg.conninfo.conninfo_to_dict(dsn)
-    host = str(info.get("host") or "local socket")
-    port = info.get("port")
+    hosts = str(info.get("host") or "local socket").split(",")
+    ports = str(info.get("port") or "").split(",")
+    if len(ports) == 1:  # libpq: one port serves every host
+        ports *= len(hosts)
     db = info.get("dbname") or info.get("user") or ""
     user = info.get("user")
-    where = f"{host}:{port}" if port and not host.startswith("/") else host
+    # A multi-host DSN (failover, S58) lists each host with its own port: a,b 1,2 -> a:1,b:2.
+    where = ",".join(f"{h}:{p}" if p and not h.startswith("/") else h
+                     for h, p in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=False))
     return _printable(f"{user + '@' if user else ''}{where}/{db}")
 
 
@@ -221,7 +225,10 @@ class ConnectionSource:
         try:
             yield conn
         except psycopg.Error as exc:
+            refusal = _standby_refusal(conn) if isinstance(exc, pgerrors.ReadOnlySqlTransaction) else None
             _close_quietly(conn)
+            if refusal is not None:
+                raise ReadOnly(refusal) from None
             raise translate(exc) from None
         except UnicodeEncodeError as exc:
             # Text Postgres cannot store (invalid UTF-8 bytes in argv arrive as lone
@@ -248,6 +255,19 @@ class ConnectionSource:
             idle, self._idle = self._idle, []
         for conn in idle:
             _close_quietly(conn)
+
+
+def _standby_refusal(conn: psycopg.Connection[Any]) -> str | None:
+    """After a write refused as read-only: the one line naming the standby (S58) when the
+    server is one, else None (a read-only session on a primary keeps its own message)."""
+    from awa_tui.engine.standby import standby_refusal
+
+    if conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return None
+    try:
+        return standby_refusal(conn)
+    except psycopg.Error:
+        return None
 
 
 def _close_quietly(conn: psycopg.Connection[Any]) -> None:

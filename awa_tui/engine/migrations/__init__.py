@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.db import MIGRATION_LOCK_KEY, PROTOCOL_LOCK_KEY, connect, translate
-from awa_tui.engine.errors import SchemaError
+from awa_tui.engine.errors import ReadOnly, SchemaError
 from awa_tui.engine.upstream.detect import refuse_foreign_schema
 
 _FILE_RE = re.compile(r"^v(\d{3})_([a-z0-9_]+)\.sql$")
@@ -97,8 +97,13 @@ def check_version(conn: psycopg.Connection[Any]) -> int:
 
 def migrate(dsn: str) -> list[int]:
     """Apply every pending migration; returns the versions applied (maybe none)."""
+    from awa_tui.engine.standby import standby_refusal
+
     conn = connect(dsn, application_name="awa-tui migrate")
     try:
+        refusal = standby_refusal(conn)  # S58: a standby is migrated by replaying its primary
+        if refusal is not None:
+            raise ReadOnly(refusal)
         # Serialise concurrent migrators; the lock is released with the session.
         conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
         # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
