@@ -61,7 +61,7 @@ def test_cron_history_on_the_standby(written: dict[str, Any]) -> None:
     own instant may or may not have come yet, so only the manual row is compared)."""
     result = awa("cron", "history", f"{PREFIX}minutely", "--dsn", written["standby"])
     assert result.returncode == 0 and result.stderr == "", result.stderr
-    manual = [(r["verdict"], r["job_id"]) for r in table(result.stdout) if r["verdict"] == "manual"]
+    manual = [(r["VERDICT"], r["JOB"]) for r in table(result.stdout) if r["VERDICT"] == "manual"]
     assert manual == [("manual", str(written["minutely_job_id"]))]
 
 
