@@ -1,8 +1,10 @@
 """Versioned, forward-only migrations (S4, S35).
 
 Files are `vNNN_name.sql` beside this module. The runner serialises concurrent callers
-with a session advisory lock, records each version in `awa.schema_migrations`, and refuses
-a database whose recorded version is newer than the newest file here.
+with a transaction advisory lock taken in each of its transactions (never a session lock:
+through a transaction pooler it would stay behind on a pooled server session, S57),
+records each version in `awa.schema_migrations`, and refuses a database whose recorded
+version is newer than the newest file here.
 """
 
 from __future__ import annotations
@@ -71,17 +73,18 @@ def migrate(dsn: str) -> list[int]:
     """Apply every pending migration; returns the versions applied (maybe none)."""
     conn = connect(dsn, application_name="awa-tui migrate")
     try:
-        # Serialise concurrent migrators; the lock is released with the session.
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-        # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
-        refuse_foreign_schema(conn)
-        conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("
-            " version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        db_version = current_version(conn) or 0
+        with conn.transaction():
+            # Serialise concurrent migrators (each transaction takes the lock again).
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+            # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
+            refuse_foreign_schema(conn)
+            conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            db_version = current_version(conn) or 0
         mine = code_version()
         if db_version > mine:
             raise SchemaError(
@@ -93,6 +96,11 @@ def migrate(dsn: str) -> list[int]:
             if migration.version <= db_version:
                 continue
             with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+                # A concurrent migrator may have applied it since: versions only move up,
+                # and each one is applied once, in order.
+                if (current_version(conn) or 0) >= migration.version:
+                    continue
                 _lock_in_enqueue_order(conn)
                 conn.execute(migration.sql)  # type: ignore[arg-type]  # trusted file
                 conn.execute(
