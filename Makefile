@@ -33,12 +33,13 @@ bench: install
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
-# Programs the tests drive (tmux: the terminal end-to-end test). No test skips for want of
-# one: as root with apt-get (CI's Debian machine) a missing one is installed, otherwise
-# this fails naming it.
-TEST_TOOLS = tmux
+# Programs the tests drive (tmux: the terminal end-to-end test; pgbouncer: the pooler
+# scenarios, tests/reliability/test_pgbouncer.py). No test skips for want of one: as root
+# with apt-get (CI's Debian machine) a missing one is installed, otherwise this fails
+# naming it. Debian installs pgbouncer in /usr/sbin, not on every user's PATH.
+TEST_TOOLS = tmux pgbouncer
 test-tools:
-	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	@PATH="$$PATH:/usr/sbin"; missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test tools:$$missing"; \
