@@ -439,3 +439,20 @@ def test_a_leader_dsn_password_is_never_logged(dsn: str, log_dir: Path, bouncers
         assert proc.alive()
         f.stop_all()
     assert secret not in proc.log()
+
+
+def test_where_a_client_takes_its_leader_dsn_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awa_tui import Client
+    from awa_tui.engine.errors import ValidationError
+
+    pooled, direct = "postgresql://u@pooler:6432/d", "postgresql://u@server:5432/d"
+    monkeypatch.setenv("AWA_DATABASE_URL", pooled)
+    monkeypatch.setenv("AWA_LEADER_DATABASE_URL", direct)
+    assert Client().leader_dsn == direct  # both from the environment
+    assert Client(pooled).leader_dsn == pooled  # a dsn given in code is never paired with the variable
+    assert Client(pooled, leader_dsn=direct).leader_dsn == direct
+    monkeypatch.delenv("AWA_LEADER_DATABASE_URL")
+    assert Client().leader_dsn == pooled
+    with pytest.raises(ValidationError) as refused:
+        Client(pooled, leader_dsn="postgresql://u:hunter2@server/d?nope=1")
+    assert str(refused.value) == "leader_dsn: the database URL could not be parsed: an unknown query parameter"

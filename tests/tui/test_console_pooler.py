@@ -9,11 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import wait_for as until_sync
 from psycopg.conninfo import conninfo_to_dict
 from reliability.pgbouncer import PgBouncer, pgbouncer
 from tui_helpers import audit_actions, notes, ready, row_of, select, settled, until
 
+from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import ReadOnly
+from awa_tui.tui.launch import build_config
 from awa_tui.tui.screens.confirm import ConfirmScreen
 
 
@@ -58,3 +61,22 @@ async def test_a_read_only_console_through_a_pooler_reads_and_cannot_write(conso
     with pytest.raises(ReadOnly), app.client.db.connection() as c:
         c.execute("UPDATE awa.cron_jobs SET paused_at = now() WHERE name = 'metrics.rollup'")
     assert row_of(conn, "metrics.rollup")["paused_at"] is None
+
+
+def test_a_leading_console_through_a_transaction_pooler_leads_on_its_leader_dsn(dsn, conn, bouncer):
+    """`awa-tui --lead --dsn POOLER --leader-dsn SERVER`: the in-process engine takes the
+    leader lock on the direct connection, and the console reads through the pooler."""
+    config = build_config(dsn=through(bouncer, dsn), lead=True, app_ref=None, demo=True, read_only=False,
+                          operator="op@test", refresh=2.0, say=print, leader_dsn=dsn)
+    try:
+        assert config.engine is not None and config.engine.leader_dsn == dsn
+        holder = until_sync(lambda: conn.execute(
+            "SELECT a.application_name AS app FROM pg_stat_activity a WHERE a.pid = awa.leader_lock_pid(%s)",
+            (LEADER_LOCK_KEY,)).fetchone(), 15, what="the engine leading")
+        assert holder == {"app": "awa-tui console leader leader"}
+        config.client.check_schema()  # the console's client: through the pooler
+        assert "awa-tui console" in bouncer.clients()
+        assert "awa-tui console leader leader" not in bouncer.clients()
+    finally:
+        config.engine.close()
+        config.client.close()
