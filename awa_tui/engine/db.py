@@ -142,6 +142,10 @@ def translate(exc: BaseException) -> AwaError:
     if isinstance(exc, pgerrors.NoDataFound):
         return NotFound(_first_line(exc))
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        if STATEMENT_POOLING in str(exc):  # S57
+            return DatabaseUnavailable(
+                "the connection pooler in front of the database is in statement pooling mode, which refuses the "
+                "transactions awa-tui needs: use its transaction or session mode")
         return DatabaseUnavailable(f"database unavailable: {_first_line(exc)}")
     if isinstance(exc, psycopg.Error):
         return AwaError(f"database error: {_first_line(exc)}")
@@ -188,8 +192,10 @@ def connect(
     return conn
 
 
-# PgBouncer refuses the startup parameter that makes a session read-only (S57).
+# PgBouncer refuses the startup parameter that makes a session read-only (S57), and in
+# statement mode every transaction block.
 POOLER_REFUSED_OPTIONS = "unsupported startup parameter: options"
+STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
 
 
 class PoolerRefusedOptions(DatabaseUnavailable):

@@ -456,3 +456,13 @@ def test_where_a_client_takes_its_leader_dsn_from(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ValidationError) as refused:
         Client(pooled, leader_dsn="postgresql://u:hunter2@server/d?nope=1")
     assert str(refused.value) == "leader_dsn: the database URL could not be parsed: an unknown query parameter"
+
+
+def test_a_statement_pooler_is_refused_in_one_line(empty_dsn: str, bouncers: dict[str, PgBouncer]) -> None:
+    from awa_tui.engine.errors import DatabaseUnavailable
+
+    with pytest.raises(DatabaseUnavailable) as refused:
+        migrations.migrate(bouncers["statement"].dsn(dbname(empty_dsn)))
+    assert str(refused.value) == (
+        "the connection pooler in front of the database is in statement pooling mode, which refuses the "
+        "transactions awa-tui needs: use its transaction or session mode")

@@ -24,11 +24,10 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import behind_pooler, connect, server_pid
+from awa_tui.engine.db import STATEMENT_POOLING, behind_pooler, connect, server_pid
 from awa_tui.engine.errors import AwaError
 
 PROBE_ROUNDS = 4  # alternations of our statements and the probe's
-STATEMENT_MODE_REFUSAL = "statement pooling mode"  # PgBouncer refusing a transaction block
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ def probe_route(conn: psycopg.Connection[Any], dsn: str, application_name: str) 
                 probe.execute("SELECT 1", prepare=False)
                 probe.execute("SELECT 2", prepare=False)
         except psycopg.Error as exc:
-            if STATEMENT_MODE_REFUSAL in str(exc):
+            if STATEMENT_POOLING in str(exc):
                 return Route("statement")
             raise
         mine = server_pid(conn)
