@@ -280,11 +280,11 @@ class LeaderElector:
         return True
 
     def _refuse(self, route: Route) -> None:
-        """S57: never compete again; unlock and drop the connection (its lock, if any, sits on
-        a server session the pooler lends to others)."""
+        """S57: never compete again, and drop the connection without unlocking: through such
+        a pooler an unlock runs on whichever server session is lent, maybe another's."""
         self.refused = route
         log.error("%s", refusal(route))
-        self._let_go()
+        self._drop()
 
     def _report(self, row: dict[str, Any]) -> None:
         """Log a deposition, or (rate-limited) why a stalled holder could not be deposed."""
