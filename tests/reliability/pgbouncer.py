@@ -90,12 +90,7 @@ def _config(upstream: dict[str, Any], mode: str, port: int, pool_size: int) -> s
     )
 
 
-@contextmanager
-def pgbouncer(upstream_dsn: str, mode: str, workdir: Path, *, pool_size: int = 10) -> Iterator[PgBouncer]:
-    """A PgBouncer in `mode` in front of the server of `upstream_dsn`, stopped at the end."""
-    assert mode in MODES, mode
-    upstream = conninfo_to_dict(upstream_dsn)
-    workdir.mkdir(parents=True, exist_ok=True)
+def _start(upstream: dict[str, Any], mode: str, workdir: Path, pool_size: int) -> PgBouncer:
     port = free_port()
     ini = workdir / f"pgbouncer-{mode}.ini"
     ini.write_text(_config(upstream, mode, port, pool_size))
@@ -105,24 +100,42 @@ def pgbouncer(upstream_dsn: str, mode: str, workdir: Path, *, pool_size: int = 1
     argv = [executable(), *(["-u", user] if user else []), str(ini)]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    bouncer = PgBouncer(mode, port, str(upstream.get("user") or "postgres"), proc, log_path)
+    return PgBouncer(mode, port, str(upstream.get("user") or "postgres"), proc, log_path)
 
-    def ready() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"pgbouncer exited ({proc.returncode}):\n{bouncer.log()}")
-        try:
-            bouncer.clients()
-        except psycopg.OperationalError:
-            return False
-        return True
 
+def _ready(bouncer: PgBouncer) -> bool | None:
+    """True once it answers; None when it exited (its port taken meanwhile); else False."""
+    if bouncer.proc.poll() is not None:
+        if "Address already in use" in bouncer.log():
+            return None
+        raise AssertionError(f"pgbouncer exited ({bouncer.proc.returncode}):\n{bouncer.log()}")
     try:
-        wait_for(ready, 15, what=f"pgbouncer ({mode} mode) accepting connections")
+        bouncer.clients()
+    except psycopg.OperationalError:
+        return False
+    return True
+
+
+@contextmanager
+def pgbouncer(upstream_dsn: str, mode: str, workdir: Path, *, pool_size: int = 10) -> Iterator[PgBouncer]:
+    """A PgBouncer in `mode` in front of the server of `upstream_dsn`, stopped at the end."""
+    assert mode in MODES, mode
+    upstream = conninfo_to_dict(upstream_dsn)
+    workdir.mkdir(parents=True, exist_ok=True)
+    bouncer = _start(upstream, mode, workdir, pool_size)
+    try:
+        for _ in range(3):  # another process may take the free port before pgbouncer binds it
+            wait_for(lambda b=bouncer: _ready(b) is not False, 15,  # type: ignore[misc]
+                     what=f"pgbouncer ({mode} mode) accepting connections")
+            if _ready(bouncer):
+                break
+            bouncer = _start(upstream, mode, workdir, pool_size)
+        assert _ready(bouncer), f"pgbouncer never started:\n{bouncer.log()}"
         yield bouncer
     finally:
-        proc.terminate()
+        bouncer.proc.terminate()
         try:
-            proc.wait(10)
+            bouncer.proc.wait(10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+            bouncer.proc.kill()
+            bouncer.proc.wait(10)
