@@ -39,13 +39,15 @@ lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
 # Programs the tests drive (tmux: the terminal end-to-end test; systemd-analyze: the check
-# of deploy/systemd). No test skips for want of one: as root with apt-get (CI's Debian
-# machine) a missing one is installed, otherwise this fails naming it.
-TEST_TOOLS = tmux systemd-analyze
+# of deploy/systemd; pgbouncer: the pooler scenarios, tests/reliability/test_pgbouncer.py).
+# No test skips for want of one: as root with apt-get (CI's Debian machine) a missing one is
+# installed, otherwise this fails naming it. Debian installs pgbouncer in /usr/sbin, not on
+# every user's PATH.
+TEST_TOOLS = tmux systemd-analyze pgbouncer
 # The Debian package of a tool whose package is not named after the command.
 PACKAGE_systemd-analyze = systemd
 test-tools:
-	@missing=""; for tp in $(foreach t,$(TEST_TOOLS),$(t):$(or $(PACKAGE_$(t)),$(t))); do \
+	@PATH="$$PATH:/usr/sbin"; missing=""; for tp in $(foreach t,$(TEST_TOOLS),$(t):$(or $(PACKAGE_$(t)),$(t))); do \
 	  command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

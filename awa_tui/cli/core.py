@@ -14,12 +14,15 @@ from awa_tui.cli.common import (
     APP_HELP,
     DsnOpt,
     JsonOpt,
+    LeaderDsnFileOpt,
+    LeaderDsnOpt,
     OperatorOpt,
     emit,
     emit_json,
     emit_table,
     errors_as_lines,
     fail,
+    leader_dsn_of,
     make_client,
     require_dsn,
     say,
@@ -79,6 +82,8 @@ def run(
         "(90s, 12h, 14d; default 14d); each schedule's last --job-keep jobs are always kept."))] = None,
     job_keep: Annotated[int | None, typer.Option("--job-keep", metavar="N", help=(
         "Finished jobs kept per schedule whatever their age, for its history (default 50; 0 keeps none)."))] = None,
+    leader_dsn: LeaderDsnOpt = None,
+    leader_dsn_file: LeaderDsnFileOpt = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     from awa_tui.bootstrap import build_client, dsn_or_embedded
@@ -100,12 +105,13 @@ def run(
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
         if metrics_addr is not None:
             parse_addr(metrics_addr)  # a malformed address fails before any database is touched
+        leader = leader_dsn_of(leader_dsn, leader_dsn_file)
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
         # This process lives for the runtime: what it registers is kept to the end, so the
         # cycle collector is off while it registers and skips it afterwards (runtime/heap.py).
         client, frozen = registered_then_frozen(lambda: build_client(
             dsn_value, app_ref, demo, operator, application_name="awa-tui run",
-            leader_lease=timedelta(seconds=leader_lease), **ownership))
+            leader_lease=timedelta(seconds=leader_lease), leader_dsn=leader, **ownership))
         client.on_pass.append(_log_fires)
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from awa_tui.config import default_operator, resolve_dsn
+from awa_tui.config import default_operator, resolve_dsn, resolve_leader_dsn
 from awa_tui.engine import limits
 from awa_tui.engine.console_api import FEATURES
-from awa_tui.engine.db import ConnectionSource
+from awa_tui.engine.db import ConnectionSource, dsn_problem
 from awa_tui.engine.errors import AwaError, ReadOnly, ValidationError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 from awa_tui.engine.runtime.identity import RuntimeIdentity
@@ -118,6 +118,7 @@ class Client:
         self,
         dsn: str | None = None,
         *,
+        leader_dsn: str | None = None,
         owner: str | None = None,
         authoritative: bool = False,
         retire_grace: timedelta = timedelta(minutes=10),
@@ -151,6 +152,15 @@ class Client:
             raise ValidationError(
                 f"leader_lease: must be a timedelta of at least {limits.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
+        # S57: the leader lock connection may bypass a transaction pooler the rest goes through.
+        # Its variable is read only beside AWA_DATABASE_URL's (dsn=None): never paired with
+        # a dsn given here, which may name another database.
+        leader = leader_dsn if leader_dsn is not None or dsn is not None else resolve_leader_dsn()
+        if leader is not None:
+            problem = dsn_problem(leader)
+            if problem is not None:
+                raise ValidationError(f"leader_dsn: the database URL could not be parsed: {problem}")
+        self.leader_dsn = leader or resolved
         # S41: the max_lateness of every schedule registered here that declares none.
         self.max_lateness = limits.check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease

@@ -1,8 +1,10 @@
 """Versioned, forward-only migrations (S4, S35).
 
 Files are `vNNN_name.sql` beside this module. The runner serialises concurrent callers
-with a session advisory lock, records each version in `awa.schema_migrations`, and refuses
-a database whose recorded version is newer than the newest file here.
+with a transaction advisory lock taken in each of its transactions (never a session lock:
+through a transaction pooler it would stay behind on a pooled server session, S57),
+records each version in `awa.schema_migrations`, and refuses a database whose recorded
+version is newer than the newest file here.
 
 A migration that (re)defines a function keeps the function's body in one file under
 `functions/` and names it on a line of its own, `-- include: functions/<name>.sql`: the
@@ -104,17 +106,18 @@ def migrate(dsn: str) -> list[int]:
         refusal = standby_refusal(conn)  # S58: a standby is migrated by replaying its primary
         if refusal is not None:
             raise ReadOnly(refusal)
-        # Serialise concurrent migrators; the lock is released with the session.
-        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-        # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
-        refuse_foreign_schema(conn)
-        conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("
-            " version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        db_version = current_version(conn) or 0
+        with conn.transaction():
+            # Serialise concurrent migrators (each transaction takes the lock again).
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+            # Before anything is written: an upstream Awa (or unknown) awa schema is left alone.
+            refuse_foreign_schema(conn)
+            conn.execute("CREATE SCHEMA IF NOT EXISTS awa")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS awa.schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            db_version = current_version(conn) or 0
         mine = code_version()
         if db_version > mine:
             raise SchemaError(
@@ -126,6 +129,11 @@ def migrate(dsn: str) -> list[int]:
         applied = []
         for migration, text in zip(pending, texts, strict=True):
             with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+                # A concurrent migrator may have applied it since: versions only move up,
+                # and each one is applied once, in order.
+                if (current_version(conn) or 0) >= migration.version:
+                    continue
                 _lock_in_enqueue_order(conn)
                 conn.execute(text)  # type: ignore[arg-type]  # trusted file
                 conn.execute(

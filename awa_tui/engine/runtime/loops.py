@@ -32,7 +32,7 @@ class Runtime:
         self.lead = lead
         self.stop_event = threading.Event()
         self.elector = LeaderElector(
-            client.dsn, application_name=f"{client.application_name} leader",
+            client.leader_dsn, application_name=f"{client.application_name} leader",
             instance_id=client.identity.instance_id, lease=client.leader_lease,
         )
         self._threads: list[threading.Thread] = []
