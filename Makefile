@@ -9,7 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install run run-headless test test-tools lint screenshots bench
+.PHONY: install run run-headless test test-tools lint screenshots bench schema-doc
 install: $(BIN)/.installed
 
 # The console, leading an in-process scheduler on the demo schedules.
@@ -25,6 +25,11 @@ run-headless: install
 screenshots: install
 	$(BIN)/python screenshots/render.py
 
+# docs/schema.md: the schema after the last migration, from a scratch database
+# (AWA_TEST_DATABASE_URL's server, else the embedded Postgres). Run it after adding a migration.
+schema-doc: install
+	$(BIN)/python -m awa_tui.engine.migrations.schema_doc --output docs/schema.md
+
 # Benchmarks (bench/README.md): quick sizes, a few minutes, table + JSON in bench/results/.
 # BENCH_ARGS="--full" for the 100k targets, "--compare" to run awa-pg side by side.
 bench: install
@@ -33,13 +38,18 @@ bench: install
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
 
-# Programs the tests drive (tmux: the terminal end-to-end test; faketime: a runtime with a
-# skewed host clock). No test skips for want of
-# one: as root with apt-get (CI's Debian machine) a missing one is installed, otherwise
-# this fails naming it.
-TEST_TOOLS = tmux faketime
+# Programs the tests drive (tmux: the terminal end-to-end test; systemd-analyze: the check
+# of deploy/systemd; pgbouncer: the pooler scenarios, tests/reliability/test_pgbouncer.py;
+# faketime: a runtime with a skewed host clock, tests/reliability/test_clock_skew.py).
+# No test skips for want of one: as root with apt-get (CI's Debian machine) a missing one is
+# installed, otherwise this fails naming it. Debian installs pgbouncer in /usr/sbin, not on
+# every user's PATH.
+TEST_TOOLS = tmux systemd-analyze pgbouncer faketime
+# The Debian package of a tool whose package is not named after the command.
+PACKAGE_systemd-analyze = systemd
 test-tools:
-	@missing=""; for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	@PATH="$$PATH:/usr/sbin"; missing=""; for tp in $(foreach t,$(TEST_TOOLS),$(t):$(or $(PACKAGE_$(t)),$(t))); do \
+	  command -v $${tp%%:*} >/dev/null 2>&1 || missing="$$missing $${tp#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing test tools:$$missing"; \
@@ -48,7 +58,7 @@ test-tools:
 	    echo "the tests need:$$missing (Debian: apt-get install -y$$missing); not root, so not installed" >&2; \
 	    exit 1; \
 	  fi; \
-	  for t in $$missing; do command -v $$t >/dev/null 2>&1 || { echo "$$t still missing after apt-get" >&2; exit 1; }; done; \
+	  for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 || { echo "$$t still missing after apt-get" >&2; exit 1; }; done; \
 	fi
 
 test: install lint test-tools

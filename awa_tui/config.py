@@ -18,25 +18,25 @@ REFRESH_MAX_S = 600.0
 PG_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
 
 
-def read_dsn_file(path: str) -> str:
+def read_dsn_file(path: str, option: str = "--dsn-file") -> str:
     """The DSN kept in a file (--dsn-file): its text, stripped. Errors name the path, never
     the content."""
     shown = repr(path)  # repr: a control byte in the path cannot reach the terminal
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise AwaError(f"--dsn-file {shown}: no such file") from None
+        raise AwaError(f"{option} {shown}: no such file") from None
     except PermissionError:
-        raise AwaError(f"--dsn-file {shown}: not readable (permission denied)") from None
+        raise AwaError(f"{option} {shown}: not readable (permission denied)") from None
     except IsADirectoryError:
-        raise AwaError(f"--dsn-file {shown}: is a directory, not a file") from None
+        raise AwaError(f"{option} {shown}: is a directory, not a file") from None
     except UnicodeDecodeError:
-        raise AwaError(f"--dsn-file {shown}: not UTF-8 text") from None
+        raise AwaError(f"{option} {shown}: not UTF-8 text") from None
     except OSError as exc:
-        raise AwaError(f"--dsn-file {shown}: cannot be read ({exc.strerror})") from None
+        raise AwaError(f"{option} {shown}: cannot be read ({exc.strerror})") from None
     dsn = text.strip()
     if not dsn:
-        raise AwaError(f"--dsn-file {shown}: the file is empty")
+        raise AwaError(f"{option} {shown}: the file is empty")
     return dsn
 
 
@@ -53,6 +53,19 @@ def resolve_dsn(flag: str | None = None, dsn_file: str | None = None) -> str | N
     if any(os.environ.get(name) for name in PG_ENV):
         return ""  # an empty conninfo lets libpq read the PG* variables itself
     return None
+
+
+LEADER_DSN_ENV = "AWA_LEADER_DATABASE_URL"
+
+
+def resolve_leader_dsn(flag: str | None = None, dsn_file: str | None = None) -> str | None:
+    """The leader connection's own DSN (S57): --leader-dsn > --leader-dsn-file >
+    AWA_LEADER_DATABASE_URL; None = the leader connects like everything else."""
+    if dsn_file is not None:
+        if flag is not None:
+            raise AwaError("--leader-dsn and --leader-dsn-file: pass one of them, not both")
+        return read_dsn_file(dsn_file, option="--leader-dsn-file")
+    return flag or os.environ.get(LEADER_DSN_ENV) or None
 
 
 def default_operator() -> str:

@@ -118,3 +118,18 @@ def client(dsn: str) -> Iterator[Any]:
     c = Client(dsn, operator="tester@test")
     yield c
     c.close()
+
+
+@pytest.fixture(scope="session")
+def standby_pair() -> Iterator[Any]:
+    """A migrated primary and its hot standby (tests/reliability/replication.py), shared by
+    the tests that read a standby; each writes its own names on the primary and waits for
+    the standby to replay them. The failover test makes its own pair (it kills the primary)."""
+    from reliability.replication import ReplicaPair
+
+    pair = ReplicaPair(dbname="awa_standby").start()
+    try:
+        migrate(pair.dsn(pair.primary))
+        yield pair
+    finally:
+        pair.close()

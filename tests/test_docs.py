@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BEHAVIOUR = ROOT / "docs" / "behaviour.md"
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "deploy" / "README.md"]
 
 # Where rule ids are cited, and which files there are text worth reading.
 CITING_DIRS = ("awa_tui", "tests", "bench")

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from awa_tui.cli.lazy import LazyGroup
 
 app = typer.Typer(
     name="awa-tui",
@@ -45,17 +49,25 @@ def load_commands(name: str | None) -> None:
         importlib.import_module(f"awa_tui.cli.{module}")
 
 
-def main() -> None:
+def command_tree() -> LazyGroup:
+    """The click command `awa-tui` runs (its subcommands built on demand); tests parse a
+    deployment's argv with it (tests/deploy)."""
     from typer.models import TyperInfo
 
     from awa_tui.cli import console  # noqa: F401  (the top level's own options: the console's)
     from awa_tui.cli.common import prepare_command
     from awa_tui.cli.lazy import build_lazy
-    from awa_tui.printable import printable
 
     command = build_lazy(TyperInfo(app), load_commands, prepare_command)
     command.lazy_order = tuple(COMMAND_MODULES)
     prepare_command(command, "")
+    return command
+
+
+def main() -> None:
+    from awa_tui.printable import printable
+
+    command = command_tree()
     try:
         code = command(standalone_mode=False)
     except typer.Abort:

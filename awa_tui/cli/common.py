@@ -37,6 +37,18 @@ DsnFileOpt = Annotated[
     typer.Option("--dsn-file", metavar="PATH", help=(
         "Read the database URL from this file (keep it 0600); its content is never shown.")),
 ]
+LeaderDsnOpt = Annotated[
+    str | None,
+    typer.Option("--leader-dsn", help=(
+        "Database URL of the leader lock connection only (else --leader-dsn-file, "
+        "AWA_LEADER_DATABASE_URL; default: the same as everything else). Point it straight at the "
+        "server when --dsn goes through a transaction pooler such as PgBouncer.")),
+]
+LeaderDsnFileOpt = Annotated[
+    str | None,
+    typer.Option("--leader-dsn-file", metavar="PATH", help=(
+        "Read the leader connection's database URL from this file (keep it 0600); never shown.")),
+]
 APP_HELP = (
     "module:attribute: setup(client) registering schedules and handlers. The module is looked up on "
     "sys.path, then in the current directory (searched last, so a local file cannot shadow a standard "
@@ -77,6 +89,21 @@ def errors_as_lines() -> Iterator[None]:
 
 
 NO_DATABASE = "no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)"
+
+
+def leader_dsn_of(flag: str | None, dsn_file: str | None) -> str | None:
+    """The leader connection's own DSN from --leader-dsn, --leader-dsn-file or
+    AWA_LEADER_DATABASE_URL, checked (one line quoting none of it); None when not set."""
+    from awa_tui.config import resolve_leader_dsn
+    from awa_tui.engine.db import dsn_problem
+
+    try:
+        dsn = resolve_leader_dsn(flag, dsn_file)
+    except AwaError as exc:
+        fail(str(exc))
+    if dsn is not None and (problem := dsn_problem(dsn)) is not None:
+        fail(f"--leader-dsn: the database URL could not be parsed: {problem}")
+    return dsn
 
 
 def require_dsn(flag: str | None) -> str:
@@ -276,12 +303,14 @@ def cell(row: Any, column: str) -> str:
 
 
 def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = None) -> None:
-    """`rows`: read models or dicts; `columns` are their field names (keys), and the headers.
-    Only the shown columns are read: a read model is never copied whole (asdict)."""
+    """`rows`: read models or dicts; `columns` are their field names (keys), each headed by
+    its operator words (cli/headings.py). Only the shown columns are read: a read model is
+    never copied whole (asdict)."""
+    from awa_tui.cli.headings import heading
     from awa_tui.cli.table import render
 
     cells = [[cell(row, c) for c in columns] for row in rows]
-    sys.stdout.write(render([printable(c) for c in columns], cells, printable(title) if title else None))
+    sys.stdout.write(render([printable(heading(c)) for c in columns], cells, printable(title) if title else None))
 
 
 def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:

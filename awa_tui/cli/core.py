@@ -14,12 +14,15 @@ from awa_tui.cli.common import (
     APP_HELP,
     DsnOpt,
     JsonOpt,
+    LeaderDsnFileOpt,
+    LeaderDsnOpt,
     OperatorOpt,
     emit,
     emit_json,
     emit_table,
     errors_as_lines,
     fail,
+    leader_dsn_of,
     make_client,
     require_dsn,
     say,
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 db_app = typer.Typer(
     help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
     "configured.", no_args_is_help=True)
-runtime_app = typer.Typer(help="Runtime snapshots (S21).", no_args_is_help=True)
+runtime_app = typer.Typer(help="Runtime snapshots.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(runtime_app, name="runtime")
 
@@ -85,6 +88,8 @@ def run(
         "(90s, 12h, 14d; default 14d); each schedule's last --job-keep jobs are always kept."))] = None,
     job_keep: Annotated[int | None, typer.Option("--job-keep", metavar="N", help=(
         "Finished jobs kept per schedule whatever their age, for its history (default 50; 0 keeps none)."))] = None,
+    leader_dsn: LeaderDsnOpt = None,
+    leader_dsn_file: LeaderDsnFileOpt = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     from awa_tui.bootstrap import build_client, dsn_or_embedded
@@ -107,12 +112,13 @@ def run(
         ownership.update(_pass_timeouts(lock_timeout, statement_timeout, leader_lease))
         if metrics_addr is not None:
             parse_addr(metrics_addr)  # a malformed address fails before any database is touched
+        leader = leader_dsn_of(leader_dsn, leader_dsn_file)
         dsn_value, _ = dsn_or_embedded(dsn, lambda m: log.info("%s", m))
         # This process lives for the runtime: what it registers is kept to the end, so the
         # cycle collector is off while it registers and skips it afterwards (runtime/heap.py).
         client, frozen = registered_then_frozen(lambda: build_client(
             dsn_value, app_ref, demo, operator, application_name="awa-tui run",
-            leader_lease=timedelta(seconds=leader_lease), **ownership))
+            leader_lease=timedelta(seconds=leader_lease), leader_dsn=leader, **ownership))
         client.on_pass.append(_log_fires)
         jobs_log = printable_logger("awa_tui.jobs")
         client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
@@ -179,7 +185,7 @@ def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any
 
 @app.command()
 def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
-    """Apply pending schema migrations (S4)."""
+    """Apply pending schema migrations."""
     from awa_tui.bootstrap import dsn_or_embedded
     from awa_tui.engine import migrations
 
@@ -304,7 +310,7 @@ def audit(
     until: UntilOpt = None,
     before_id: Annotated[int | None, typer.Option("--before-id", min=1, help="The page older than this id.")] = None,
 ) -> None:
-    """The operator audit trail (S20), newest first, filtered and paged."""
+    """The operator audit trail, newest first, filtered and paged."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
         now = client.db_time() if since is not None or until is not None else None

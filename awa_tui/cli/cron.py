@@ -26,6 +26,7 @@ from awa_tui.cli.common import (
     run_action,
     say,
 )
+from awa_tui.cli.headings import listing_line
 from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.instants import parse_instant as _parse_instant
 
@@ -113,8 +114,8 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
         fires = client.recent_fires(name)
         def render() -> None:
             for key, value in plain(row).items():
-                say(f"{key:20} {fmt(value)}")
-            say(f"{'status':20} {_state_text(row)}")
+                say(listing_line(key, fmt(value)))
+            say(listing_line("status", _state_text(row)))
             emit_table(fires, ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
         emit({**plain(row), "recent_fires": plain(fires)}, as_json, render)
 
@@ -165,7 +166,7 @@ def cron_next(
 @cron_app.command("pause")
 def cron_pause(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Pause automatic fires (S16); several names or --filter pause in bulk."""
+    """Pause automatic fires; several names or --filter pause in bulk."""
     run_named("pause", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.pause(name))
 
 
@@ -177,7 +178,7 @@ def cron_resume(
         "One name: show what resuming would fire now (the policy's instants). Several or --filter: "
         "what would be resumed. Changes nothing."))] = False,
 ) -> None:
-    """Resume; the missed-fire policy decides what fires (S16). Several names or --filter resume in bulk."""
+    """Resume; the missed-fire policy decides what fires. Several names or --filter resume in bulk."""
     if names is not None and len(names) == 1 and filter_expr is None and dry_run:
         _resume_preview(names[0], dsn, as_json)
     else:
@@ -199,14 +200,14 @@ def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
 @cron_app.command("trigger")
 def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Insert one job now, even while paused (S17); several names or --filter trigger in bulk."""
+    """Insert one job now, even while paused; several names or --filter trigger in bulk."""
     run_named("trigger", names, filter_expr, dry_run, dsn, operator, as_json,
               lambda client, name: client.trigger(name), lambda job: f": job {job.id}")
 
 
 @cron_app.command("remove")
 def cron_remove(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Delete a schedule row (S6); code that registers it brings it back at the next sync."""
+    """Delete a schedule row; code that registers it brings it back at the next sync."""
     run_action(dsn, operator, as_json, lambda client: client.remove(name), lambda _: f"removed {name}")
 
 

@@ -1,7 +1,8 @@
 """`awa-tui check` (S43): one line per unhealthy schedule, one per fleet problem, a
 summary line, and a Nagios exit code: 0 ok, 1 warning (late), 2 critical (failing, missed,
 broken, paused by awa-autopause; no live leader, leader stalled, schema mismatch), 3 cannot
-tell (database unreachable, unknown schedule)."""
+tell (database unreachable, unknown schedule). `--alive` and `--registered` probe one
+runtime instead (a container's liveness and readiness)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
-    from awa_tui.engine.health.models import CheckReport, ScheduleHealth
+    from awa_tui.engine.health.models import CheckReport, ProbeReport, ScheduleHealth
 
 METRICS_ADDR_HELP = "Serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)."
 SCHEDULE_SERIES_HELP = ("Per-schedule metric series for at most this many schedules, unhealthy first "
@@ -43,6 +44,24 @@ def summary(report: CheckReport) -> str:
     return f"{report.status.upper()}: {health}; {fleet}"
 
 
+ALIVE_HELP = ("Only this: is the runtime serving /metrics on HOST:PORT (its --metrics-addr, e.g. "
+              "127.0.0.1:9464) alive, with none of its loops stuck? Reads no database. For a liveness probe.")
+REGISTERED_HELP = ("Only this: does the database answer, and has a runtime on this host (its hostname: in "
+                   "Kubernetes the pod's name) a fresh snapshot? For a readiness probe.")
+STUCK_HELP = "With --alive: a loop inside one step for longer than this is stuck."
+
+
+def _unknown(message: str) -> typer.Exit:
+    """The status line a monitoring system reads (stdout), and the error as every command
+    words one (stderr); exit 3, cannot tell."""
+    from awa_tui.engine.health.models import EXIT_UNKNOWN
+
+    message = printable(" ".join(message.split()))
+    typer.echo(f"UNKNOWN: {message}")
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(EXIT_UNKNOWN)
+
+
 @app.command()
 def check(
     dsn: DsnOpt = None,
@@ -50,21 +69,25 @@ def check(
     owner: Annotated[str | None, typer.Option("--owner", help="Only this owner's schedules.")] = None,
     schedule: Annotated[str | None, typer.Option("--schedule", help="Only this schedule.")] = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Only schedules with this tag.")] = None,
+    alive: Annotated[str | None, typer.Option("--alive", metavar="HOST:PORT", help=ALIVE_HELP)] = None,
+    registered: Annotated[bool, typer.Option("--registered", help=REGISTERED_HELP)] = False,
+    stuck_after: Annotated[float | None, typer.Option("--stuck-after", metavar="SECONDS", help=STUCK_HELP)] = None,
 ) -> None:
     """Health of the schedules and of the runtime fleet, with an exit code for cron,
-    Nagios/Icinga, Kubernetes probes and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell."""
-    from awa_tui.engine.health.models import EXIT_UNKNOWN
-
+    Nagios/Icinga and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell. With --alive or
+    --registered, only one runtime's liveness or readiness, for a container's probes."""
+    if alive is not None or registered:
+        if owner is not None or schedule is not None or tag is not None:
+            raise _unknown("--alive and --registered check one runtime, not schedules: "
+                           "drop --owner, --schedule and --tag (or run a second check)")
+        _probe(dsn, as_json, alive, registered, stuck_after)
+    if stuck_after is not None:
+        raise _unknown("--stuck-after applies only with --alive")
     try:
         client = make_client(dsn, read_only=True)
         report = client.check(owner=owner, schedule=schedule, tag=tag)
     except AwaError as exc:
-        # The status line a monitoring system reads (stdout), and the error as every
-        # command words one (stderr).
-        message = printable(" ".join(str(exc).split()))
-        typer.echo(f"UNKNOWN: {message}")
-        typer.echo(f"error: {message}", err=True)
-        raise typer.Exit(EXIT_UNKNOWN) from None
+        raise _unknown(str(exc)) from None
     if as_json:
         emit_json(report)
     else:
@@ -74,3 +97,46 @@ def check(
             say(f"CRITICAL fleet {problem.code}: {problem.message}")
         say(summary(report))
     raise typer.Exit(report.exit_code)
+
+
+def _probe(dsn: str | None, as_json: bool, alive: str | None, registered: bool, stuck_after: float | None) -> None:
+    """`--alive` / `--registered`: one line per problem, then a summary line; exit 0 or 2."""
+    import socket
+
+    from awa_tui.engine.health.alive import DEFAULT_STUCK_AFTER_S
+    from awa_tui.engine.health.listen import parse_addr
+    from awa_tui.engine.health.probe import probe
+
+    if stuck_after is not None and alive is None:
+        raise _unknown("--stuck-after applies only with --alive")
+    if stuck_after is not None and not 1.0 <= stuck_after <= 86400.0:  # also refuses nan and inf
+        raise _unknown(f"--stuck-after: must be between 1 and 86400 seconds, got {stuck_after:g}")
+    try:
+        if alive is not None:
+            parse_addr(alive, "--alive")  # a malformed address is the caller's mistake: cannot tell
+        # The database is opened only for --registered: --alive alone never touches it.
+        read = make_client(dsn, read_only=True).registered_runtimes if registered else None
+        report = probe(alive_at=alive, stuck_after_s=stuck_after or DEFAULT_STUCK_AFTER_S,
+                       hostname=socket.gethostname(), registered=read)
+    except AwaError as exc:
+        raise _unknown(str(exc)) from None
+    if as_json:
+        emit_json(report)
+    else:
+        for problem in report.problems:
+            say(f"CRITICAL {problem}")
+        say(probe_summary(report))
+    raise typer.Exit(report.exit_code)
+
+
+def probe_summary(report: ProbeReport) -> str:
+    parts = []
+    if report.alive is not None and not report.problems:
+        parts.append(f"runtime {report.alive.hostname}:{report.alive.pid} {report.alive.state}, "
+                     f"{len(report.alive.loops)} loops, none stuck")
+    if report.registered:
+        newest = report.registered[0]
+        parts.append(f"registered as {newest.instance_id} on {newest.hostname} (pid {newest.pid})")
+    if report.problems:
+        parts.append(f"{len(report.problems)} problem(s)")
+    return f"{report.status.upper()}: {'; '.join(parts)}"

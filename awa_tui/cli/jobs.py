@@ -18,6 +18,7 @@ from awa_tui.cli.common import (
     make_client,
     say,
 )
+from awa_tui.cli.headings import listing_line
 from awa_tui.cli.timeargs import parse_duration
 
 jobs_app = typer.Typer(help="Jobs: outcomes, retry, cancel, retention.", no_args_is_help=True)
@@ -66,9 +67,9 @@ def jobs_show(job_id: JobArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> N
 
         def render() -> None:
             for key, value in _row(detail.job).items():
-                say(f"{key:14} {fmt(value)}")
-            say(f"{'lateness_s':14} {fmt(detail.lateness_s)}")
-            say(f"{'args':14} {fmt(detail.args)}")
+                say(listing_line(key, fmt(value)))
+            say(listing_line("lateness_s", fmt(detail.lateness_s)))
+            say(listing_line("args", fmt(detail.args)))
             for a in detail.attempts:
                 say(f"attempt {a.attempt} ({fmt(a.started_at)} .. {fmt(a.ended_at)}, runtime {fmt(a.runtime)}): "
                     f"{a.error}")

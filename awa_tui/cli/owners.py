@@ -36,7 +36,7 @@ from awa_tui.cli.cron import NameArg, cron_app
 if TYPE_CHECKING:
     from awa_tui.engine.models import OwnerChange, OwnerPlan
 
-owner_app = typer.Typer(help="Owners of schedules: authoritative declarations (S22-S31).", no_args_is_help=True)
+owner_app = typer.Typer(help="Owners of schedules: authoritative declarations.", no_args_is_help=True)
 app.add_typer(owner_app, name="owner")
 
 OwnerArg = Annotated[str, typer.Argument(help="Owner name (e.g. billing).")]
@@ -81,13 +81,13 @@ def _owner_summary(past: str, owner: str) -> Callable[[OwnerChange], str]:
 
 @owner_app.command("retire")
 def owner_retire(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Retire every active schedule of an owner (S29); no live runtime needed."""
+    """Retire every active schedule of an owner; no live runtime needed."""
     run_action(dsn, operator, as_json, lambda client: client.retire_owner(owner), _owner_summary("retired", owner))
 
 
 @owner_app.command("restore")
 def owner_restore(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Restore every retired schedule of an owner, each from now: nothing replays (S28)."""
+    """Restore every retired schedule of an owner, each from now: nothing replays."""
     run_action(dsn, operator, as_json, lambda client: client.restore_owner(owner),
                _owner_summary("restored", owner))
 
@@ -98,7 +98,7 @@ def plan(
     as_json: JsonOpt = False,
     owner: Annotated[str | None, typer.Option("--owner", help="Only this owner.")] = None,
 ) -> None:
-    """Preview what reconciliation would do, per owner, and what blocks it (S34). Changes nothing."""
+    """Preview what reconciliation would do, per owner, and what blocks it. Changes nothing."""
     with errors_as_lines():
         plans = make_client(dsn, read_only=True).plan(owner)
         emit(plans, as_json, lambda: _render_plans(plans))
@@ -128,14 +128,14 @@ def _render_plans(plans: list[OwnerPlan]) -> None:
 @cron_app.command("retire")
 def cron_retire(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                 dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Retire a schedule: a tombstone that never fires, distinct from pause (S27); several or --filter in bulk."""
+    """Retire a schedule: a tombstone that never fires, distinct from pause; several or --filter in bulk."""
     run_named("retire", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.retire(name))
 
 
 @cron_app.command("restore")
 def cron_restore(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Restore a retired schedule from now; nothing from the retired period replays (S28); several or --filter
+    """Restore a retired schedule from now; nothing from the retired period replays; several or --filter
     in bulk."""
     run_named("restore", names, filter_expr, dry_run, dsn, operator, as_json,
               lambda client, name: client.restore(name))
@@ -149,7 +149,7 @@ def cron_adopt(
         "Adopt for OWNER every unowned schedule its running authoritative runtimes declare."))] = None,
     dry_run: DryRunOpt = False, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Give an unowned schedule to an owner (S23), or every one an owner declares (--declared-by)."""
+    """Give an unowned schedule to an owner, or every one an owner declares (--declared-by)."""
     if declared_by is not None:
         if name is not None:
             raise UsageProblem("Give NAME OWNER or --declared-by OWNER, not both.")
@@ -166,6 +166,6 @@ def cron_adopt(
 @cron_app.command("transfer")
 def cron_transfer(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
                   as_json: JsonOpt = False) -> None:
-    """Move an owned schedule to another owner (S23, S31)."""
+    """Move an owned schedule to another owner."""
     run_action(dsn, operator, as_json, lambda client: client.transfer(name, owner),
                lambda _: f"transferred {name} to owner {owner}")

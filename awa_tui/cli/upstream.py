@@ -42,6 +42,7 @@ NEEDS_OWN_SCHEMA = {
     "restore": "restoring a schedule needs",
     "remove": "removing a schedule needs",
     "queue_drain": "draining a queue needs",
+    "registered_runtimes": "the readiness check of a runtime needs",
 }
 
 

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from awa_tui.config import default_operator, resolve_dsn
+from awa_tui.config import default_operator, resolve_dsn, resolve_leader_dsn
 from awa_tui.engine import limits
 from awa_tui.engine.console_api import FEATURES
-from awa_tui.engine.db import ConnectionSource
-from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.db import ConnectionSource, dsn_problem
+from awa_tui.engine.errors import AwaError, ReadOnly, ValidationError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.printable import printable_logger
@@ -31,7 +31,13 @@ if TYPE_CHECKING:
     from awa_tui.engine import evaluator, overrides
     from awa_tui.engine.backfill import BackfillResult
     from awa_tui.engine.health.metrics import MetricsServer
-    from awa_tui.engine.health.models import CheckReport, HealthPass, Transition
+    from awa_tui.engine.health.models import (
+        CheckReport,
+        HealthPass,
+        RegisteredRuntime,
+        RuntimeAlive,
+        Transition,
+    )
     from awa_tui.engine.ledger.models import (
         AuditPage,
         JobChange,
@@ -72,6 +78,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.runtime.loops import Runtime
     from awa_tui.engine.runtime.passes import RecentPasses
     from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.standby import ServerRole
     from awa_tui.engine.sync import SyncTracker
     from awa_tui.filters import Filter
 
@@ -114,6 +121,7 @@ class Client:
         self,
         dsn: str | None = None,
         *,
+        leader_dsn: str | None = None,
         owner: str | None = None,
         authoritative: bool = False,
         retire_grace: timedelta = timedelta(minutes=10),
@@ -149,6 +157,15 @@ class Client:
             raise ValidationError(
                 f"leader_lease: must be a timedelta of at least {limits.MIN_LEASE.total_seconds():g} s, got {got}")
         self.dsn = resolved
+        # S57: the leader lock connection may bypass a transaction pooler the rest goes through.
+        # Its variable is read only beside AWA_DATABASE_URL's (dsn=None): never paired with
+        # a dsn given here, which may name another database.
+        leader = leader_dsn if leader_dsn is not None or dsn is not None else resolve_leader_dsn()
+        if leader is not None:
+            problem = dsn_problem(leader)
+            if problem is not None:
+                raise ValidationError(f"leader_dsn: the database URL could not be parsed: {problem}")
+        self.leader_dsn = leader or resolved
         # S41: the max_lateness of every schedule registered here that declares none.
         self.max_lateness = limits.check_seconds("max_lateness", max_lateness)
         self.leader_lease = leader_lease
@@ -185,6 +202,7 @@ class Client:
         )
         self._runtime: Runtime | None = None
         self._close_lock = threading.Lock()
+        self._closing = False  # close() has begun: /alive says stopping
         self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self.last_reconcile: list[dict[str, Any]] | None = None
@@ -416,6 +434,12 @@ class Client:
 
         return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
 
+    def registered_runtimes(self, hostname: str, *, now: datetime | None = None) -> list[RegisteredRuntime]:
+        """`awa-tui check --registered`: the runtimes on `hostname` with a fresh snapshot."""
+        from awa_tui.engine.health import check as health_check
+
+        return self._read(health_check.registered, hostname, now)
+
     def health_history(self, name: str, limit: int = 20) -> list[Transition]:
         """A schedule's health transitions, newest first."""
         from awa_tui.engine.health import check as health_check
@@ -503,11 +527,16 @@ class Client:
         """Start the runtime loops in background threads; returns the Runtime."""
         from awa_tui.engine import migrations, ops
         from awa_tui.engine.runtime.loops import Runtime
+        from awa_tui.engine.standby import standby_refusal
 
         ops.require_writable(self.read_only, "run")
         if self._runtime is not None:
             return self._runtime
+        self._closing = False
         with self.db.connection() as conn:
+            refusal = standby_refusal(conn)  # S58: a runtime writes from its first step
+            if refusal is not None:
+                raise ReadOnly(f"cannot run: {refusal}")
             current = migrations.current_version(conn) == migrations.code_version()
         if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
             self.migrate()
@@ -524,7 +553,8 @@ class Client:
         if self.metrics is None:
             from awa_tui.engine.health.metrics import MetricsServer  # prometheus_client: only when serving
 
-            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series)
+            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series,
+                                   alive=self.alive)
             server.start()
             self.metrics = server
         return self.metrics
@@ -532,6 +562,20 @@ class Client:
     @property
     def is_leader(self) -> bool:
         return bool(self._runtime and self._runtime.is_leader)
+
+    def alive(self) -> RuntimeAlive:
+        """What this process says at /alive (`awa-tui check --alive`): its identity, whether
+        it is starting, running or stopping, and what each of its loops is doing."""
+        from awa_tui.engine.health.models import RuntimeAlive
+
+        runtime = self._runtime
+        if self._closing or (runtime is not None and runtime.stop_event.is_set()):
+            state = "stopping"
+        else:
+            state = "starting" if runtime is None else "running"
+        ident = self.identity
+        return RuntimeAlive(instance_id=str(ident.instance_id), hostname=ident.hostname, pid=ident.pid, state=state,
+                            loops=runtime.beats.states() if runtime is not None else [])
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until `stop` is set or SIGINT/SIGTERM arrives; then close cleanly."""
@@ -553,6 +597,7 @@ class Client:
 
         Safe from several threads at once (a signal handler and a `finally`): the first
         caller does the work, the others wait until it is done."""
+        self._closing = True
         with self._close_lock:
             runtime, self._runtime = self._runtime, None
             if runtime is not None:
@@ -952,6 +997,13 @@ class Client:
             return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
                                         max_batches=max_batches, budget_s=budget_s, duty=duty,
                                         operator=operator)
+
+    def server_role(self) -> ServerRole:
+        """The server this client reads from: a primary, or a standby and its replay lag (S58)."""
+        from awa_tui.engine.standby import server_role
+
+        with self.db.connection() as conn:
+            return server_role(conn)
 
     def db_time(self) -> datetime:
         from awa_tui.engine import views

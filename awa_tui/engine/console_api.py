@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from awa_tui.engine.overrides import OverrideRequest
     from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.standby import ServerRole
     from awa_tui.filters import Filter
 
 # Features a backend may lack. The key map marks each key that needs one (keymap.Act.needs);
@@ -75,6 +76,10 @@ class ConsoleBackend(Protocol):
     def db_time(self) -> datetime: ...
 
     def write_refusal(self) -> str | None: ...
+
+    def server_role(self) -> ServerRole:
+        """The server read from: a primary, or a hot standby and its replay lag."""
+        ...
 
     def audit_gap(self) -> str | None:
         """Why operator actions would NOT be audited (one line), or None when they are."""

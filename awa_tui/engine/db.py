@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from awa_tui.engine.errors import (
     AwaError,
@@ -114,11 +114,15 @@ def describe_dsn(dsn: str) -> str:
     if dsn_problem(dsn) is not None:
         return UNPARSEABLE
     info = psycopg.conninfo.conninfo_to_dict(dsn)
-    host = str(info.get("host") or "local socket")
-    port = info.get("port")
+    hosts = str(info.get("host") or "local socket").split(",")
+    ports = str(info.get("port") or "").split(",")
+    if len(ports) == 1:  # libpq: one port serves every host
+        ports *= len(hosts)
     db = info.get("dbname") or info.get("user") or ""
     user = info.get("user")
-    where = f"{host}:{port}" if port and not host.startswith("/") else host
+    # A multi-host DSN (failover, S58) lists each host with its own port: a,b 1,2 -> a:1,b:2.
+    where = ",".join(f"{h}:{p}" if p and not h.startswith("/") else h
+                     for h, p in zip(hosts, ports + [""] * (len(hosts) - len(ports)), strict=False))
     return _printable(f"{user + '@' if user else ''}{where}/{db}")
 
 
@@ -142,6 +146,10 @@ def translate(exc: BaseException) -> AwaError:
     if isinstance(exc, pgerrors.NoDataFound):
         return NotFound(_first_line(exc))
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        if STATEMENT_POOLING in str(exc):  # S57
+            return DatabaseUnavailable(
+                "the connection pooler in front of the database is in statement pooling mode, which refuses the "
+                "transactions awa-tui needs: use its transaction or session mode")
         return DatabaseUnavailable(f"database unavailable: {_first_line(exc)}")
     if isinstance(exc, psycopg.Error):
         return AwaError(f"database error: {_first_line(exc)}")
@@ -163,7 +171,7 @@ def connect(
     given = psycopg.conninfo.conninfo_to_dict(dsn)
     extra.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
     try:
-        return psycopg.connect(
+        conn: psycopg.Connection[Any] = psycopg.connect(
             dsn,
             autocommit=autocommit,
             application_name=application_name,
@@ -172,9 +180,47 @@ def connect(
             **extra,  # type: ignore[arg-type]
         )
     except psycopg.Error as exc:
+        if read_only and POOLER_REFUSED_OPTIONS in str(exc):
+            raise PoolerRefusedOptions(f"cannot connect to {describe_dsn(dsn)}: {_first_line(exc)}") from None
         raise DatabaseUnavailable(
             f"cannot connect to {describe_dsn(dsn)}: {_first_line(exc)}"
         ) from None
+    try:
+        if behind_pooler(conn):
+            # S57: a transaction pooler runs the next statement on any server session, where
+            # a statement psycopg prepared on another one does not exist: never prepare.
+            conn.prepare_threshold = None
+    except psycopg.Error as exc:
+        _close_quietly(conn)
+        raise translate(exc) from None
+    return conn
+
+
+# PgBouncer refuses the startup parameter that makes a session read-only (S57), and in
+# statement mode every transaction block.
+POOLER_REFUSED_OPTIONS = "unsupported startup parameter: options"
+STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
+
+
+class PoolerRefusedOptions(DatabaseUnavailable):
+    """A pooler in front of the server refused a read-only session's startup setting."""
+
+
+def server_pid(conn: psycopg.Connection[Any]) -> int:
+    """The pid of the server session that runs this connection's statement now."""
+    with conn.cursor(row_factory=tuple_row) as cur:
+        row = cur.execute("SELECT pg_backend_pid()", prepare=False).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def behind_pooler(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a pooler sits between this connection and the server (S57).
+
+    The server announces its session's pid when a connection opens; a pooler answers that
+    itself, with a pid of its own making (it routes cancel requests), and then hands the
+    connection a session of the server whose real pid differs."""
+    return conn.info.backend_pid != server_pid(conn)
 
 
 class ConnectionSource:
@@ -193,6 +239,9 @@ class ConnectionSource:
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
         self._closed = False
+        # Behind a pooler that refuses the read-only startup setting, a read-only source
+        # makes each call one READ ONLY transaction: the server still refuses every write.
+        self._read_only_per_transaction = False
 
     def _checkout(self) -> psycopg.Connection[Any]:
         with self._lock:
@@ -200,7 +249,13 @@ class ConnectionSource:
                 conn = self._idle.pop()
                 if not conn.closed and not conn.broken:
                     return conn
-        return connect(self.dsn, application_name=self.application_name, read_only=self.read_only)
+        if self.read_only and not self._read_only_per_transaction:
+            try:
+                return connect(self.dsn, application_name=self.application_name, read_only=True)
+            except PoolerRefusedOptions:
+                # S57: through PgBouncer every call runs in a READ ONLY transaction instead.
+                self._read_only_per_transaction = True
+        return connect(self.dsn, application_name=self.application_name)
 
     def _checkin(self, conn: psycopg.Connection[Any]) -> None:
         reusable = (
@@ -219,9 +274,17 @@ class ConnectionSource:
         """Yield a connection (autocommit); errors come out translated."""
         conn = self._checkout()
         try:
-            yield conn
+            if self._read_only_per_transaction:
+                conn.read_only = True
+                with conn.transaction():
+                    yield conn
+            else:
+                yield conn
         except psycopg.Error as exc:
+            refusal = _standby_refusal(conn) if isinstance(exc, pgerrors.ReadOnlySqlTransaction) else None
             _close_quietly(conn)
+            if refusal is not None:
+                raise ReadOnly(refusal) from None
             raise translate(exc) from None
         except UnicodeEncodeError as exc:
             # Text Postgres cannot store (invalid UTF-8 bytes in argv arrive as lone
@@ -248,6 +311,19 @@ class ConnectionSource:
             idle, self._idle = self._idle, []
         for conn in idle:
             _close_quietly(conn)
+
+
+def _standby_refusal(conn: psycopg.Connection[Any]) -> str | None:
+    """After a write refused as read-only: the one line naming the standby (S58) when the
+    server is one, else None (a read-only session on a primary keeps its own message)."""
+    from awa_tui.engine.standby import standby_refusal
+
+    if conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return None
+    try:
+        return standby_refusal(conn)
+    except psycopg.Error:
+        return None
 
 
 def _close_quietly(conn: psycopg.Connection[Any]) -> None:

@@ -51,7 +51,9 @@ def write_refusal(conn: psycopg.Connection[Any]) -> str | None:
     row = conn.execute(WRITE_ACCESS_SQL).fetchone()
     assert row is not None
     if row["standby"]:
-        return "the database is a read-only standby"
+        from awa_tui.engine.standby import server_where, standby_message
+
+        return standby_message(server_where(conn))
     if row["read_only_session"]:
         return "the session is read-only (default_transaction_read_only)"
     missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),

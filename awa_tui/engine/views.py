@@ -203,12 +203,21 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:
     return [QueueRow(**row) for row in rows]
 
 
+# The backend holding the leader lock. A standby sees no lock of its primary's sessions:
+# there the replicated lease stands for it while it is live (a lease that expired there
+# reads as no leader, since a stalled holder and a released lease look alike without the
+# lock), judged at the standby's clock against replayed data (S58).
+LEADER_PID_SQL = """CASE WHEN pg_is_in_recovery()
+    THEN (SELECT backend_pid FROM awa.leader_lease
+          WHERE singleton AND expires_at > coalesce(%(now)s::timestamptz, now()))
+    ELSE awa.leader_lock_pid(%(key)s) END"""
+
 # The leader lock's holder (pg_locks), its session (pg_stat_activity), and, when the lease
 # names that session, the lease and the holder's runtime snapshot.
-LEADERSHIP_SQL = """
+LEADERSHIP_SQL = f"""
 SELECT l.pid AS backend_pid, a.application_name, host(a.client_addr) AS client_addr,
        ls.instance_id, ls.expires_at AS lease_expires_at, r.hostname, r.pid
-FROM (SELECT awa.leader_lock_pid(%(key)s) AS pid) l
+FROM (SELECT {LEADER_PID_SQL} AS pid) l
 LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 LEFT JOIN awa.leader_lease ls ON ls.singleton AND ls.backend_pid = l.pid
 LEFT JOIN awa.runtime_instances r ON r.instance_id = ls.instance_id
@@ -221,7 +230,7 @@ def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Le
     from awa_tui.engine.runtime.leader import Leadership
 
     now = now or db_time(conn)
-    row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY}).fetchone()
+    row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY, "now": now}).fetchone()
     return Leadership(now=now, **row) if row else Leadership(now=now)
 
 
@@ -235,7 +244,7 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
         f"""
         WITH ls AS MATERIALIZED (
             SELECT instance_id, expires_at FROM awa.leader_lease
-            WHERE singleton AND backend_pid = awa.leader_lock_pid(%(key)s)
+            WHERE singleton AND backend_pid = {LEADER_PID_SQL}
         )
         SELECT r.instance_id, r.hostname, r.pid, r.version, r.protocol_version,
                awa.safe_ts(r.started_at) AS started_at, awa.safe_ts(r.last_seen_at) AS last_seen_at,

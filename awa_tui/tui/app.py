@@ -22,13 +22,14 @@ from textual.screen import ModalScreen, Screen
 from awa_tui.engine.models import RuntimeRow
 from awa_tui.engine.runtime.heap import freeze_once
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.engine.standby import ServerRole
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands, system_commands
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.dbthread import DbResult, DbThread
 from awa_tui.tui.engine_log import EngineLog, EngineWarning
-from awa_tui.tui.formatting import utc
+from awa_tui.tui.formatting import standby_text, utc
 from awa_tui.tui.messages import (
     AuditDataRequested,
     CopyRequested,
@@ -79,6 +80,7 @@ class PollData:
     write_refusal: str | None = None  # why actions would be refused (a role without write grants, a standby)
     leadership: Leadership | None = None  # the leader lock's holder and its lease
     audit_gap: str | None = None  # why actions would not be audited (upstream Awa without init-audit)
+    server: ServerRole | None = None  # a primary, or a hot standby and its replay lag
 
 
 class ConsoleApp(App[None]):
@@ -181,7 +183,7 @@ class ConsoleApp(App[None]):
             leadership = client.leadership(now=now)
             refusal = None if client.read_only else client.write_refusal()
             return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
-                            audit_gap=client.audit_gap())
+                            audit_gap=client.audit_gap(), server=client.server_role())
 
         return work
 
@@ -189,6 +191,7 @@ class ConsoleApp(App[None]):
         self.freshness.stale = False
         self.freshness.updated = utc(data.now, date=False)
         self.audit_gap = data.audit_gap
+        self.freshness.standby = standby_text(data.server)
         self._write_access(data.write_refusal)
         if len(self.screen_stack) > 1:
             self._pending = data  # never re-render under a dialog (Dolphie)

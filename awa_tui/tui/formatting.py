@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from awa_tui.engine.models import AnySchedule
+from awa_tui.engine.standby import ServerRole
 
 
 def clip(text: str, width: int) -> str:
@@ -155,3 +156,27 @@ def result_text(result: str) -> Text:
 def seconds_text(seconds: float | None) -> str:
     """A duration held as seconds (a job's lateness or run time), like `lateness`."""
     return "-" if seconds is None else lateness(timedelta(seconds=seconds))
+
+
+def size_text(count: int) -> str:
+    """Bytes as an operator reads them: 0 B, 812 B, 4.2 kB, 17.0 MB."""
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{count} B"
+
+
+def standby_text(role: ServerRole | None) -> str | None:
+    """What the status bar says beside STANDBY: the server, how old its newest replayed
+    commit is, and the WAL it has received but not replayed. None on a primary."""
+    if role is None or not role.standby:
+        return None
+    if role.replay_lag_s is None:
+        lag = "nothing replayed yet"
+    else:  # tenths while small: a healthy standby is well under a second behind a busy primary
+        seconds = max(role.replay_lag_s, 0.0)
+        lag = f"replay lag {seconds:.1f}s" if seconds < 60 else f"replay lag {span_precise(seconds)}"
+    behind = "" if role.behind_bytes is None else f", {size_text(role.behind_bytes)} to replay"
+    return f"{role.where} · {lag}{behind}"

@@ -60,6 +60,7 @@ def build_config(
     clock: Callable[[], datetime] | None = None,
     metrics_addr: str | None = None,
     metrics_schedules: int = DEFAULT_SCHEDULE_SERIES,
+    leader_dsn: str | None = None,
 ) -> ConsoleConfig:
     """Resolve the database (embedded when none is configured), build the clients, and
     start the engine under --lead. Raises AwaError with a one-line message."""
@@ -70,6 +71,8 @@ def build_config(
         raise AwaError(f"--refresh: must be between {REFRESH_MIN_S:g} and {REFRESH_MAX_S:g} seconds, got {refresh:g}")
     if read_only and lead:
         raise AwaError("--read-only and --lead: a read-only console cannot run the engine, which writes; drop one")
+    if leader_dsn is not None and not lead:
+        raise AwaError("--leader-dsn is the in-process engine's leader connection: add --lead")
     if (app_ref or demo) and not lead:
         raise AwaError("--app and --demo register schedules for the engine: add --lead")
     if metrics_addr is not None:
@@ -88,7 +91,8 @@ def build_config(
                              handle_signals=True, schema_label=label(found))
     engine = None
     if lead:
-        engine = build_client(resolved, app_ref, demo, operator, application_name="awa-tui console leader")
+        engine = build_client(resolved, app_ref, demo, operator, application_name="awa-tui console leader",
+                              leader_dsn=leader_dsn)
         if metrics_addr is not None:
             try:
                 engine.serve_metrics(metrics_addr, schedule_series=metrics_schedules)

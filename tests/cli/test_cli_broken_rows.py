@@ -23,7 +23,7 @@ def test_cron_list_shows_broken_rows_with_their_reason(dsn: str, conn: psycopg.C
     # The reasons are escaped (repr); the raw columns beside them are the console-safety
     # work of common.fmt, not checked here.
     assert all("\x1b" not in fault for fault in expected.values())
-    states = {row["name"]: row["state_text"] for row in table(text.stdout)}
+    states = {row["NAME"]: row["STATE"] for row in table(text.stdout)}
     assert states["p-last-inf"] == f"BROKEN: {expected['p-last-inf']}"
     assert expected["p-last-inf"] == ("last_enqueued_at infinity is outside the supported range "
                                       "0001-01-03..9999-12-29 UTC")
@@ -49,4 +49,4 @@ def test_cron_show_and_next_of_every_row(dsn: str, conn: psycopg.Connection[Any]
             assert (result.returncode, result.stderr) == (0, ""), name
     text = awa("cron", "show", "p-meta-null", "--dsn", dsn)
     status = [line for line in text.stdout.splitlines() if line.startswith("status")]
-    assert status == ["status               BROKEN: metadata: must be a JSON object, got a JSON null"]
+    assert status == ["status                   BROKEN: metadata: must be a JSON object, got a JSON null"]

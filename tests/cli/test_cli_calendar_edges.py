@@ -80,3 +80,23 @@ def test_the_start_of_the_calendar(edges: str) -> None:
 def test_instants_outside_the_calendar_are_one_line_errors(edges: str, name: str, after: str, message: str) -> None:
     assert one_line_error(awa("cron", "next", name, "--after", after, "--dsn", edges)) == message
     assert one_line_error(awa("cron", "next", name, "--after", after, "--json", "--dsn", edges)) == message
+
+
+def test_cron_next_previews_the_day_forms(dsn: str, client: Client) -> None:
+    # S55 through the CLI. Sun 31 Mar 2024 is March's last day and Berlin's spring forward
+    # (02:00 CET -> 03:00 CEST at 01:00Z): 02:30 fires at the end of the gap. 31 Mar 2025 is a
+    # Monday, 02:30 CEST = 00:30Z.
+    client.periodic("month-end", "30 2 L 3 *", "k", timezone="Europe/Berlin")
+    # Tuesdays of Jan 2026: 6, 13; of Feb: 3, 10.
+    client.periodic("second-tuesday", "0 9 ? * TUE#2", "k")
+    client.sync()
+    assert awa_json("cron", "next", "month-end", "-n", "2", "--after", "2024-03-01T00:00:00Z", "--dsn", dsn) == [
+        {"utc": "2024-03-31T01:00:00+00:00", "local": "2024-03-31T03:00:00+02:00", "timezone": "Europe/Berlin",
+         "dst": "gap"},
+        {"utc": "2025-03-31T00:30:00+00:00", "local": "2025-03-31T02:30:00+02:00", "timezone": "Europe/Berlin",
+         "dst": None},
+    ]
+    assert _fires(dsn, "second-tuesday", "2026-01-01T00:00:00Z", 2) == [
+        ("2026-01-13T09:00:00+00:00", "2026-01-13T09:00:00+00:00"),
+        ("2026-02-10T09:00:00+00:00", "2026-02-10T09:00:00+00:00"),
+    ]

@@ -4,6 +4,8 @@ On random expressions of the grammar S2 accepts, both must accept and reject the
 expressions and find the same next and previous wall times, iterated, from random
 instants and from instants that are themselves matches. Time zones are not involved
 here: schedule.py maps wall times to instants the same way for both (test_dst.py).
+The day forms L, W and # (S55) are compared on random expressions in
+test_cron_syntax.py, where croniter spells and reads them as croner does.
 """
 
 from __future__ import annotations
@@ -121,6 +123,12 @@ def test_same_expressions_accepted_and_same_matches(expr: tuple[str, bool], at: 
         ("59/15 * * * *", False, datetime(2025, 1, 1), datetime(2025, 1, 1, 0, 59)),  # start at field max
         ("30 0 12 * * *", True, datetime(2025, 1, 1), datetime(2025, 1, 1, 12, 0, 30)),  # seconds first
         ("0 0 29 2 *", False, datetime(2025, 1, 1), datetime(2028, 2, 29)),
+        # The day forms (S55) where croniter spells them the same and agrees:
+        ("0 0 L * *", False, datetime(2025, 2, 1), datetime(2025, 2, 28)),
+        ("0 0 L 2 *", False, datetime(2027, 3, 1), datetime(2028, 2, 29)),
+        ("0 0 * * 1#5", False, datetime(2026, 1, 1), datetime(2026, 3, 30)),  # no 5th Monday in Jan, Feb
+        ("0 0 15W * *", False, datetime(2026, 2, 1), datetime(2026, 2, 16)),  # Sun 15 Feb -> Mon 16
+        ("0 0 ? * mon#2", False, datetime(2026, 1, 1), datetime(2026, 1, 12)),
     ],
 )
 def test_known_cases_match_croniter(body: str, has_seconds: bool, at: datetime, expected: datetime) -> None:

@@ -33,9 +33,15 @@ BAD_DEFINITIONS: list[tuple[dict[str, Any], str, str]] = [
     ({"cron_expr": "0 0 * * 8"}, "cron_expr", "'0 0 * * 8'"),
     ({"cron_expr": "61 * * * * *"}, "cron_expr", "'61 * * * * *'"),
     ({"cron_expr": "*/0 * * * *"}, "cron_expr", "'*/0 * * * *'"),
-    ({"cron_expr": "0 0 L * *"}, "cron_expr", "'L'"),
-    ({"cron_expr": "0 0 ? * *"}, "cron_expr", "'?'"),
-    ({"cron_expr": "0 0 * * 1#2"}, "cron_expr", "'1#2'"),
+    # The day forms (S55) refused where they mean nothing:
+    ({"cron_expr": "0 0 * * 1#6"}, "cron_expr", "'1#6'"),
+    ({"cron_expr": "0 0 * * 1#0"}, "cron_expr", "'1#0'"),
+    ({"cron_expr": "0 L * * *"}, "cron_expr", "'L'"),
+    ({"cron_expr": "L 0 * * *"}, "cron_expr", "'L'"),
+    ({"cron_expr": "0 0 1-5W * *"}, "cron_expr", "'1-5W'"),
+    ({"cron_expr": "0 0 L/2 * *"}, "cron_expr", "'L/2'"),
+    ({"cron_expr": "0 0 5L * *"}, "cron_expr", "'5L'"),
+    ({"cron_expr": "0 0 * * L"}, "cron_expr", "'L'"),
     ({"cron_expr": "H,5 * * * *"}, "cron_expr", "'H,5'"),  # H only as a whole field (issue 16)
     ({"cron_expr": "0 0 JAN * *"}, "cron_expr", "'JAN'"),
     ({"cron_expr": "0 0 * * JAN"}, "cron_expr", "'JAN'"),

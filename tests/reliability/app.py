@@ -24,6 +24,8 @@ PREFIX_ENV = "AWA_REL_PREFIX"
 OVERLAP_ENV = "AWA_REL_OVERLAP"  # the schedules' overlap policy (default allow)
 FAULT_ENV = "AWA_REL_FAULT"
 JITTER_ENV = "AWA_REL_JITTER_MS"  # issue 16: jittered schedules (0 = none)
+WORK_ENV = "AWA_REL_WORK"  # "1": this process also works the jobs (a handler completes them)
+NO_POOLER_CHECK = "no_pooler_check"
 NO_PAUSE_GUARD = "no_pause_guard"
 NO_OVERLAP_GUARD = "no_overlap_guard"
 
@@ -62,10 +64,24 @@ def remove_overlap_guard() -> None:
     logging.getLogger("awa_tui").warning("reliability fault injected: fire statements without the overlap check")
 
 
+def remove_pooler_check() -> None:
+    """Compete for leadership through any pooler: the route probe of the leader connection
+    always answers "direct" (the renewal's own check stays). The negative control of the
+    PgBouncer scenarios. Fails loudly if the probe is not where the control expects it."""
+    from awa_tui.engine.runtime import leader, pooling
+
+    if leader.probe_route is not pooling.probe_route:
+        raise RuntimeError("reliability fault: the route probe is not where the control expects it")
+    leader.probe_route = lambda conn, dsn, application_name: pooling.DIRECT  # type: ignore[assignment]
+    logging.getLogger("awa_tui").warning("reliability fault injected: leading without the route probe")
+
+
 def setup(client: Any) -> None:
     fault = os.environ.get(FAULT_ENV, "")
     if fault == NO_PAUSE_GUARD:
         remove_pause_guard()
+    elif fault == NO_POOLER_CHECK:
+        remove_pooler_check()
     elif fault == NO_OVERLAP_GUARD:
         remove_overlap_guard()
     elif fault:
@@ -81,3 +97,5 @@ def setup(client: Any) -> None:
     for name in schedule_names(count, os.environ.get(PREFIX_ENV, "rel")):
         client.periodic(name, expr, "rel.tick", {"n": name}, missed_fire_policy=policy,
                         overlap=os.environ.get(OVERLAP_ENV, "allow"), jitter=jitter or None)
+    if os.environ.get(WORK_ENV) == "1":
+        client.register_handler("rel.tick", lambda job: None)

@@ -152,17 +152,19 @@ class Fleet:
         self._seq = 0
 
     def spawn(self, dsn: str | None = None, *, command: Sequence[str] | None = None,
-              env: dict[str, str] | None = None, wrapper: Sequence[str] = ()) -> RuntimeProcess:
-        """Start `awa-tui run --app reliability.app:setup` (or `python <command>`), under
-        `wrapper` when given (e.g. `faketime -f +5m`: the program that execs Python)."""
+              env: dict[str, str] | None = None, args: Sequence[str] = (),
+              wrapper: Sequence[str] = ()) -> RuntimeProcess:
+        """Start `awa-tui run --app reliability.app:setup [args]` (or `python <command>`),
+        under `wrapper` when given (e.g. `faketime -f +5m`: a program that forks Python)."""
         self._seq += 1
         log_path = self.log_dir / f"runtime-{self._seq:03d}.log"
         full_env = {**os.environ, **self.env, **(env or {}), "PYTHONPATH": os.pathsep.join(
             [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
         full_env.pop("AWA_DATABASE_URL", None)
+        full_env.pop("AWA_LEADER_DATABASE_URL", None)
         argv = list(command) if command else [
             "-m", "awa_tui", "run", "--app", "reliability.app:setup", "--dsn", dsn or self.dsn,
-            "--operator", "reliability"]
+            "--operator", "reliability", *args]
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [*wrapper, sys.executable, *argv],

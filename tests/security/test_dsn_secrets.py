@@ -133,3 +133,11 @@ def test_help_warns_that_a_dsn_password_shows_in_ps() -> None:
         assert "A password in it is visible to every local user in `ps`: prefer --dsn-file" in flat, args
         assert "--dsn-file PATH Read the database URL from this file (keep it 0600); its content is never shown." \
             in flat, args
+
+
+def test_describe_dsn_of_a_multi_host_dsn_pairs_each_host_with_its_port() -> None:
+    """S58: the failover DSN lists two servers; each is named with its own port."""
+    dsn = ("host=127.0.0.1,db-b port=5432,5433 user=app dbname=db password=hunter2 "
+           "target_session_attrs=read-write")
+    assert describe_dsn(dsn) == "app@127.0.0.1:5432,db-b:5433/db"
+    assert describe_dsn("host=a,b port=6432 user=app dbname=db") == "app@a:6432,b:6432/db"

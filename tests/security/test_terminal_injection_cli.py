@@ -54,13 +54,13 @@ def test_cron_list_and_show_escape_every_schedule_field(dsn: str, conn: Any) -> 
 
     detail = clean_output("cron", "show", s.paused, "--dsn", dsn)
     lines = detail.splitlines()
-    for key, value in (("name", shown("p", tag)), ("kind", shown("k", tag)), ("queue", shown("q", tag)),
-                       ("paused_by", shown("by", tag)), ("owner", shown("o", tag)),
-                       ("queue_paused_by", shown("qb", tag))):
-        assert f"{key:20} {value}" in lines, key
+    for label, value in (("name", shown("p", tag)), ("kind", shown("k", tag)), ("queue", shown("q", tag)),
+                         ("paused by", shown("by", tag)), ("owner", shown("o", tag)),
+                         ("queue paused by", shown("qb", tag))):
+        assert f"{label:24} {value}" in lines, label
     # Lists and JSON columns print as JSON, which escapes on its own: kept as it was.
-    assert f"{'tags':20} {json.dumps([f't{tag}{PAYLOAD}', 'plain'])}" in lines
-    assert f"{'status':20} PAUSED by {shown('by', tag)} since" in detail
+    assert f"{'tags':24} {json.dumps([f't{tag}{PAYLOAD}', 'plain'])}" in lines
+    assert f"{'status':24} PAUSED by {shown('by', tag)} since" in detail
 
 
 def test_audit_runtime_queue_and_owner_listings_escape_every_field(dsn: str, conn: Any) -> None:

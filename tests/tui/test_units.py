@@ -36,12 +36,28 @@ NOW = datetime(2025, 3, 8, 12, 0, 30, tzinfo=UTC)
     ("0 30 2 * * *", "daily at 02:30"),
     ("@hourly", "hourly at :00"),
     ("@weekly", "Sundays at 00:00"),
+    # The day forms (S55), in words:
+    ("0 0 L * *", "at 00:00 on the last day of the month"),
+    ("0 9 * * TUE#2", "at 09:00 on the second Tuesday of the month"),
+    ("0 17 * * 5L", "at 17:00 on the last Friday of the month"),
+    ("0 17 * * fri#L", "at 17:00 on the last Friday of the month"),
+    ("0 8 * * 1#1", "at 08:00 on the first Monday of the month"),
+    ("0 0 15W * *", "at 00:00 on the weekday nearest the 15th"),
+    ("0 0 1W * *", "at 00:00 on the weekday nearest the 1st"),
+    ("0 0 22w * *", "at 00:00 on the weekday nearest the 22nd"),
+    ("0 0 L-3 * *", "at 00:00, 3 days before the last day of the month"),
+    ("0 0 L-1 * *", "at 00:00, 1 day before the last day of the month"),
+    ("0 0 LW * *", "at 00:00 on the last weekday of the month"),
+    ("0 0 L 2 *", "at 00:00 on the last day of the month, in Feb"),
+    ("0 30 6 L * ?", "at 06:30 on the last day of the month"),
+    ("0 0 ? * MON", "Mondays at 00:00"),
 ])
 def test_common_shapes_are_described(expr, text):
     assert describe(expr) == text
 
 
-@pytest.mark.parametrize("expr", ["1-5 * * * *", "0 9 1 * 1", "*/15 */2 * * *", "0 0 * 1-3 *", "0 0 1,15 * *x"])
+@pytest.mark.parametrize("expr", ["1-5 * * * *", "0 9 1 * 1", "*/15 */2 * * *", "0 0 * 1-3 *", "0 0 1,15 * *x",
+                                  "0 0 1,L * *", "0 0 L * MON", "0 0 * * 1-5#2", "0 0 L * 1-3"])
 def test_anything_unusual_falls_back_to_the_expression(expr):
     assert describe(expr) == " ".join(expr.split())
 

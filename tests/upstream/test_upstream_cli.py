@@ -8,8 +8,9 @@ Expected instants are worked out by hand in the comments, never by awa-tui's cro
 from __future__ import annotations
 
 import json
+from calendar import monthrange
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -80,8 +81,15 @@ def test_cron_list_and_next_show_upstreams_schedules_with_right_next_fires(
     assert rows["new-year"]["next_fire_at"] == datetime(year, 1, 1, tzinfo=UTC).isoformat()
     # 09:00 in New York on 1 January is EST (UTC-5): 14:00 UTC.
     assert rows["ny-new-year-9am"]["next_fire_at"] == datetime(year, 1, 1, 14, tzinfo=UTC).isoformat()
+    # croner's L reads healthy (S55): midnight UTC on the last day of this month, or of the next
+    # when today is the last day (its midnight is past).
+    assert before.date() == after.date()
+    month_end = date(before.year, before.month, monthrange(before.year, before.month)[1])
+    if before.date() == month_end:
+        following = month_end + timedelta(days=1)
+        month_end = date(following.year, following.month, monthrange(following.year, following.month)[1])
     assert (rows["last-day-of-month"]["next_fire_at"], rows["last-day-of-month"]["problem"]) == (
-        None, "cron_expr: invalid day-of-month field 'L' in '0 0 L * *'")
+        datetime(month_end.year, month_end.month, month_end.day, tzinfo=UTC).isoformat(), None)
     assert {(r["kind"], r["queue"], r["timezone"], r["state"], r["queue_paused"], r["paused_by"])
             for r in rows.values()} == {
         ("up_year", "q1", "UTC", "active", False, None), ("up_ny_year", "q1", "America/New_York", "active", False,
@@ -109,11 +117,11 @@ def test_cron_list_and_next_show_upstreams_schedules_with_right_next_fires(
     assert awa_json("cron", "next", "new-year", "-n", "2", "--dsn", upstream_dsn) == [
         {"utc": datetime(y, 1, 1, tzinfo=UTC).isoformat(), "local": datetime(y, 1, 1, tzinfo=UTC).isoformat(),
          "timezone": "UTC", "dst": None} for y in (year, year + 1)]
-    no_next = awa("cron", "next", "last-day-of-month", "--dsn", upstream_dsn)
-    assert_one_line_error(no_next)
-    assert no_next.stderr == (
-        "error: schedule 'last-day-of-month' has no next fire here: "
-        "cron_expr: invalid day-of-month field 'L' in '0 0 L * *'\n")
+    # 31 March and 30 April 2027, midnight UTC.
+    assert awa_json("cron", "next", "last-day-of-month", "-n", "2", "--after", "2027-03-27T12:00:00Z",
+                    "--dsn", upstream_dsn) == [
+        {"utc": f"2027-0{m}-{d}T00:00:00+00:00", "local": f"2027-0{m}-{d}T00:00:00+00:00", "timezone": "UTC",
+         "dst": None} for m, d in ((3, 31), (4, 30))]
 
 
 def test_runtime_list_and_queue_list_read_upstreams_runtime(

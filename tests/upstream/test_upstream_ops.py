@@ -8,7 +8,7 @@ Expected instants are worked out by hand in the comments, not by awa-tui's arith
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from awa_pg_env import UpstreamProcess, installed_version
 from helpers import wait_for
 from upstream_oracles import every_second, fired_after, insert_schedule, jobs
 
+from awa_tui.engine.cron.expression import next_fire
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, SchemaError
 from awa_tui.engine.upstream.adapter import UpstreamAdapter, init_audit
 from awa_tui.engine.upstream.models import ActionOutcome, UpcomingFire, UpstreamCapabilities
@@ -45,13 +46,18 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
         {"name": "berlin-0230", "cron": "30 2 * * *", "args_class": "UpNight", "queue": "q1",
          "timezone": "Europe/Berlin"},
         {"name": "every-5-seconds", "cron": "*/5 * * * * *", "args_class": "UpFive", "queue": "q1"},
-        # croner's L (last day of month): upstream accepts it, awa-tui's cron grammar does not.
+        # croner's day forms (L, #n, nL, nW): upstream accepts them, and so does awa-tui (S55).
         {"name": "last-day-of-month", "cron": "0 0 L * *", "args_class": "UpLast", "queue": "q1"},
+        {"name": "second-tuesday", "cron": "0 9 * * TUE#2", "args_class": "UpSecondTue", "queue": "q1",
+         "timezone": "America/New_York"},
+        {"name": "last-friday", "cron": "0 17 * * 5L", "args_class": "UpLastFri", "queue": "q1",
+         "timezone": "Europe/Berlin"},
+        {"name": "nearest-15th", "cron": "0 0 15W * *", "args_class": "UpNearest", "queue": "q1"},
     ], [("q1", 2)])
     # Saturday 2027-03-27 12:00:00 UTC: later than any fire upstream can have made today.
     now = datetime(2027, 3, 27, 12, 0, 0, tzinfo=UTC)
-    rows = wait_for(lambda: (s := adapter.list_schedules(now)) and len(s) == 5 and s, timeout=30,
-                    what="upstream's leader to sync the 5 schedules")
+    rows = wait_for(lambda: (s := adapter.list_schedules(now)) and len(s) == 8 and s, timeout=30,
+                    what="upstream's leader to sync the 8 schedules")
     by_name = {s.name: s for s in rows}
     assert [s.name for s in rows] == sorted(by_name)
     # Next quarter hour.
@@ -63,12 +69,21 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
     assert by_name["berlin-0230"].next_fire == datetime(2027, 3, 28, 1, 0, tzinfo=UTC)
     assert by_name["berlin-0230"].next_fire_mark == "gap"
     assert by_name["every-5-seconds"].next_fire == datetime(2027, 3, 27, 12, 0, 5, tzinfo=UTC)
-    last = by_name["last-day-of-month"]
-    assert (last.next_fire, last.problem) == (None, "cron_expr: invalid day-of-month field 'L' in '0 0 L * *'")
+    # Healthy, with next fires: Wed 31 March 2027 00:00 UTC is the last day of March.
+    assert (by_name["last-day-of-month"].next_fire, by_name["last-day-of-month"].problem) == (
+        datetime(2027, 3, 31, tzinfo=UTC), None)
+    # April 2027 starts on a Thursday: Tuesdays 6 and 13; 09:00 EDT = 13:00 UTC.
+    assert by_name["second-tuesday"].next_fire == datetime(2027, 4, 13, 13, 0, tzinfo=UTC)
+    # Fri 26 March 2027 is past; April's last Friday is the 30th, 17:00 CEST = 15:00 UTC.
+    assert by_name["last-friday"].next_fire == datetime(2027, 4, 30, 15, 0, tzinfo=UTC)
+    # 15 April 2027 is a Thursday and fires as itself.
+    assert by_name["nearest-15th"].next_fire == datetime(2027, 4, 15, tzinfo=UTC)
+    assert all(s.problem is None for s in rows)
     assert {(s.kind, s.queue, s.timezone, s.state, s.queue_paused) for s in rows} == {
         ("up_quarter", "q1", "UTC", "active", False), ("up_morning", "q1", "America/New_York", "active", False),
         ("up_night", "q1", "Europe/Berlin", "active", False), ("up_five", "q1", "UTC", "active", False),
-        ("up_last", "q1", "UTC", "active", False),
+        ("up_last", "q1", "UTC", "active", False), ("up_second_tue", "q1", "America/New_York", "active", False),
+        ("up_last_fri", "q1", "Europe/Berlin", "active", False), ("up_nearest", "q1", "UTC", "active", False),
     }
 
     detail = adapter.show("berlin-0230", now=now, count=3)
@@ -81,7 +96,53 @@ def test_schedules_listed_with_next_fires_by_our_arithmetic(
     assert [f.local.utcoffset() for f in detail.upcoming] == [cest, cest, cest]
     assert [f.local.replace(tzinfo=None) for f in detail.upcoming] == [
         datetime(2027, 3, 28, 3, 0), datetime(2027, 3, 29, 2, 30), datetime(2027, 3, 30, 2, 30)]
-    assert adapter.show("last-day-of-month", now=now).upcoming == ()
+    # Previewed: the last days of March, April (30) and May (31) 2027, at 00:00 UTC.
+    assert [f.at for f in adapter.show("last-day-of-month", now=now, count=3).upcoming] == [
+        datetime(2027, 3, 31, tzinfo=UTC), datetime(2027, 4, 30, tzinfo=UTC), datetime(2027, 5, 31, tzinfo=UTC)]
+    # May 2027 starts on a Saturday: Tuesdays 4 and 11, 13:00 UTC (EDT).
+    assert [f.at for f in adapter.show("second-tuesday", now=now, count=2).upcoming] == [
+        datetime(2027, 4, 13, 13, 0, tzinfo=UTC), datetime(2027, 5, 11, 13, 0, tzinfo=UTC)]
+
+
+def _next_nth_weekday(after: date, weekday: int, nth: int) -> date:
+    """The first day after `after` that is the `nth` `weekday` (0 = Sunday) of its month,
+    by walking the calendar: the oracle for the negative control below."""
+    day = after + timedelta(days=1)
+    while not (day.isoweekday() % 7 == weekday and (day.day - 1) // 7 + 1 == nth):
+        day += timedelta(days=1)
+    return day
+
+
+def test_upstream_fires_todays_nth_weekday_and_our_arithmetic_agrees(
+    start_upstream: Callable[..., UpstreamProcess], adapter: UpstreamAdapter, upstream_conn: Any
+) -> None:
+    # Today's weekday and its occurrence in the month (UTC, DB time): `* * * * * WD#N` fires every
+    # second today in upstream's leader; the same weekday with another occurrence never does.
+    clock = "SELECT clock_timestamp() AS t"
+    if upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).time() >= time(23, 58, 30):
+        wait_for(lambda: upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).time() < time(23, 0),
+                 timeout=120, what="midnight UTC to pass, so that the whole test runs on one day")
+    today = upstream_conn.execute(clock).fetchone()["t"].astimezone(UTC).date()
+    weekday, nth = today.isoweekday() % 7, (today.day - 1) // 7 + 1
+    other = nth % 4 + 1  # 1..4, never today's: every month has a fourth
+    today_expr, other_expr = f"* * * * * {weekday}#{nth}", f"* * * * * {weekday}#{other}"
+    start_upstream([
+        {"name": "todays-nth", "cron": today_expr, "args_class": "UpTodaysNth", "queue": "q1"},
+        {"name": "other-nth", "cron": other_expr, "args_class": "UpOtherNth", "queue": "q1"},
+    ], [("q1", 2)])
+    fired = wait_for(lambda: len(f := jobs(upstream_conn, "todays-nth")) >= 3 and f, timeout=30,
+                     what="three fires of today's nth weekday by upstream's leader")
+    assert jobs(upstream_conn, "other-nth") == []
+    # Every instant upstream fired is a fire of the same expression here.
+    for job in fired:
+        instant = datetime.fromisoformat(job["metadata"]["cron_fire_time"]).astimezone(UTC)
+        assert instant.date() == today
+        assert next_fire(today_expr, "UTC", instant - timedelta(seconds=1)).at == instant
+    # Both read as healthy; the other occurrence's next fire is midnight of its next day.
+    rows = {s.name: s for s in adapter.list_schedules()}
+    assert (rows["todays-nth"].problem, rows["other-nth"].problem) == (None, None)
+    expected = _next_nth_weekday(today, weekday, other)
+    assert rows["other-nth"].next_fire == datetime(expected.year, expected.month, expected.day, tzinfo=UTC)
 
 
 def test_recent_fires_runtimes_and_queues_read_upstreams_tables(

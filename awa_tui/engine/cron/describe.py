@@ -9,12 +9,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from awa_tui.engine.cron.vocabulary import DOW_NAMES, MONTH_ABBREVIATIONS, NICKNAMES
+from awa_tui.engine.cron.day_forms import ORDINALS
+from awa_tui.engine.cron.vocabulary import DOW_NAMES, MONTH_ABBREVIATIONS, MONTH_NAMES, NICKNAMES
 
 _DAYS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
 _MONTHS = [m.capitalize() for m in MONTH_ABBREVIATIONS]
+_DAY_NAMES = [d[:-1] for d in _DAYS]  # "Tuesday"
 _NUM = re.compile(r"^\d+$")
 _STEP = re.compile(r"^\*/(\d+)$")
+_LAST_OFFSET = re.compile(r"^L-(\d+)$")
+_NEAREST = re.compile(r"^(\d+)W$")
+_NTH = re.compile(r"^(\d|[A-Z]{3})(?:#([1-5L])|(L))$")
 
 
 def _plural(n: int, unit: str) -> str:
@@ -46,6 +51,59 @@ def _day_of_week(field: str) -> str | None:
     return ", ".join(days)
 
 
+def _day_number(n: int) -> str:
+    """15 -> "15th", 22 -> "22nd"."""
+    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _weekday_name(token: str) -> str | None:
+    if _NUM.match(token) and int(token) <= 7:
+        return _DAY_NAMES[int(token) % 7]
+    number = DOW_NAMES.get(token.lower())
+    return None if number is None else _DAY_NAMES[number]
+
+
+def _day_form(dom: str, dow: str) -> str | None:
+    """One day form (S55) with the other day field `*`, in words; None otherwise."""
+    dom, dow = dom.upper(), dow.upper()
+    if dow == "*":
+        if dom == "L":
+            return "on the last day of the month"
+        if dom == "LW":
+            return "on the last weekday of the month"
+        offset = _LAST_OFFSET.match(dom)
+        if offset:
+            n = int(offset.group(1))
+            return f"{n} day{'s' if n > 1 else ''} before the last day of the month"
+        nearest = _NEAREST.match(dom)
+        if nearest:
+            return f"on the weekday nearest the {_day_number(int(nearest.group(1)))}"
+        return None
+    nth = _NTH.match(dow)
+    if dom != "*" or nth is None:
+        return None
+    day = _weekday_name(nth.group(1))
+    if day is None:
+        return None
+    which = nth.group(2) or nth.group(3)
+    ordinal = "last" if which == "L" else ORDINALS[int(which) - 1]
+    return f"on the {ordinal} {day} of the month"
+
+
+def _months(field: str) -> str | None:
+    """ "" for every month, ", in Feb, Mar" for a list of months, None for other shapes."""
+    if field == "*":
+        return ""
+    names = []
+    for part in field.split(","):
+        number = int(part) if _NUM.match(part) else MONTH_NAMES.get(part.lower())
+        if number is None or not 1 <= number <= 12:
+            return None
+        names.append(_MONTHS[number - 1])
+    return ", in " + ", ".join(names)
+
+
 def _times(minutes: list[int], hours: list[int]) -> str:
     return ", ".join(f"{h:02d}:{m:02d}" for h in hours for m in minutes)
 
@@ -53,7 +111,7 @@ def _times(minutes: list[int], hours: list[int]) -> str:
 @lru_cache(maxsize=4096)  # schedules share few expressions; a page describes each once
 def describe(expr: str) -> str:
     """A short description of `expr`, or `expr` itself when the shape is not a common one."""
-    text = " ".join(expr.split())
+    text = " ".join(expr.split()).replace("?", "*")  # ? reads as * (S55)
     if text.startswith("@"):
         nickname = NICKNAMES.get(text.lower())
         return text if nickname is None else nickname[1]
@@ -102,6 +160,11 @@ def _describe_minutes(fields: list[str]) -> str | None:
     if mins is None or hours is None or len(mins) * len(hours) > 4:
         return None
     at = _times(mins, hours)
+    form = _day_form(dom, dow)
+    if form is not None:
+        months = _months(month)
+        sep = " " if form.startswith("on ") else ", "
+        return None if months is None else f"at {at}{sep}{form}{months}"
     if (dom, month) == ("*", "*"):
         if dow == "*":
             return f"daily at {at}"

@@ -14,15 +14,18 @@ from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from awa_tui.engine.cron.day_forms import DayFormError, split_dom, split_dow
 from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.cron.spread import H_WORD
 from awa_tui.engine.cron.vocabulary import FIELD_NAMES_5, FIELD_NAMES_6, NAMES_BY_FIELD, NICKNAMES
 from awa_tui.engine.cron.zones import ONE_SECOND, fold_end, local_naive, resolve_local
 from awa_tui.engine.errors import ValidationError, short_repr
 
-# Plain cron only: numbers, month/day names, * , - /. No L, W, #, ? extensions; H is
-# resolved per schedule name before parsing (cron/spread.py), never stored.
-_FIELD_RE = re.compile(r"^[0-9A-Za-z*,/\-]+$")
+# Numbers, month/day names, * , - / and ? (read as *), plus the day forms L, W and #
+# (cron/day_forms.py, S55); H is resolved per schedule name before parsing
+# (cron/spread.py), never stored.
+_FIELD_RE = re.compile(r"^[0-9A-Za-z*,/\-?#]+$")
+_DAY_FORM_WORDS = frozenset({"l", "w", "lw"})
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 CRON_EXPR_MAX = 256
 CALENDAR_END_YEAR = 9999 - 60  # beyond this, a cron search may run off datetime's range
@@ -82,15 +85,25 @@ def parse_cron(expr: str) -> CronSpec:
             "(min hour dom month dow) or 6 (sec min hour dom month dow)"
         )
     for fname, value in zip(names, fields, strict=True):
+        invalid = f"cron_expr: invalid {fname} field {short_repr(value)} in {short_repr(expr)}"
         if not _FIELD_RE.match(value):
-            raise ValidationError(f"cron_expr: invalid {fname} field {short_repr(value)} in {short_repr(expr)}")
-        for word in re.findall(r"[A-Za-z]+", value):
-            if word.lower() not in NAMES_BY_FIELD.get(fname, {}):
-                raise ValidationError(
-                    f"cron_expr: invalid {fname} field {short_repr(value)} in {short_repr(expr)}"
-                )
+            raise ValidationError(invalid)
+        plain = value.lower()
+        try:
+            if fname == "day-of-month":
+                plain = split_dom(plain)[0]
+            elif fname == "day-of-week":
+                plain = split_dow(plain)[0]
+        except DayFormError as exc:
+            raise ValidationError(f"{invalid}: {exc}") from None
+        words = re.findall(r"[a-z]+", plain)
+        if "#" in plain or any(w in _DAY_FORM_WORDS for w in words):
+            raise ValidationError(f"{invalid}: L, W and # are day-of-month and day-of-week forms")
+        for word in words:
+            if word not in NAMES_BY_FIELD.get(fname, {}):
+                raise ValidationError(invalid)
     has_seconds = len(fields) == 6
-    body = " ".join(fields)
+    body = " ".join(fields).replace("?", "*")  # croner reads ? as * in any field
     try:
         fields_ = cron_fields(body, has_seconds)
     except CronError as exc:

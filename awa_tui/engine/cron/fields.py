@@ -2,14 +2,16 @@
 
 This replaces croniter in the hot path (measured: ~0.5 ms per uncached croniter
 computation; a first pass over 100k distinct expressions took tens of seconds). It is
-deliberately croniter-compatible on the grammar S2 accepts (numbers, `*`, `,`, `-`,
-`/`, month and day names; no L W # ? H): the expansion below follows croniter 7.0.0's
+deliberately croniter-compatible on plain cron (numbers, `*`, `,`, `-`, `/`, month and
+day names; H is resolved before parsing): the expansion below follows croniter 7.0.0's
 `_expand` rule for rule, quirks included (an explicit equal range such as `5-5` means
 the whole field, wrapping ranges such as `fri-mon`, DOW 7 = Sunday, the
 "day-of-month OR day-of-week" rule when both are restricted).
 tests/engine/test_cron_equivalence.py checks acceptance and every match against
-croniter on random expressions. Time zones are not handled here: cron/zones.py maps wall
-times to instants (S14).
+croniter on random expressions. The day forms L, W and # (S55) are split off by
+cron/day_forms.py; an expression with one matches its days per month through a cached
+bit mask (`month_days`), so plain expressions keep the cheaper per-day test. Time zones
+are not handled here: cron/zones.py maps wall times to instants (S14).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from awa_tui.engine.cron.day_forms import DAYS, DayFormError, DayRule, month_days, split_dom, split_dow
 from awa_tui.engine.cron.vocabulary import DOM, DOW, HOUR, LEN_MEANS_ALL, MINUTE, MONTH, NAMES, RANGES, SECOND
 
 MAX_YEARS = 50  # croniter's max_years_between_matches: no match in 50 years = never
-DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 _STEP_RE = re.compile(r"^([^-]+)-([^-/]+)(/(\d+))?$", re.ASCII)
 _INT_RE = re.compile(r"^\d+$", re.ASCII)
@@ -139,6 +141,7 @@ class CronFields:
     dom_star: bool
     dow_star: bool
     has_seconds: bool
+    day_rule: DayRule | None = None  # set only when a day field uses L, W or #
 
     def _day_ok(self, day: int, weekday: int) -> bool:
         if self.dom_star:
@@ -188,10 +191,15 @@ class CronFields:
                     mo = months[i]
                 d, h, mi, s = 1, 0, 0, 0
                 continue
-            weekday0 = (date(y, mo, 1).isoweekday()) % 7  # weekday of the 1st, 0 = Sunday
             day = d
-            while day <= dim and not self._day_ok(day, (weekday0 + day - 1) % 7):
-                day += 1
+            if self.day_rule is None:
+                weekday0 = (date(y, mo, 1).isoweekday()) % 7  # weekday of the 1st, 0 = Sunday
+                while day <= dim and not self._day_ok(day, (weekday0 + day - 1) % 7):
+                    day += 1
+            else:
+                matching = month_days(self.day_rule, y, mo)
+                while day <= dim and not matching >> day & 1:
+                    day += 1
             if day > dim:
                 d, mo, h, mi, s = 1, mo + 1, 0, 0, 0
                 continue
@@ -248,10 +256,15 @@ class CronFields:
                     mo = months[i]
                 d, h, mi, s = 31, 23, 59, 59
                 continue
-            weekday0 = (date(y, mo, 1).isoweekday()) % 7
             day = d
-            while day >= 1 and not self._day_ok(day, (weekday0 + day - 1) % 7):
-                day -= 1
+            if self.day_rule is None:
+                weekday0 = (date(y, mo, 1).isoweekday()) % 7
+                while day >= 1 and not self._day_ok(day, (weekday0 + day - 1) % 7):
+                    day -= 1
+            else:
+                matching = month_days(self.day_rule, y, mo)
+                while day >= 1 and not matching >> day & 1:
+                    day -= 1
             if day < 1:
                 d, h, mi, s = 0, 23, 59, 59
                 continue
@@ -281,23 +294,41 @@ class CronFields:
 
 @lru_cache(maxsize=262144)
 def cron_fields(body: str, has_seconds: bool) -> CronFields:
-    """Expand a 5-field body (or 6 fields, seconds first). Raises CronError."""
-    parts = body.lower().split()
+    """Expand a 5-field body (or 6 fields, seconds first). Raises CronError.
+
+    `?` is `*` in any field, as croner reads it."""
+    parts = body.lower().replace("?", "*").split()
     if len(parts) != (6 if has_seconds else 5):
         raise CronError(f"expected {6 if has_seconds else 5} fields, got {len(parts)}")
     expressions = parts[1:] + parts[:1] if has_seconds else parts  # croniter order: seconds last
+    try:
+        dom_text, dom_forms = split_dom(expressions[DOM])
+        dow_text, dow_forms = split_dow(expressions[DOW])
+    except DayFormError as exc:
+        raise CronError(str(exc)) from None
+    expressions[DOM], expressions[DOW] = dom_text, dow_text
     expanded = [
-        _expand_field(i, text, "*" in expressions[DOW if i == DOM else DOM]) for i, text in enumerate(expressions)
+        _expand_field(i, text, "*" in expressions[DOW if i == DOM else DOM]) if text else (frozenset(), False)
+        for i, text in enumerate(expressions)
     ]
     seconds = tuple(sorted(expanded[SECOND][0])) if has_seconds else (0,)
+    # A day field with a form is restricted (croner: only a literal `*` is unrestricted).
+    dom_star = expanded[DOM][1] and not dom_forms
+    dow_star = expanded[DOW][1] and not dow_forms
+    doms = expanded[DOM][0]
+    dows = expanded[DOW][0]
+    rule = None
+    if dom_forms or dow_forms:
+        rule = DayRule(doms, dows, dom_star, dow_star, dom_forms, dow_forms)
     return CronFields(
         seconds=seconds,
         minutes=tuple(sorted(expanded[MINUTE][0])),
         hours=tuple(sorted(expanded[HOUR][0])),
-        doms=expanded[DOM][0],
+        doms=doms,
         months=tuple(sorted(expanded[MONTH][0])),
-        dows=expanded[DOW][0],
-        dom_star=expanded[DOM][1],
-        dow_star=expanded[DOW][1],
+        dows=dows,
+        dom_star=dom_star,
+        dow_star=dow_star,
         has_seconds=has_seconds,
+        day_rule=rule,
     )

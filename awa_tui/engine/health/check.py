@@ -12,7 +12,7 @@ from uuid import UUID
 import psycopg
 
 from awa_tui.engine import migrations, views
-from awa_tui.engine.errors import NotFound
+from awa_tui.engine.errors import NotFound, SchemaError
 from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.models import (
     AUTOPAUSE,
@@ -24,6 +24,7 @@ from awa_tui.engine.health.models import (
     WARNING,
     CheckReport,
     FleetProblem,
+    RegisteredRuntime,
     ScheduleHealth,
     Transition,
     health_rank,
@@ -72,6 +73,14 @@ SELECT (SELECT awa.safe_ts(evaluated_at) FROM awa.health_meta WHERE singleton) A
         FROM awa.runtime_instances r
         WHERE r.schema_version IS DISTINCT FROM %(version)s AND r.schema_version IS NOT NULL
           AND {fresh_sql("%(now)s::timestamptz", "r")}) AS mismatched
+"""
+
+# `check --registered`: the runtimes of one host with a fresh snapshot (S21, DB time).
+REGISTERED_SQL = f"""
+SELECT r.instance_id::text AS instance_id, r.hostname, r.pid, awa.safe_ts(r.last_seen_at) AS last_seen_at
+FROM awa.runtime_instances r
+WHERE r.hostname = %(hostname)s AND {fresh_sql("%(now)s::timestamptz", "r")}
+ORDER BY r.last_seen_at DESC, r.pid
 """
 
 
@@ -160,6 +169,17 @@ def check(
         status, code = "ok", EXIT_OK
     return CheckReport(now=now, status=status, exit_code=code, checked=checked, unhealthy=unhealthy,
                        counts=counts, fleet=fleet, evaluated_at=evaluated)
+
+
+def registered(conn: psycopg.Connection[Any], hostname: str, now: datetime | None = None) -> list[RegisteredRuntime]:
+    """The runtimes on `hostname` whose snapshot is fresh (started, not stopped, reporting).
+    Any schema version will do: during a rolling upgrade the runtimes of the older release
+    keep running beside a newer schema (docs/operations.md), and stay ready."""
+    if migrations.current_version(conn) is None:
+        raise SchemaError("the database has no awa schema; run `awa-tui migrate`")
+    now = now or views.db_time(conn)
+    rows = conn.execute(REGISTERED_SQL, {"hostname": hostname, "now": now}).fetchall()
+    return [RegisteredRuntime(**r) for r in rows]
 
 
 def transitions(conn: psycopg.Connection[Any], name: str, *, limit: int = 20) -> list[Transition]:

@@ -19,7 +19,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIServer
 
 import psycopg
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -30,8 +30,9 @@ from prometheus_client.registry import Collector
 
 from awa_tui.engine.db import ConnectionSource
 from awa_tui.engine.errors import AwaError, ValidationError
+from awa_tui.engine.health.alive import serve, with_alive
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
-from awa_tui.engine.health.models import HEALTHS, UNHEALTHY
+from awa_tui.engine.health.models import HEALTHS, UNHEALTHY, RuntimeAlive
 from awa_tui.engine.health.rules import LATENESS_BUCKETS
 
 SCHEDULE_LABELS = ("schedule", "owner", "queue")
@@ -185,10 +186,12 @@ def _fleet_families(snap: MetricsSnapshot) -> Iterator[Metric]:
 
 
 class MetricsServer:
-    """/metrics of one runtime over HTTP, on a daemon thread, until `stop`."""
+    """/metrics of one runtime over HTTP, on a daemon thread, until `stop`; and /alive, what
+    `alive` says of the process (health/alive.py), when given."""
 
     def __init__(self, db: ConnectionSource, addr: str, *, is_leader: Callable[[], bool],
-                 schedule_series: int = DEFAULT_SCHEDULE_SERIES) -> None:
+                 schedule_series: int = DEFAULT_SCHEDULE_SERIES,
+                 alive: Callable[[], RuntimeAlive] | None = None) -> None:
         if isinstance(schedule_series, bool) or not isinstance(schedule_series, int) or schedule_series < 0:
             raise ValidationError(f"schedule_series: must be an integer >= 0, got {schedule_series!r}")
         self.host, self.port = parse_addr(addr)
@@ -198,12 +201,16 @@ class MetricsServer:
         self.pass_seconds = Histogram("awa_evaluator_pass_seconds", "This runtime's evaluator passes",
                                       registry=self.registry,
                                       buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+        self.alive = alive
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        app = make_wsgi_app(self.registry)
+        if self.alive is not None:
+            app = with_alive(app, self.alive)
         try:
-            self._server, self._thread = start_http_server(self.port, addr=self.host, registry=self.registry)
+            self._server, self._thread = serve(self.host, self.port, app)
         except OSError as exc:
             raise AwaError(f"--metrics-addr: cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from None
 

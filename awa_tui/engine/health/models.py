@@ -83,3 +83,48 @@ class CheckReport:
 
     def unhealthy_count(self, health: str) -> int:
         return sum(1 for s in self.unhealthy if s.health == health)
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """One loop of a runtime process, as `awa-tui check --alive` sees it."""
+
+    name: str
+    running: bool  # its thread is alive (a loop never ends before the runtime stops)
+    busy_s: float | None  # seconds inside its current step; None while it waits
+    since_step_s: float | None  # seconds since its last step ended; None before the first
+    bounded: bool  # whether a long step means it is stuck (the worker's runs jobs: not)
+
+
+@dataclass(frozen=True)
+class RuntimeAlive:
+    """What a runtime process says of itself at /alive (health/alive.py)."""
+
+    instance_id: str
+    hostname: str
+    pid: int
+    state: str  # starting (migrating, first sync) | running | stopping
+    loops: list[LoopState]
+
+
+@dataclass(frozen=True)
+class RegisteredRuntime:
+    """A runtime with a fresh snapshot (S21), as `awa-tui check --registered` found it."""
+
+    instance_id: str
+    hostname: str
+    pid: int
+    last_seen_at: datetime
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """`awa-tui check --alive` / `--registered`: this runtime only, never the schedules nor
+    the fleet, so one pod's probe never fails because of another's trouble. `problems` are
+    one line each; none means ok."""
+
+    status: str  # ok | critical
+    exit_code: int
+    alive: RuntimeAlive | None
+    registered: list[RegisteredRuntime] | None
+    problems: list[str]

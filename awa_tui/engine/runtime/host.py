@@ -18,6 +18,9 @@ class RuntimeHost(Protocol):
     def dsn(self) -> str: ...
 
     @property
+    def leader_dsn(self) -> str: ...  # the leader lock connection's (S57); the dsn unless set apart
+
+    @property
     def application_name(self) -> str: ...
 
     @property

@@ -17,16 +17,21 @@ import socket
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from awa_tui.engine.db import LEADER_LOCK_KEY, connect
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.errors import AwaError, DatabaseUnavailable
 from awa_tui.engine.limits import DEFAULT_LEASE
+from awa_tui.engine.runtime.pooling import Route, probe_route, refusal
 from awa_tui.printable import printable, printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.runtime.beats import LoopBeats
 
 log = printable_logger("awa_tui.leader")
 
@@ -54,7 +59,22 @@ UPDATE awa.leader_lease l SET renewed_at = n.t, expires_at = n.t + l.lease
 FROM n
 WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
   AND l.backend_pid = pg_backend_pid() AND l.expires_at > n.t
+  AND awa.leader_lock_pid(%(key)s) = pg_backend_pid()  -- S57: the renewing session holds the lock
 RETURNING l.expires_at
+"""
+# S57: after a refused renewal, whether our own term's lease names a server session other
+# than the one answering on our own connection: only a pooler moves a connection between
+# server sessions, and the lock stayed behind on the first one.
+MOVED_SQL = """
+SELECT l.backend_pid IS DISTINCT FROM pg_backend_pid() AS moved FROM awa.leader_lease l
+WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
+"""
+# ...and then that lease ends now, from whichever session answers: a standby on a direct
+# connection deposes the session the lock stayed behind on at once, not at the expiry.
+END_MOVED_LEASE_SQL = """
+UPDATE awa.leader_lease l SET expires_at = least(l.expires_at, clock_timestamp())
+WHERE l.singleton AND l.instance_id = %(instance)s AND l.term = %(term)s
+RETURNING l.term
 """
 # A clean release ends the lease now, so the term recorded for the fire ledger (v007) ends
 # when leadership did, not when the unrenewed lease would have run out.
@@ -158,6 +178,10 @@ class LeaderElector:
         self._nudge = threading.Event()  # wakes run() early (abdication, stop)
         self._denied_logged: dict[int, float] = {}
         self._lost = False  # leadership was lost since run() last looked
+        # S57: set when the leader connection goes through a pooler that does not keep its
+        # server session; this runtime then never competes again (said once, in one line).
+        self.refused: Route | None = None
+        self._unreachable_logged: float | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -199,6 +223,8 @@ class LeaderElector:
         """One election step: renew the lease if leading, else try to take the lock (deposing
         a holder whose lease expired). `now` is for tests; DB time when omitted. Returns
         leadership."""
+        if self.refused is not None:
+            return False
         try:
             if self._abdicate.is_set():
                 self._abdicate.clear()
@@ -209,10 +235,21 @@ class LeaderElector:
             if self._conn is None or self._conn.closed or self._conn.broken:
                 self._drop()
                 self._conn = connect(self.dsn, application_name=self.application_name)
+                route = probe_route(self._conn, self.dsn, self.application_name)
+                if not route.session_bound:
+                    self._refuse(route)
+                    return False
                 self._execute(SERVER_KEEPALIVES_SQL)
             if self.is_leader:
-                row = self._execute(RENEW_SQL, {"now": now, "instance": self.instance_id, "term": self.term})
+                row = self._execute(
+                    RENEW_SQL, {"now": now, "instance": self.instance_id, "term": self.term, "key": LEADER_LOCK_KEY})
                 if row is None:
+                    moved = self._execute(MOVED_SQL, {"instance": self.instance_id, "term": self.term})
+                    if moved is not None and moved["moved"]:
+                        self._set(False)
+                        self._execute(END_MOVED_LEASE_SQL, {"instance": self.instance_id, "term": self.term})
+                        self._refuse(Route("transaction"))
+                        return False
                     log.warning("leader lease expired or taken over (term %s): stepping down", self.term)
                     self._set(False)
                     self._let_go()
@@ -231,9 +268,27 @@ class LeaderElector:
             # S8: stop evaluating at once, never reuse this connection.
             if self.is_leader:
                 log.warning("leader lock connection failed: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            elif isinstance(exc, DatabaseUnavailable) and self._may_say_unreachable():
+                # A follower that cannot even connect (a wrong leader DSN) would never lead
+                # and never say why. The message names no password (db.connect).
+                log.warning("cannot open the leader connection (retrying): %s", exc)
             self._set(False)
             self._drop()
         return self.is_leader
+
+    def _may_say_unreachable(self) -> bool:
+        last, now = self._unreachable_logged, time.monotonic()
+        if last is not None and now - last < DENIED_REPEAT_S:
+            return False
+        self._unreachable_logged = now
+        return True
+
+    def _refuse(self, route: Route) -> None:
+        """S57: never compete again, and drop the connection without unlocking: through such
+        a pooler an unlock runs on whichever server session is lent, maybe another's."""
+        self.refused = route
+        log.error("%s", refusal(route))
+        self._drop()
 
     def _report(self, row: dict[str, Any]) -> None:
         """Log a deposition, or (rate-limited) why a stalled holder could not be deposed."""
@@ -284,10 +339,12 @@ class LeaderElector:
         except (OSError, psycopg.Error):
             pass  # already closed: the blocked call has returned
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, beats: LoopBeats | None = None) -> None:
         while not stop.is_set():
             self._lost = False
-            if self.step():
+            with beats.step("leader") if beats is not None else nullcontext():
+                leading = self.step()
+            if leading:
                 wait = self.renew_interval_s
             else:
                 # A leader that just lost its lock or lease is the suspect one: it waits a

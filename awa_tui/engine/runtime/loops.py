@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.runtime.beats import LoopBeats
 from awa_tui.engine.runtime.host import RuntimeHost
 from awa_tui.engine.runtime.leader import LeaderElector, lease_valid
 from awa_tui.printable import printable_logger
@@ -31,10 +32,11 @@ class Runtime:
         self.lead = lead
         self.stop_event = threading.Event()
         self.elector = LeaderElector(
-            client.dsn, application_name=f"{client.application_name} leader",
+            client.leader_dsn, application_name=f"{client.application_name} leader",
             instance_id=client.identity.instance_id, lease=client.leader_lease,
         )
         self._threads: list[threading.Thread] = []
+        self.beats = LoopBeats()
         self.started = False
 
     @property
@@ -51,22 +53,25 @@ class Runtime:
             ("reporter", self._reporter_loop),
         ]
         if self.lead:
-            loops += [("leader", lambda: self.elector.run(self.stop_event)), ("evaluator", self._evaluator_loop),
+            loops += [("leader", lambda: self.elector.run(self.stop_event, self.beats)),
+                      ("evaluator", self._evaluator_loop),
                       ("duties", self._duties_loop)]
         if self.run_worker and self.client.handlers:
             loops.append(("worker", self._worker_loop))
         for name, target in loops:
             thread = threading.Thread(target=target, name=f"awa-{name}", daemon=True)
+            self.beats.add(name, thread)
             thread.start()
             self._threads.append(thread)
 
-    def _guarded(self, what: str, step: Callable[[], float], wake: threading.Event | None = None) -> None:
+    def _guarded(self, loop: str, what: str, step: Callable[[], float], wake: threading.Event | None = None) -> None:
         """Run `step` until stopped; it returns how long to wait (cut short by `wake`).
-        Errors back off."""
+        Errors back off. Each step is timed in `beats` under the loop's name."""
         failures = 0
         while not self.stop_event.is_set():
             try:
-                delay = step()
+                with self.beats.step(loop):
+                    delay = step()
                 failures = 0
             except AwaError as exc:
                 failures += 1
@@ -84,7 +89,7 @@ class Runtime:
             return SYNC_INTERVAL_S
 
         self.stop_event.wait(SYNC_INTERVAL_S)
-        self._guarded("sync", step)
+        self._guarded("sync", "sync", step)
 
     def _reporter_loop(self) -> None:
         interval = self.client.snapshot_interval.total_seconds()
@@ -94,7 +99,7 @@ class Runtime:
             self.client.snapshot(is_leader=self.is_leader)
             return interval
 
-        self._guarded("snapshot", step, wake=self.elector.changed)
+        self._guarded("reporter", "snapshot", step, wake=self.elector.changed)
 
     def _leads(self, now: datetime | None) -> bool:
         """Whether this runtime leads with a valid lease at `now` (DB time when omitted;
@@ -130,7 +135,7 @@ class Runtime:
             self.duties_once()
             return DUTIES_INTERVAL_S
 
-        self._guarded("leader duties", step)
+        self._guarded("duties", "leader duties", step)
 
     def _evaluator_loop(self) -> None:
         def step() -> float:
@@ -140,14 +145,14 @@ class Runtime:
             # once when leadership is gained).
             return EVALUATE_INTERVAL_S - (time.time() % EVALUATE_INTERVAL_S) + 0.005
 
-        self._guarded("evaluator", step, wake=self.elector.gained)
+        self._guarded("evaluator", "evaluator", step, wake=self.elector.gained)
 
     def _worker_loop(self) -> None:
         def step() -> float:
             done = self.client.work_once()
             return 0.0 if done else WORKER_IDLE_S
 
-        self._guarded("worker", step)
+        self._guarded("worker", "worker", step)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every loop, write the final snapshot, release the leader lock."""

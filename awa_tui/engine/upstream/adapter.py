@@ -34,6 +34,7 @@ from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_f
 from awa_tui.engine.db import ConnectionSource, connect, translate
 from awa_tui.engine.errors import Conflict, NotFound, SchemaError, ValidationError
 from awa_tui.engine.ops import check_operator, require_writable
+from awa_tui.engine.standby import ServerRole
 from awa_tui.engine.upstream.detect import detect_schema
 from awa_tui.engine.upstream.models import (
     ActionOutcome,
@@ -295,8 +296,8 @@ class UpstreamAdapter:
             fire = next_fire(row["cron_expr"], row["timezone"], after)
             fire_at, mark = fire.at, fire.mark
         except ValidationError as exc:
-            # Upstream's parser (croner) accepts extensions awa-tui does not (L, W, #, ?):
-            # this row gets no next fire and says why; the others are unaffected.
+            # croner parses a few expressions awa-tui refuses (L in the hour field, which never
+            # fires): this row gets no next fire and says why; the others are unaffected.
             problem = exc.message
         return UpstreamSchedule(
             name=row["name"], cron_expr=row["cron_expr"], timezone=row["timezone"], kind=row["kind"],
@@ -353,15 +354,24 @@ class UpstreamAdapter:
         with self._conn() as conn:
             return self._now(conn, None)
 
+    def server_role(self) -> ServerRole:
+        from awa_tui.engine.standby import server_role
+
+        with self._conn() as conn:
+            return server_role(conn)
+
     def write_refusal(self) -> str | None:
         """Why this session cannot pause, resume or trigger (one line), or None if it can."""
         if self.read_only:
             return "this client is read-only"
+        from awa_tui.engine.standby import server_where, standby_message
+
         with self._conn() as conn:
             row = conn.execute(WRITE_ACCESS_SQL).fetchone()
+            where = server_where(conn)
         assert row is not None
         if row["standby"]:
-            return "the database is a read-only standby"
+            return standby_message(where)
         missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),
                                          ("UPDATE on awa.queue_meta", row["queues"])) if not ok]
         return f"role {row['role']} lacks {', '.join(missing)}" if missing else None

@@ -47,6 +47,7 @@ from awa_tui.engine.ops import check_operator
 from awa_tui.engine.overrides import OverrideRequest
 from awa_tui.engine.preview import ResumePreview
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.engine.standby import ServerRole
 from awa_tui.engine.upstream import models as up
 from awa_tui.engine.upstream.adapter import UpstreamAdapter
 from awa_tui.filters import GRAMMARS, TIME_FIELDS, Filter, Term, value_pattern
@@ -100,6 +101,9 @@ class UpstreamConsole:
 
     def write_refusal(self) -> str | None:
         return self.adapter.write_refusal()
+
+    def server_role(self) -> ServerRole:
+        return self.adapter.server_role()
 
     def audit_gap(self) -> str | None:
         return None if self.adapter.audited() else AUDIT_GAP

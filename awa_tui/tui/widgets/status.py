@@ -1,6 +1,6 @@
 """The one-line bars under the header: which panel, and how fresh the data is.
 
-Every state is a word (LEADER, READ-ONLY, STALE, ATTENTION), never a colour alone, so the
+Every state is a word (LEADER, READ-ONLY, STANDBY, STALE, ATTENTION), never a colour alone, so the
 console reads the same with NO_COLOR or on a monochrome terminal.
 """
 
@@ -24,6 +24,7 @@ class Freshness:
     leader: str | None = None  # "LEADER" / "FOLLOWER" when this process runs the engine
     read_only: bool = False
     attention: str | None = None  # cluster-level problem, e.g. no live leader
+    standby: str | None = None  # on a hot standby: which server and its replay lag (formatting.standby_text)
 
 
 class StatusBar(Static):
@@ -37,6 +38,9 @@ class StatusBar(Static):
         if state.read_only:
             text.append(" READ-ONLY ", style="bold reverse")
             text.append(" ")
+        if state.standby:
+            text.append(" STANDBY ", style="bold reverse")
+            text.append(f" {state.standby} · ")
         if state.stale:
             text.append(" STALE ", style="bold reverse red")
             text.append(f" last good data {state.updated or 'never'} · {state.stale_reason}")
