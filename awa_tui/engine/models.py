@@ -127,6 +127,9 @@ class _ScheduleColumns(CronDefinition):
     jitter_ms: int = 0
     # While overridden by an operator: the code's values of the overridden columns.
     overridden: dict[str, Any] | None = None
+    # S56: dates ([start, end] ISO days in the zone) and calendars it never fires on.
+    exclude_dates: list[list[str]] | None = None
+    exclude_calendars: list[str] | None = None
 
 
 @dataclass(frozen=True)
