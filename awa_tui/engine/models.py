@@ -159,12 +159,14 @@ AnySchedule = ScheduleRow | ScheduleInfo
 
 @dataclass(frozen=True)
 class NextFire:
-    """One upcoming fire, in UTC and in the schedule's zone; `dst` is gap | fold | None."""
+    """One upcoming fire, in UTC and in the schedule's zone; `dst` is gap | fold | None;
+    `excluded`, when set, marks an instant the schedule's exclusions skip (S56)."""
 
     utc: datetime
     local: datetime
     timezone: str
     dst: str | None
+    excluded: str | None = None  # S56: the rule that keeps this instant from firing, e.g. "calendar holidays"
 
 
 @dataclass(frozen=True)
