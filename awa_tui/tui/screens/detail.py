@@ -159,8 +159,8 @@ def next_fires(data: ScheduleDetail) -> Table | Text:
             return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
     excluding = any(fire.excluded for fire in data.next)
-    headers = ("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "DST") + (("EXCLUDED",) if excluding else ())
-    table = _table(*headers)
+    headers = ("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "DST")
+    table = _table(*headers, *(("EXCLUDED",) if excluding else ()))
     for fire in data.next:
         cells = [Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
                  Text(relative(fire.utc, data.now)), Text(DST_WORDS.get(fire.dst or "", "-"))]
