@@ -158,19 +158,21 @@ def next_fires(data: ScheduleDetail) -> Table | Text:
         if data.schedule.fault:
             return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
+    # S56: an excluded instant is listed, dimmed and struck through, its rule in the last
+    # column (which then says so: NOTE, the DST words and the exclusions together).
     excluding = any(fire.excluded for fire in data.next)
-    headers = ("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "DST")
-    table = _table(*headers, *(("EXCLUDED",) if excluding else ()))
+    table = _table("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "NOTE" if excluding else "DST")
     for fire in data.next:
+        note = Text(DST_WORDS.get(fire.dst or "", "-"))
         cells = [Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
-                 Text(relative(fire.utc, data.now)), Text(DST_WORDS.get(fire.dst or "", "-"))]
-        if excluding:  # S56: an excluded instant is listed, struck through, with its rule
-            if fire.excluded:
-                for cell in cells:
-                    cell.stylize("strike dim")
-            cells.append(Text(f"excluded: {printable(fire.excluded)}" if fire.excluded else "-",
-                              style="yellow" if fire.excluded else ""))
-        table.add_row(*cells)
+                 Text(relative(fire.utc, data.now))]
+        if fire.excluded:
+            for cell in cells:
+                cell.stylize("strike dim")
+            note = Text(f"excluded: {printable(fire.excluded)}", style="yellow")
+            if fire.dst:
+                note.append(f"; {DST_WORDS.get(fire.dst, '-')}", style="dim")
+        table.add_row(*cells, note)
     return table
 
 
