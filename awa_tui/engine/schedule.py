@@ -215,9 +215,15 @@ class Schedule:
         """The definition columns, canonical (used for sync and manifests)."""
         out = dict(zip(_DEFINITION_KEYS, _definition_values(self), strict=True))
         out["tags"] = list(self.tags)  # JSON has no tuples
-        if self.exclude_dates is not None:
+        # S56: left out when unset (readers take the column's default, NULL), so a manifest
+        # without exclusions hashes as it did before they existed: no republication on upgrade.
+        if self.exclude_dates is None:
+            del out["exclude_dates"]
+        else:
             out["exclude_dates"] = [list(pair) for pair in self.exclude_dates]
-        if self.exclude_calendars is not None:
+        if self.exclude_calendars is None:
+            del out["exclude_calendars"]
+        else:
             out["exclude_calendars"] = list(self.exclude_calendars)
         for fname in DEFINITION_INSTANTS:
             out[fname] = instant_text(out[fname])
