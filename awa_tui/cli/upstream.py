@@ -42,6 +42,10 @@ NEEDS_OWN_SCHEMA = {
     "restore": "restoring a schedule needs",
     "remove": "removing a schedule needs",
     "queue_drain": "draining a queue needs",
+    "set_calendar": "calendars need",
+    "delete_calendar": "calendars need",
+    "list_calendars": "calendars need",
+    "get_calendar": "calendars need",
 }
 
 

@@ -203,3 +203,61 @@ def test_a_resume_preview_and_a_backfill_skip_excluded_instants(
                              now=at("2026-12-27T10:00:00"), operator="ops@test")
     assert result.instants == (at("2026-12-24T09:00:00"), at("2026-12-26T09:00:00"))
     assert result.excluded == 1
+
+
+def test_racing_evaluators_never_double_or_lose_around_excluded_instants(
+        dsn: str, conn: psycopg.Connection[Any]) -> None:
+    """Three evaluators race over six days of a catch_up schedule that excludes two of
+    them: each day not excluded gets exactly one job, the excluded ones none, and the
+    token ends on the last instant."""
+    clients = [Client(dsn, operator=f"racer{i}@test") for i in range(3)]
+    try:
+        clients[0].set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
+        for client in clients:
+            client.periodic("nightly", "0 9 * * *", "test.job", missed_fire_policy="catch_up",
+                            calendar="company-holidays", exclude=[date(2026, 12, 27)])
+            client.sync()
+        force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, created_at = %s, next_fire_at = NULL",
+              (at("2026-12-22T09:00:00"), at("2026-12-01T00:00:00")))
+        barrier = threading.Barrier(len(clients))
+        failures: list[BaseException] = []
+
+        def run(client: Client) -> None:
+            try:
+                for day in (23, 24, 25, 26, 27, 28):
+                    barrier.wait(30)
+                    client.evaluate(now=at(f"2026-12-{day}T09:00:00"))
+            except BaseException as exc:  # surfaced by the assertion below
+                failures.append(exc)
+                barrier.abort()
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in clients]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert failures == []
+        assert fire_times(conn, "nightly") == ["2026-12-23T09:00:00Z", "2026-12-24T09:00:00Z",
+                                               "2026-12-26T09:00:00Z", "2026-12-28T09:00:00Z"]
+        assert schedule_row(conn, "nightly")["last_enqueued_at"] == at("2026-12-28T09:00:00")
+    finally:
+        for client in clients:
+            client.close()
+
+
+def test_a_hand_written_calendar_is_audited_and_a_bad_one_makes_its_schedules_bad_rows(
+        client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
+    conn.execute("INSERT INTO awa.calendars (name, dates) VALUES ('by-hand', '[[\"2026-12-24\", \"2026-12-24\"]]')")
+    audit = conn.execute("SELECT action, target, operator, before, after FROM awa.audit_log "
+                         "WHERE target = 'calendar:by-hand'").fetchall()
+    assert audit == [{"action": "calendar_create", "target": "calendar:by-hand", "operator": "postgres",
+                      "before": None, "after": {"dates": [["2026-12-24", "2026-12-24"]]}}]
+    _daily(client, register, "held", calendar="by-hand")
+    _daily(client, register, "other")
+    assert [j.name for j in client.evaluate(now=at("2026-12-24T09:00:00")).jobs] == ["other"]
+    conn.execute("UPDATE awa.calendars SET dates = '[[\"2026-12-26\", \"2026-12-25\"]]' WHERE name = 'by-hand'")
+    result = client.evaluate(now=at("2026-12-25T09:00:00"))
+    assert [j.name for j in result.jobs] == ["other"]
+    assert result.errors == ["schedule 'held' skipped: calendar 'by-hand': range 2026-12-26..2026-12-25 ends "
+                             "before it starts"]
+    assert schedule_row(conn, "held")["last_enqueued_at"] == at("2026-12-24T09:00:00")
