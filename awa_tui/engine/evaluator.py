@@ -349,7 +349,26 @@ def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | No
     if len(kept) == len(plan.fires):
         return plan
     last = plan.new_last if plan.new_last is not None else plan.fires[-1].at
+    if not kept and (row["last_enqueued_at"] is None or row["missed_fire_policy"] == "coalesce"):
+        # Coalesce fires the most recent due instant; an excluded one is not due, so it is
+        # the latest one before it that is not excluded, if the missed span holds one.
+        kept = _latest_not_excluded(row, plan.fires[0], rules, zone)
     return replace(plan, fires=kept, new_last=last)
+
+
+def _latest_not_excluded(row: dict[str, Any], latest: Fire, rules: Any, zone: Any) -> list[Fire]:
+    cron = check_stored(row)
+    floor = first_candidate(row)  # instants at or before it are not new (S13)
+    start = row.get("start_at")
+    cursor = latest
+    for _ in range(CATCH_UP_LIMIT):  # a bounded walk back: a long freeze does not stall a pass
+        previous = cron.latest_at_or_before(cursor.at - ONE_MICROSECOND)
+        if previous is None or previous.at <= floor or (start is not None and previous.at < start):
+            return []
+        if rules.rule_for(previous.at, zone) is None:
+            return [previous]
+        cursor = previous
+    return []
 
 
 def _plan(row: dict[str, Any], fires: list[Fire], new_last: datetime | None, hint: datetime, *,

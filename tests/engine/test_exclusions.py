@@ -261,3 +261,19 @@ def test_a_hand_written_calendar_is_audited_and_a_bad_one_makes_its_schedules_ba
     assert result.errors == ["schedule 'held' skipped: calendar 'by-hand': range 2026-12-26..2026-12-25 ends "
                              "before it starts"]
     assert schedule_row(conn, "held")["last_enqueued_at"] == at("2026-12-24T09:00:00")
+
+
+def test_coalesce_fires_the_latest_instant_that_is_not_excluded(
+        client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
+    """Missed the 24th, 25th and 26th (no pass), the 25th and 26th excluded: coalesce fires
+    once, for the 24th (the most recent instant that was due); the token moves to the 26th."""
+    _daily(client, register, exclude=[(date(2026, 12, 25), date(2026, 12, 26))])
+    result = client.evaluate(now=at("2026-12-26T12:00:00"))
+    assert [j.fire_time for j in result.jobs] == ["2026-12-24T09:00:00Z"]
+    assert schedule_row(conn, "nightly")["last_enqueued_at"] == at("2026-12-26T09:00:00")
+    # Nothing left to coalesce: every instant since the token is excluded.
+    force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, next_fire_at = NULL WHERE name = 'nightly'",
+          (at("2026-12-24T09:00:00"),))
+    assert client.evaluate(now=at("2026-12-26T12:00:00")).jobs == []
+    assert schedule_row(conn, "nightly")["last_enqueued_at"] == at("2026-12-26T09:00:00")
+    assert fire_times(conn, "nightly") == ["2026-12-24T09:00:00Z"]
