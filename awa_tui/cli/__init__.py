@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "jobs": ("jobs", "prune"),
     "owner": ("owners",),
     "queue": ("queue",),
+    "calendar": ("calendars",),
 }
 
 

@@ -29,6 +29,7 @@ from awa_tui.cli.common import (
 from awa_tui.cli.headings import listing_line
 from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.instants import parse_instant as _parse_instant
+from awa_tui.printable import printable
 
 if TYPE_CHECKING:
     from awa_tui.engine.models import AnySchedule
@@ -156,6 +157,8 @@ def cron_next(
             for f in fires:
                 local = _stamp(f.local, "%Y-%m-%d %H:%M:%S %Z (UTC%z)")
                 mark = f"  [{DST_MARKS[f.dst]}]" if f.dst else ""
+                if f.excluded:  # S56: listed so the gap is explained, never fired
+                    mark += f"  [excluded: {printable(f.excluded)}]"
                 say(f"  {local}  {_stamp(f.utc, '%Y-%m-%dT%H:%M:%SZ')}{mark}")
             if len(fires) < count:  # only the end of the calendar (year 9999) cuts the list
                 say(f"{len(fires)} of {count} fires: the calendar ends at 9999-12-31")

@@ -43,6 +43,10 @@ NEEDS_OWN_SCHEMA = {
     "remove": "removing a schedule needs",
     "queue_drain": "draining a queue needs",
     "registered_runtimes": "the readiness check of a runtime needs",
+    "set_calendar": "calendars need",
+    "delete_calendar": "calendars need",
+    "list_calendars": "calendars need",
+    "get_calendar": "calendars need",
 }
 
 
@@ -87,7 +91,8 @@ class Record(dict[str, Any]):
 
     # Fields of awa-tui's own models that upstream has no notion of (no BROKEN verdict, no
     # retirement, no owners, no bounds, no H nor overrides): read as None, never added to the JSON.
-    ABSENT = frozenset({"fault", "retired_at", "retired_by", "owner", "finished_at", "cron_written", "overridden"})
+    ABSENT = frozenset({"fault", "retired_at", "retired_by", "owner", "finished_at", "cron_written", "overridden",
+                        "excluded", "exclude_dates", "exclude_calendars"})  # S56: no exclusions upstream
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self)

@@ -34,7 +34,7 @@ ONE_US = timedelta(microseconds=1)
 
 ROW_SQL = """
 SELECT name, cron_expr, timezone, retired_at, awa.safe_ts(last_enqueued_at) AS last_enqueued_at,
-       awa.safe_ts(created_at) AS created_at, start_at, end_at
+       awa.safe_ts(created_at) AS created_at, start_at, end_at, exclude_dates, exclude_calendars
 FROM awa.cron_jobs WHERE name = %s
 """
 
@@ -72,6 +72,7 @@ class BackfillResult(Record):
     already_fired: int  # instants of the range that had a job: left alone
     left_to_scheduler: int  # instants after the schedule's last fire: the scheduler's own
     job_ids: tuple[int, ...]  # empty in a dry run
+    excluded: int = 0  # instants of the range on an excluded date (S56): never filled
 
     @property
     def count(self) -> int:
@@ -127,6 +128,8 @@ def backfill(
         check_range(from_at, to_at, now, horizon)
         _refuse_pruned(conn, name, from_at)
         instants = _instants(row, from_at, to_at)
+        every = len(instants)
+        instants = _not_excluded(conn, row, instants)
         frontier = row["last_enqueued_at"] or first_candidate(row)
         passed = [t for t in instants if t <= frontier]
         fired = {r["fire_time"] for r in conn.execute(FIRED_SQL, {"name": name, "lo": from_at, "hi": to_at})}
@@ -148,7 +151,20 @@ def backfill(
     return BackfillResult(
         schedule=name, from_at=from_at, to_at=to_at, dry_run=dry_run, instants=tuple(todo),
         already_fired=len(passed) - len(todo), left_to_scheduler=len(instants) - len(passed), job_ids=job_ids,
+        excluded=every - len(instants),
     )
+
+
+def _not_excluded(conn: psycopg.Connection[Any], row: dict[str, Any], instants: list[datetime]) -> list[datetime]:
+    """The instants not on a date the schedule excludes (S56): a backfill skips them too."""
+    from awa_tui.engine.calendars import row_exclusions
+    from awa_tui.engine.cron.expression import parse_timezone
+
+    rules = row_exclusions(conn, row)
+    if rules is None:
+        return instants
+    zone = parse_timezone(row["timezone"])
+    return [t for t in instants if rules.rule_for(t, zone) is None]
 
 
 def _span(span: timedelta) -> str:

@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn, resolve_leader_dsn
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         ScheduleState,
         TriggeredJob,
     )
+    from awa_tui.engine.models_calendars import CalendarInfo, CalendarSummary
     from awa_tui.engine.models_fleet import Blocker
     from awa_tui.engine.ownership.manifest import Manifest
     from awa_tui.engine.preview import ResumePreview
@@ -318,8 +319,14 @@ class Client:
         if self.authoritative and owner:
             def write(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
                 return sync_declared(conn, owner, schedules)
+        def checked(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
+            from awa_tui.engine.calendars import refuse_unknown_calendars
+
+            refuse_unknown_calendars(conn, schedules)  # S56: nothing is written then
+            return write(conn, schedules)
+
         with self.db.connection() as conn:
-            return self.sync_tracker.sync(conn, self._schedules, self._generation, write)
+            return self.sync_tracker.sync(conn, self._schedules, self._generation, checked)
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
@@ -798,6 +805,34 @@ class Client:
         from awa_tui.engine.models_results import QueueDrained
 
         return QueueDrained(**self._op("queue drain", ops.queue_drain, queue, operator=operator))
+
+    # --- calendars (S56) ---------------------------------------------------------------------
+
+    def set_calendar(self, name: str, dates: Any, *, operator: str | None = None) -> CalendarInfo:
+        """Create or replace calendar `name`: dates and inclusive (start, end) date pairs
+        (`calendar_files.parse_dates` reads them from a file). Audited."""
+        from awa_tui.engine import calendars
+        from awa_tui.engine.exclusions import exclude_dates_of
+
+        canonical = exclude_dates_of(dates, what=f"calendar {name!r}", limit=None) or ()
+        ranges = [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in canonical]
+        return self._op("calendar set", calendars.set_calendar, name, ranges, operator=operator)  # type: ignore[no-any-return]
+
+    def delete_calendar(self, name: str, *, operator: str | None = None) -> CalendarInfo:
+        """Delete calendar `name`; refused while a schedule names it. Audited."""
+        from awa_tui.engine import calendars
+
+        return self._op("calendar delete", calendars.delete_calendar, name, operator=operator)  # type: ignore[no-any-return]
+
+    def list_calendars(self) -> list[CalendarSummary]:
+        from awa_tui.engine import calendars
+
+        return self._read(calendars.list_calendars)
+
+    def get_calendar(self, name: str) -> CalendarInfo:
+        from awa_tui.engine import calendars
+
+        return self._read(calendars.show_calendar, name)
 
     # --- read models ------------------------------------------------------------------------
 

@@ -25,13 +25,17 @@ DEFINITION_TYPES = {
     # Issue 16 (migration v010): the expression as written when it uses H (cron_expr holds
     # it resolved, so every reader of cron_expr needs no name), and the jitter.
     "cron_written": "text", "jitter_ms": "bigint",
+    # S56 (migration v018): dates and calendars the schedule never fires on, as JSON arrays
+    # ([[start, end], ...] ISO dates in its zone; [name, ...]); NULL = none.
+    "exclude_dates": "jsonb", "exclude_calendars": "jsonb",
 }
 # The expectation columns, for the health rules (engine/health.py) and the definition views.
 EXPECTATIONS = ("max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures")
 DEFINITION = tuple(DEFINITION_TYPES)
 # The value of a definition column added after a manifest format was published, for a
 # manifest (or input row) that predates it: an older runtime's during a rolling deploy.
-DEFINITION_DEFAULTS: dict[str, object] = {"cron_written": None, "jitter_ms": 0, "overlap": "allow"}
+DEFINITION_DEFAULTS: dict[str, object] = {"cron_written": None, "jitter_ms": 0, "overlap": "allow",
+                                          "exclude_dates": None, "exclude_calendars": None}
 STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by", "finished_at")
 # While an operator overrides a definition (migration v010), the main columns hold the
 # effective values and this jsonb object the code's values of the overridden columns.

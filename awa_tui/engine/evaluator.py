@@ -20,9 +20,9 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -30,6 +30,7 @@ from awa_tui.engine.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.exclusions import has_exclusions
 from awa_tui.engine.hints import (
     GROUPS_SQL,
     HINT_BUDGET_S,
@@ -44,6 +45,9 @@ from awa_tui.engine.pg_arrays import array_literal as _array
 from awa_tui.engine.schedule import check_stored
 from awa_tui.printable import printable_logger
 
+if TYPE_CHECKING:
+    from awa_tui.engine.calendars import Calendars
+
 log = printable_logger("awa_tui.evaluator")
 
 FIRE_CHUNK = 5000
@@ -56,7 +60,8 @@ ONE_MICROSECOND = timedelta(microseconds=1)
 # column says why; check_stored then skips that row only.
 DUE_COLUMNS = (
     safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
-                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count", "jitter_ms"))
+                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count", "jitter_ms",
+                 "exclude_dates", "exclude_calendars"))
     + f", {FAULT_SQL} AS fault"
 )
 
@@ -386,6 +391,43 @@ class SharedPlans:
                         shape.overlap, shape.new_last, shape.ends, row.get("jitter_ms") or 0), next_hint
 
 
+def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | None) -> FirePlan:
+    """S56: the plan without its fires on excluded dates (in the schedule's zone). The CAS
+    token still moves to the last instant planned, so an excluded instant is consumed like
+    a fired one: never replayed, never doubled. Raises for a bad exclusion (S15)."""
+    from awa_tui.engine.cron.expression import parse_timezone
+    from awa_tui.engine.exclusions import exclusions_of
+
+    rules = exclusions_of(row, calendars.days if calendars else {}, calendars.broken if calendars else None)
+    if rules is None or not plan.fires:
+        return plan
+    zone = parse_timezone(plan.timezone)
+    kept = [f for f in plan.fires if rules.rule_for(f.at, zone) is None]
+    if len(kept) == len(plan.fires):
+        return plan
+    last = plan.new_last if plan.new_last is not None else plan.fires[-1].at
+    if not kept and (row["last_enqueued_at"] is None or row["missed_fire_policy"] == "coalesce"):
+        # Coalesce fires the most recent due instant; an excluded one is not due, so it is
+        # the latest one before it that is not excluded, if the missed span holds one.
+        kept = _latest_not_excluded(row, plan.fires[0], rules, zone)
+    return replace(plan, fires=kept, new_last=last)
+
+
+def _latest_not_excluded(row: dict[str, Any], latest: Fire, rules: Any, zone: Any) -> list[Fire]:
+    cron = check_stored(row)
+    floor = first_candidate(row)  # instants at or before it are not new (S13)
+    start = row.get("start_at")
+    cursor = latest
+    for _ in range(CATCH_UP_LIMIT):  # a bounded walk back: a long freeze does not stall a pass
+        previous = cron.latest_at_or_before(cursor.at - ONE_MICROSECOND)
+        if previous is None or previous.at <= floor or (start is not None and previous.at < start):
+            return []
+        if rules.rule_for(previous.at, zone) is None:
+            return [previous]
+        cursor = previous
+    return []
+
+
 def _plan(row: dict[str, Any], fires: list[Fire], new_last: datetime | None, hint: datetime, *,
           ends: bool) -> FirePlan:
     return FirePlan(row["name"], row["last_enqueued_at"], fires, hint, row["cron_expr"], row["timezone"],
@@ -680,10 +722,15 @@ def evaluate(
     hints: list[tuple[dict[str, Any], datetime]] = []
     sender = _BatchSender(conn, result, overlap=len(rows) > chunk, more=more, timeouts=timeouts)
     planner = SharedPlans(now, catch_up_limit)
+    # S56: calendars are read only by a pass that plans a row naming one, and then only
+    # after they changed (CalendarCache: a version probe); before the sender shares `conn`.
+    calendars = _calendars(conn, timeouts) if any(r["exclude_calendars"] is not None for r in rows) else None
     try:
         for row in rows:
             try:
                 plan, hint = planner.plan(row)
+                if plan is not None and has_exclusions(row):
+                    plan = drop_excluded(plan, row, calendars)
             except Exception as exc:  # S15: a bad row never stops the others
                 result.errors.append(f"schedule {row['name']!r} skipped: {exc}")
                 continue
@@ -750,6 +797,16 @@ def _read_due(
             raise PassTimedOut(f"the pass gave up: {_first_line(exc)}", now) from None
         raise
     return now, groups, rows
+
+
+def _calendars(conn: psycopg.Connection[Any], timeouts: Timeouts) -> Calendars:
+    """The calendars to judge with, read under the pass's timeouts (S59): a session holding
+    a lock on them delays this pass by a lock timeout at most."""
+    from awa_tui.engine.calendars import CACHE
+
+    with conn.transaction():
+        conn.execute(timeouts.fire_sql, prepare=False)
+        return CACHE.current(conn)
 
 
 def write_hint_chunks(conn: psycopg.Connection[Any], groups: Groups, started: float, budget_s: float,

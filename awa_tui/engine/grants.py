@@ -84,6 +84,10 @@ WRITES: dict[str, dict[str, str]] = {
     "health_meta": {"runtime": "UPDATE"},
     "fire_stats": {"runtime": "INSERT, UPDATE"},
     "fire_lateness": {"runtime": "INSERT, UPDATE"},
+    # Calendars (S56, v018): operators edit them (audited by their trigger); the version
+    # row is bumped by that trigger (SECURITY DEFINER) only.
+    "calendars": {"operator": "INSERT, UPDATE, DELETE"},
+    "calendars_version": {},
 }
 OPERATOR_FUNCTIONS = (
     "awa.begin_action(text, text, jsonb)",

@@ -129,6 +129,9 @@ class _ScheduleColumns(CronDefinition):
     jitter_ms: int = 0
     # While overridden by an operator: the code's values of the overridden columns.
     overridden: dict[str, Any] | None = None
+    # S56: dates ([start, end] ISO days in the zone) and calendars it never fires on.
+    exclude_dates: list[list[str]] | None = None
+    exclude_calendars: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -158,12 +161,14 @@ AnySchedule = ScheduleRow | ScheduleInfo
 
 @dataclass(frozen=True)
 class NextFire:
-    """One upcoming fire, in UTC and in the schedule's zone; `dst` is gap | fold | None."""
+    """One upcoming fire, in UTC and in the schedule's zone; `dst` is gap | fold | None;
+    `excluded`, when set, marks an instant the schedule's exclusions skip (S56)."""
 
     utc: datetime
     local: datetime
     timezone: str
     dst: str | None
+    excluded: str | None = None  # S56: the rule that keeps this instant from firing, e.g. "calendar holidays"
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ class ScheduleState:
     cron_written: str | None = None  # issue 16 (see _ScheduleColumns)
     jitter_ms: int = 0
     overridden: dict[str, Any] | None = None
+    # S56: dates ([start, end] ISO days in the zone) and calendars it never fires on.
+    exclude_dates: list[list[str]] | None = None
+    exclude_calendars: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,11 @@ def resume_preview(
                              "finished (past end_at or max_fires): resuming fires nothing")
     try:
         plan, hint = evaluator.plan_fires(row, now, catch_up_limit)
+        if plan is not None and (row["exclude_calendars"] is not None or row["exclude_dates"] is not None):
+            from awa_tui.engine.calendars import CACHE
+
+            known = CACHE.current(conn) if row["exclude_calendars"] is not None else None
+            plan = evaluator.drop_excluded(plan, row, known)  # S56: never fired, never replayed
     except (AwaError, ValueError, OverflowError) as exc:  # the evaluator would skip it (S15)
         raise ValidationError(f"schedule {name!r} cannot be evaluated: {exc}") from None
     if plan is None or not plan.fires:  # nothing due, or nothing due within the bounds (v009)

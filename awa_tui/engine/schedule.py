@@ -22,6 +22,7 @@ from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compil
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
+from awa_tui.engine.exclusions import calendars_of, exclude_dates_of, parse_stored_calendars, parse_stored_dates
 from awa_tui.engine.limits import check_seconds
 
 POLICIES = ("coalesce", "catch_up")
@@ -65,6 +66,10 @@ class Schedule:
     # this name), else None; and the jitter of each fire's run_at, in milliseconds.
     cron_written: str | None = None
     jitter_ms: int = 0
+    # S56: dates (inclusive ISO pairs, in the schedule's zone) and calendars it never fires
+    # on, canonical (engine/exclusions.py); None when there are none.
+    exclude_dates: tuple[tuple[str, str], ...] | None = None
+    exclude_calendars: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
@@ -113,6 +118,15 @@ class Schedule:
         check_count("pause_after_failures", self.pause_after_failures)
         if (self.overlap, self.start_at, self.end_at, self.max_fires) != ("allow", None, None, None):
             self._check_what_fires()
+        if self.exclude_dates is not None or self.exclude_calendars is not None:
+            self._check_exclusions()
+
+    def _check_exclusions(self) -> None:
+        """The stored form (a definition read back from a manifest carries it as JSON lists)."""
+        dates = parse_stored_dates(self.exclude_dates)
+        calendars = parse_stored_calendars(self.exclude_calendars)
+        object.__setattr__(self, "exclude_dates", tuple((a.isoformat(), b.isoformat()) for a, b, _ in dates) or None)
+        object.__setattr__(self, "exclude_calendars", calendars or None)
 
     def _check_what_fires(self) -> None:
         """Overlap policy and bounds (v009), refused with one line naming the value."""
@@ -176,8 +190,11 @@ class Schedule:
         end_at: datetime | None = None,
         max_fires: int | None = None,
         jitter: Any = None,
+        exclude: Any = None,
+        calendar: str | list[str] | tuple[str, ...] | None = None,
     ) -> Schedule:
-        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16).
+        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16); `exclude`
+        dates and inclusive (start, end) date pairs and `calendar` names (S56).
 
         Filled as the generated __init__ would, every field given in field order, without
         its 22 frozen-bypass assignments in Python (half of a registration's time, 1M
@@ -189,6 +206,7 @@ class Schedule:
             {} if metadata is None else metadata, missed_fire_policy, max_lateness, expect_success_within,
             max_consecutive_failures, pause_after_failures, overlap, start_at, end_at, max_fires,
             None, jitter_ms_of(jitter),  # cron_written: resolved from cron_expr by __post_init__
+            exclude_dates_of(exclude), calendars_of(calendar),
         )))
         schedule.__post_init__()
         return schedule
@@ -197,6 +215,16 @@ class Schedule:
         """The definition columns, canonical (used for sync and manifests)."""
         out = dict(zip(_DEFINITION_KEYS, _definition_values(self), strict=True))
         out["tags"] = list(self.tags)  # JSON has no tuples
+        # S56: left out when unset (readers take the column's default, NULL), so a manifest
+        # without exclusions hashes as it did before they existed: no republication on upgrade.
+        if self.exclude_dates is None:
+            del out["exclude_dates"]
+        else:
+            out["exclude_dates"] = [list(pair) for pair in self.exclude_dates]
+        if self.exclude_calendars is None:
+            del out["exclude_calendars"]
+        else:
+            out["exclude_calendars"] = list(self.exclude_calendars)
         for fname in DEFINITION_INSTANTS:
             out[fname] = instant_text(out[fname])
         return out
@@ -217,7 +245,7 @@ def instant_text(value: datetime | None) -> str | None:
 _FIELDS = (KEY, "cron_expr", "kind", "args", "timezone", "queue", "priority", "max_attempts", "tags",
            "metadata", "missed_fire_policy", "max_lateness", "expect_success_within",
            "max_consecutive_failures", "pause_after_failures", "overlap", "start_at", "end_at",
-           "max_fires", "cron_written", "jitter_ms")
+           "max_fires", "cron_written", "jitter_ms", "exclude_dates", "exclude_calendars")
 _assign = object.__setattr__  # past the frozen __setattr__, as the generated __init__ does
 _fill = deque(maxlen=0).extend  # runs an iterator to its end in C
 
@@ -396,6 +424,9 @@ def check_stored(row: Mapping[str, Any]) -> CronExpression:
         raise ValidationError(f"missed_fire_policy: unknown policy {_short(row['missed_fire_policy'])}")
     if row.get("overlap", "allow") not in OVERLAPS:  # v009 refuses it too; a row read before the check
         raise ValidationError(f"overlap: unknown policy {_short(row['overlap'])}")
+    if row.get("exclude_dates") is not None or row.get("exclude_calendars") is not None:
+        parse_stored_dates(row.get("exclude_dates"))  # S56: whether each calendar exists is
+        parse_stored_calendars(row.get("exclude_calendars"))  # judged where calendars are read
     return cron
 
 

@@ -50,7 +50,8 @@ def _positional(alias: str) -> str:
         if column == "tags":
             value = f"ARRAY(SELECT jsonb_array_elements_text({alias} -> {i}))"
         elif typ == "jsonb":
-            value = f"({alias} -> {i})"
+            # JSON null is SQL NULL (an unset exclusion, S56); args and metadata are objects.
+            value = f"nullif({alias} -> {i}, 'null'::jsonb)"
         elif typ == "text":
             value = f"({alias} ->> {i})"
         else:

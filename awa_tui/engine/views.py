@@ -142,11 +142,17 @@ def next_fires(
     if after is None:
         now = db_time(conn)
         after = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
-    return _upcoming(row, after, count)
+    return _upcoming(row, after, count, conn)
 
 
-def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
-    """The next `count` fires, within the schedule's bounds (v009): none once finished."""
+EXCLUDED_SHOWN_LIMIT = 1000  # instants scanned past the excluded ones for the next fires
+
+
+def _upcoming(row: ScheduleInfo, after: datetime, count: int,
+              conn: psycopg.Connection[Any] | None = None) -> list[NextFire]:
+    """The next `count` fires, within the schedule's bounds (v009): none once finished.
+    With exclusions (S56), the excluded instants among them are listed too, marked with
+    the rule (at most `count` of them), and `count` fires are still sought."""
     from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
     from awa_tui.engine.models import NextFire
 
@@ -156,12 +162,45 @@ def _upcoming(row: ScheduleInfo, after: datetime, count: int) -> list[NextFire]:
         after = row.start_at - timedelta(microseconds=1)
     if row.max_fires is not None:
         count = max(0, min(count, row.max_fires - row.fires_count))
+    if not count:
+        return []
     zone = parse_timezone(row.timezone)
-    return [
-        NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark)
-        for f in upcoming_fires(row.cron_expr, row.timezone, after, count)
-        if row.end_at is None or f.at <= row.end_at
-    ] if count else []
+    rules = _exclusions(conn, row)
+    if rules is None:
+        return [NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark)
+                for f in upcoming_fires(row.cron_expr, row.timezone, after, count)
+                if row.end_at is None or f.at <= row.end_at]
+    out: list[NextFire] = []
+    fired = excluded = scanned = 0
+    while fired < count and scanned < count + EXCLUDED_SHOWN_LIMIT:
+        batch = upcoming_fires(row.cron_expr, row.timezone, after, max(count, 50))  # fires in batches
+        for f in batch:
+            scanned += 1
+            if (row.end_at is not None and f.at > row.end_at) or scanned > count + EXCLUDED_SHOWN_LIMIT:
+                return out
+            rule = rules.rule_for(f.at, zone)
+            if rule is None:
+                fired += 1
+            else:
+                excluded += 1
+            if rule is None or excluded <= count:
+                out.append(NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark,
+                                    excluded=rule))
+            if fired == count:
+                return out
+        if not batch:
+            break  # the end of the calendar
+        after = batch[-1].at
+    return out
+
+
+def _exclusions(conn: psycopg.Connection[Any] | None, row: ScheduleInfo) -> Any:
+    """The row's exclusions (S56), or None; an unreadable one is the row's fault, shown as such."""
+    if conn is None or (row.exclude_dates is None and row.exclude_calendars is None):
+        return None
+    from awa_tui.engine.calendars import row_exclusions
+
+    return row_exclusions(conn, {"exclude_dates": row.exclude_dates, "exclude_calendars": row.exclude_calendars})
 
 
 def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> list[Fire]:
@@ -483,7 +522,7 @@ def schedule_detail(
     row = get_schedule(conn, name)
     start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
     # A retired, finished or BROKEN row has no next fires.
-    upcoming = _upcoming(row, start, fires) if row.state not in ("retired", "finished") and not row.fault else []
+    upcoming = _upcoming(row, start, fires, conn) if row.state not in ("retired", "finished") and not row.fault else []
     return ScheduleDetail(
         now=now,
         schedule=row,

@@ -122,14 +122,15 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
 # of the job fired (or backfilled) for it, else its verdict (ledger/models.instant_outcome).
 OUTCOME_GLYPHS = {
     "completed": ".", "discarded": "x", "retryable": "r", "running": ">", "available": "w", "cancelled": "c",
-    "skipped_paused": "-", "skipped_retired": "-", "skipped_overlap": "-", "no_leader": "?",
+    "skipped_paused": "-", "skipped_retired": "-", "skipped_overlap": "-", "skipped_excluded": "-",
+    "no_leader": "?",
     "coalesced": "~", "pending": "_", "unknown": "#",
 }
 UNKNOWN_GLYPH = "!"  # a job state the console does not know (a hand-written row)
 # The legend, a character and its meaning each (the help, docs/keys.md, the summary line).
 OUTCOME_MEANINGS = (
     (".", "ok"), ("x", "failed"), ("r", "retrying"), (">", "running"), ("w", "waiting"), ("c", "cancelled"),
-    ("-", "skipped (paused, retired, overlap)"), ("?", "no leader"), ("~", "coalesced into a later fire"),
+    ("-", "skipped (paused, retired, overlap, excluded)"), ("?", "no leader"), ("~", "coalesced into a later fire"),
     ("_", "not fired yet"), ("#", "unknown (no history left)"),
     (UNKNOWN_GLYPH, "a job state not known"),
 )

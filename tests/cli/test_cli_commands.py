@@ -69,11 +69,11 @@ def test_cron_next_shows_zone_utc_and_dst_marks(dsn: str, schedules: Client) -> 
     fires = awa_json("cron", "next", "nightly", "-n", "3", "--after", "2025-03-08T00:00:00Z", "--dsn", dsn)
     assert fires == [
         {"utc": "2025-03-08T07:30:00+00:00", "local": "2025-03-08T02:30:00-05:00",
-         "timezone": "America/New_York", "dst": None},
+         "timezone": "America/New_York", "dst": None, "excluded": None},
         {"utc": "2025-03-09T07:00:00+00:00", "local": "2025-03-09T03:00:00-04:00",
-         "timezone": "America/New_York", "dst": "gap"},
+         "timezone": "America/New_York", "dst": "gap", "excluded": None},
         {"utc": "2025-03-10T06:30:00+00:00", "local": "2025-03-10T02:30:00-04:00",
-         "timezone": "America/New_York", "dst": None},
+         "timezone": "America/New_York", "dst": None, "excluded": None},
     ]
     text = awa("cron", "next", "early", "-n", "5", "--after", "2025-10-31T12:00:00Z", "--dsn", dsn)
     assert text.returncode == 0 and text.stderr == ""

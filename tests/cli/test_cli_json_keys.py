@@ -24,6 +24,7 @@ SCHEDULE_COLUMNS = [
     # S41: the expectations (seconds and counts, null when not declared).
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "cron_written", "jitter_ms", "overridden",  # issue 16: H as written, jitter, an operator override
+    "exclude_dates", "exclude_calendars",  # S56
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
@@ -31,6 +32,7 @@ SCHEDULE_STATE = [
     "overlap", "start_at", "end_at", "max_fires", "finished_at",
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "cron_written", "jitter_ms", "overridden",  # issue 16
+    "exclude_dates", "exclude_calendars",  # S56
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
 OWNER_CHANGE = ["owner", "at", "names", "count"]
@@ -69,7 +71,7 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
         ["id", "state", "attempt", "created_at", "fire_time", "manual", "lateness"]]
     assert shown["recent_fires"][0]["manual"] is True and shown["recent_fires"][0]["fire_time"] is None
 
-    assert [list(f) for f in fires] == [["utc", "local", "timezone", "dst"]] * 2
+    assert [list(f) for f in fires] == [["utc", "local", "timezone", "dst", "excluded"]] * 2
     assert fires[0]["timezone"] == "America/New_York" and fires[0]["utc"].endswith("+00:00")
     assert datetime.fromisoformat(fires[0]["utc"]) == datetime.fromisoformat(fires[0]["local"])
 

@@ -107,7 +107,7 @@ def test_every_lazily_built_command_has_the_eager_ones_parameters() -> None:
     seen: list[str] = []
     eager, lazy = _eager_and_lazy()
     walk(eager, lazy, "awa-tui", seen)
-    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 46
+    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 51  # calendar: 4 + group
 
 
 def test_cron_list_stops_at_its_limit_and_says_so(dsn: str, client: Client) -> None:

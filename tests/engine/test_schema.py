@@ -17,8 +17,10 @@ REQUIRED_COLUMNS = {
     "cron_jobs": {
         "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags",
         "metadata", "missed_fire_policy", "last_enqueued_at", "created_at", "updated_at", "paused_at",
-        "paused_by",
+        "paused_by", "exclude_dates", "exclude_calendars",  # S56 (v018)
     },
+    "calendars": {"name", "dates", "created_at", "updated_at"},  # S56 (v018)
+    "calendars_version": {"one", "version"},
     "jobs": {
         "id", "kind", "queue", "args", "state", "priority", "attempt", "max_attempts", "run_at",
         "created_at", "metadata", "tags",
@@ -177,3 +179,29 @@ def test_cron_jobs_is_vacuumed_after_a_minute_of_fires_at_a_million(conn: psycop
     finally:
         conn.execute("ALTER TABLE awa.cron_jobs SET (autovacuum_vacuum_scale_factor = 0.005,"
                      " autovacuum_vacuum_threshold = 1000)")
+
+
+def test_calendar_rows_keep_their_shape_and_every_change_moves_the_version(conn: psycopg.Connection[Any]) -> None:
+    """v018: a calendar's name and dates are checked by the database; any write to the
+    table, however made, moves the version the evaluator probes."""
+    def version() -> int:
+        row = conn.execute("SELECT version FROM awa.calendars_version").fetchone()
+        assert row is not None
+        return int(row["version"])
+
+    assert version() == 0
+    conn.execute("INSERT INTO awa.calendars (name, dates) VALUES ('h', '[]')")
+    conn.execute("UPDATE awa.calendars SET dates = '[[\"2026-12-25\", \"2026-12-25\"]]'")
+    conn.execute("DELETE FROM awa.calendars")
+    conn.execute("TRUNCATE awa.calendars")
+    assert version() == 4
+    for bad in ("INSERT INTO awa.calendars (name, dates) VALUES ('bad name', '[]')",
+                "INSERT INTO awa.calendars (name, dates) VALUES ('ok', '{}')",
+                "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, exclude_dates) "
+                "VALUES ('x', '* * * * *', 'UTC', 'k', '{}')",
+                "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, exclude_calendars) "
+                "VALUES ('x', '* * * * *', 'UTC', 'k', '\"h\"')"):
+        with pytest.raises(psycopg.errors.CheckViolation):
+            with conn.transaction():
+                conn.execute(bad)
+    assert version() == 4

@@ -21,8 +21,9 @@ PENDING = "pending"  # due, not fired yet, and no later fire: the next pass deci
 UNKNOWN = "unknown"  # history that would decide it is gone (pruned, or before the ledger)
 SKIPPED_OVERLAP = "skipped_overlap"  # the overlap policy kept it out (awa.fire_skips, v009)
 BACKFILLED = "backfilled"  # fired later by an operator's backfill
+SKIPPED_EXCLUDED = "skipped_excluded"  # on a date the schedule excludes (S56); `reason` names the rule
 VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER, PENDING, UNKNOWN,
-            SKIPPED_OVERLAP, BACKFILLED)
+            SKIPPED_OVERLAP, BACKFILLED, SKIPPED_EXCLUDED)
 
 
 def instant_outcome(verdict: str, job_state: str | None) -> str:

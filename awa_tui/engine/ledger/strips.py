@@ -26,9 +26,11 @@ from awa_tui.engine.ledger.verdicts import (
     Window,
     born,
     bounded,
+    calendars_for,
     decide,
     definition_segments,
     due_instants,
+    excluded_instants,
     fired_jobs,
     leader_terms,
     leadership_since,
@@ -163,12 +165,14 @@ def _strips(conn: psycopg.Connection[Any], live: list[dict[str, Any]], now: date
     pruned = {p["cron_name"]: p["pruned_through"] for p in conn.execute(PRUNED_SQL, {"names": span_names})}
     terms = leader_terms(conn, min(los), now)
     since = leadership_since(conn)
+    calendars = calendars_for(conn, live)
     for row, win in zip(live, windows, strict=True):
         name = row["name"]
         if not win.instants:
             continue
         evidence = Evidence(jobs=jobs[name], terms=terms, skipped=skipped[name], leadership_since=since,
-                            pruned_through=pruned.get(name))
+                            pruned_through=pruned.get(name),
+                            excluded=excluded_instants(row, win.instants, calendars))
         decided = sorted((t, verdict, why["state"] if verdict in FIRED_VERDICTS else None)
                          for t, verdict, why, _ in decide(row, win, evidence, fired_jobs(evidence))
                          if t >= win.shown_from)

@@ -9,12 +9,14 @@ Nothing is written per fire besides the job: the ledger is computed at read time
 - the later fire an unfired instant was folded into: `coalesced`;
 - backfill jobs (metadata `backfill`): `backfilled`; instants the overlap policy kept out
   (awa.fire_skips, written by the fire statement, v009): `skipped_overlap`;
+- the schedule's exclusions (S56), its dates and its calendars as they stand now:
+  `skipped_excluded`, naming the rule;
 - bounds (v009): instants before start_at, after end_at, or after the schedule finished
   are not due at all;
 - what retention pruned (awa.ledger_pruned) and since when leadership is recorded
   (awa.ledger_meta): `unknown`, never a guess.
-Precedence, first match wins: fired (or backfilled), skipped_overlap, skipped_retired,
-skipped_paused, unknown, no_leader, coalesced, pending.
+Precedence, first match wins: fired (or backfilled), skipped_overlap, skipped_excluded,
+skipped_retired, skipped_paused, unknown, no_leader, coalesced, pending.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from awa_tui.engine.ledger.models import (
     MANUAL,
     NO_LEADER,
     PENDING,
+    SKIPPED_EXCLUDED,
     SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
@@ -86,7 +89,7 @@ SCHEDULE_SQL = """
 SELECT name, cron_expr, timezone, queue, missed_fire_policy, awa.safe_ts(created_at) AS created_at,
        awa.safe_ts(paused_at) AS paused_at, paused_by, awa.safe_ts(retired_at) AS retired_at, retired_by,
        awa.safe_ts(last_enqueued_at) AS last_enqueued_at,
-       start_at, end_at, finished_at
+       start_at, end_at, finished_at, exclude_dates, exclude_calendars
 FROM awa.cron_jobs WHERE name = %s
 """
 
@@ -276,6 +279,33 @@ class Evidence:
     leadership_since: datetime | None
     pruned_through: datetime | None
     queue_paused_by: str | None = None  # the schedule's queue is paused (by whom)
+    excluded: dict[datetime, str] | None = None  # S56: instant -> the rule excluding it
+
+
+def excluded_instants(row: dict[str, Any], instants: list[datetime], calendars: Any) -> dict[datetime, str]:
+    """The instants the row's exclusions (S56) leave out, with the rule of each, against
+    `calendars` (calendars.Calendars, None when the row names none). A row whose
+    exclusions cannot be read (S15) excludes nothing here: the evaluator reports it."""
+    from awa_tui.engine.cron.expression import parse_timezone
+    from awa_tui.engine.exclusions import exclusions_of
+
+    try:
+        rules = exclusions_of(row, calendars.days if calendars else {}, calendars.broken if calendars else None)
+        if rules is None:
+            return {}
+        zone = parse_timezone(row["timezone"])
+    except ValidationError:
+        return {}
+    return {t: rule for t in instants if (rule := rules.rule_for(t, zone)) is not None}
+
+
+def calendars_for(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> Any:
+    """The calendars (CalendarCache) when one of `rows` names one, else None: no read."""
+    if not any(r.get("exclude_calendars") is not None for r in rows):
+        return None
+    from awa_tui.engine.calendars import CACHE
+
+    return CACHE.current(conn)
 
 
 def born(row: dict[str, Any]) -> datetime:
@@ -337,6 +367,10 @@ def decide(row: dict[str, Any], win: Window, ev: Evidence,
         if t in ev.skipped:
             yield t, SKIPPED_OVERLAP, None, False
             continue
+        rule = ev.excluded.get(t) if ev.excluded else None
+        if rule is not None:
+            yield t, SKIPPED_EXCLUDED, rule, False
+            continue
         if t < row["created_at"]:
             continue  # the first fire's lookback (S13): only an instant that fired counts
         hit = next((i for i in win.retired if i.covers(t)), None)
@@ -392,7 +426,7 @@ def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Ver
                 queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
         elif verdict in (SKIPPED_RETIRED, SKIPPED_PAUSED):
             out.append(Verdict(name, t, verdict, by=why.by, since=why.start))
-        elif verdict == UNKNOWN:
+        elif verdict in (UNKNOWN, SKIPPED_EXCLUDED):
             out.append(Verdict(name, t, verdict, reason=why))
         elif verdict == NO_LEADER:
             out.append(Verdict(name, t, verdict, gap_from=why[0], gap_until=why[1], into=why[2]))
@@ -447,7 +481,8 @@ def ledger(
     evidence = Evidence(
         jobs=_jobs(conn, name, win.lo), terms=leader_terms(conn, win.lo, hi) if win.instants else [], skipped=skipped,
         leadership_since=leadership_since(conn), pruned_through=mark["pruned_through"] if mark else None,
-        queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None)
+        queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None,
+        excluded=excluded_instants(row, win.instants, calendars_for(conn, [row])))
     return judge(name, row, win, evidence)
 
 

@@ -16,6 +16,7 @@ from awa_tui.engine.ledger.models import (
     MANUAL,
     NO_LEADER,
     PENDING,
+    SKIPPED_EXCLUDED,
     SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
@@ -42,6 +43,13 @@ def _s(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
 
 
+def _rule(reason: str | None) -> str:
+    """An exclusion rule in words: 'calendar NAME', or the date rule as written."""
+    if reason is None:
+        return "?"
+    return reason if reason.startswith("calendar ") else f"the date rule {reason}"
+
+
 def describe(v: Verdict) -> str:
     """The verdict of one instant, as a sentence (database strings escaped)."""
     at = _t(v.instant)
@@ -66,6 +74,8 @@ def describe(v: Verdict) -> str:
         return f"{at}: backfilled by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
     if v.verdict == SKIPPED_OVERLAP:
         return f"{at}: not fired: skipped by the overlap policy (a previous job was still waiting or running)."
+    if v.verdict == SKIPPED_EXCLUDED:
+        return f"{at}: not fired: excluded by {printable(_rule(v.reason))}."
     if v.verdict == MANUAL:
         return f"{at}: triggered by hand by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
     if v.verdict == SKIPPED_PAUSED:

@@ -102,6 +102,7 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("kind", row.kind),
         ("queue", row.queue),
         ("policy", row.missed_fire_policy),
+        *excludes(row),
         ("priority", f"{row.priority}   max attempts {row.max_attempts}"),
         ("tags", ", ".join(row.tags or []) or "-"),
         ("owner", row.owner or "- (unowned)"),
@@ -110,6 +111,15 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("created", utc(row.created_at)),
         ("updated", utc(row.updated_at)),
     ])
+
+
+def excludes(row: ScheduleInfo) -> list[tuple[str, str]]:
+    """S56: the dates and calendars the schedule never fires on, when it has any."""
+    if row.exclude_dates is None and row.exclude_calendars is None:
+        return []
+    from awa_tui.engine.exclusions import describe as describe_exclusions
+
+    return [("excludes", describe_exclusions(row.exclude_dates, row.exclude_calendars))]
 
 
 def _seconds(value: int | None, default: str = "-") -> str:
@@ -148,12 +158,21 @@ def next_fires(data: ScheduleDetail) -> Table | Text:
         if data.schedule.fault:
             return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
-    table = _table("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "DST")
+    # S56: an excluded instant is listed, dimmed and struck through, its rule in the last
+    # column (which then says so: NOTE, the DST words and the exclusions together).
+    excluding = any(fire.excluded for fire in data.next)
+    table = _table("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "NOTE" if excluding else "DST")
     for fire in data.next:
-        table.add_row(
-            Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
-            Text(relative(fire.utc, data.now)), Text(DST_WORDS.get(fire.dst or "", "-")),
-        )
+        note = Text(DST_WORDS.get(fire.dst or "", "-"))
+        cells = [Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
+                 Text(relative(fire.utc, data.now))]
+        if fire.excluded:
+            for cell in cells:
+                cell.stylize("strike dim")
+            note = Text(f"excluded: {printable(fire.excluded)}", style="yellow")
+            if fire.dst:
+                note.append(f"; {DST_WORDS.get(fire.dst, '-')}", style="dim")
+        table.add_row(*cells, note)
     return table
 
 
@@ -361,7 +380,7 @@ class DetailScreen(ScheduleActions, Screen[None]):
             health_line(data),
             loaded,
             top,
-            section(f"Next {len(data.next)} fires{paused}"), next_fires(data),
+            section(f"Next {sum(1 for f in data.next if not f.excluded)} fires{paused}"), next_fires(data),
             section("Recent fires"), recent(data),
             section("Audit"), audit(data),
         ))

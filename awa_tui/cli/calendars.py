@@ -1,0 +1,92 @@
+"""`awa-tui calendar ...`: named calendars of dates schedules exclude (S56): set, list, show, delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from awa_tui.cli import app
+from awa_tui.cli.common import (
+    DsnOpt,
+    JsonOpt,
+    OperatorOpt,
+    emit,
+    emit_table,
+    errors_as_lines,
+    fail,
+    make_client,
+    run_action,
+    say,
+)
+
+calendar_app = typer.Typer(help="Named calendars: dates schedules do not fire on.", no_args_is_help=True)
+app.add_typer(calendar_app, name="calendar")
+
+NameArg = Annotated[str, typer.Argument(help="Calendar name (letters, digits, '.', '_', '-').")]
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a year of every day for decades is far less
+
+
+def _read(path: Path) -> str:
+    try:
+        data = path.read_bytes()[: MAX_FILE_BYTES + 1]
+    except OSError as exc:
+        fail(f"--dates {path}: cannot read the file: {exc.strerror or exc}")
+    if len(data) > MAX_FILE_BYTES:
+        fail(f"--dates {path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(f"--dates {path}: not UTF-8 text (byte {exc.start})")
+
+
+@calendar_app.command("set")
+def calendar_set(
+    name: NameArg,
+    dates: Annotated[Path, typer.Option("--dates", help=(
+        "An iCalendar file (.ics: each event's DTSTART..DTEND days) or a plain list: one ISO date "
+        "or START..END range per line, '#' comments."))],
+    dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Create or replace a calendar from a file; audited. Schedules naming it follow at once."""
+    from awa_tui.engine.calendar_files import parse_dates
+
+    with errors_as_lines():
+        ranges = parse_dates(_read(dates), source=str(dates))
+    run_action(dsn, operator, as_json, lambda client: client.set_calendar(name, ranges),
+               lambda info: f"calendar {info.name}: {len(info.ranges)} dates and ranges, {info.days} days")
+
+
+@calendar_app.command("list")
+def calendar_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """Calendars: how many days each holds, its span and how many schedules name it."""
+    with errors_as_lines():
+        rows = make_client(dsn, read_only=True).list_calendars()
+        emit(rows, as_json, lambda: emit_table(rows, ["name", "ranges", "days", "first", "last", "used_by",
+                                                      "updated_at"]))
+
+
+@calendar_app.command("show")
+def calendar_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
+    """One calendar's dates and ranges and the schedules naming it."""
+    with errors_as_lines():
+        info = make_client(dsn, read_only=True).get_calendar(name)
+
+        def render() -> None:
+            say(f"calendar {info.name}: {len(info.ranges)} dates and ranges, {info.days} days, "
+                f"updated {info.updated_at.isoformat()}")
+            if info.fault:
+                say(f"  unreadable: {info.fault}")
+            for first, last in info.ranges:
+                say(f"  {first.isoformat()}" if first == last else f"  {first.isoformat()}..{last.isoformat()}")
+            say(f"used by: {', '.join(info.used_by)}" if info.used_by else "used by: no schedule")
+
+        emit(info, as_json, render)
+
+
+@calendar_app.command("delete")
+def calendar_delete(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
+    """Delete a calendar; refused while a schedule names it (they are listed). Audited."""
+    run_action(dsn, operator, as_json, lambda client: client.delete_calendar(name),
+               lambda info: f"deleted calendar {info.name} ({len(info.ranges)} dates and ranges)")
