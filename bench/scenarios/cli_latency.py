@@ -11,16 +11,17 @@ awa-tui's modules are compiled to bytecode first, as an installed package has th
 (bench/common.py compile_bytecode).
 
 The floor: an interpreter that imports the two libraries every command needs (psycopg,
-typer) and exits, timed the same way. No change inside awa-tui goes under it, and on a
-2-core VM it moves by ~1.5x from one minute to the next, so an absolute target passes or
-fails with the machine's mood. A command is therefore judged on its overhead: its median
-minus the floor's median in the same run, awa-tui's own time (its modules, connecting, the
-query, the output). The runs are interleaved (each round times the floor, then every
-command once) so the floor and the commands share the same minutes. The common commands
-are held to 100 ms of overhead; those that read many schedules (`cron list` with a filter
-or its first page, `check`) to 800 ms (the 1 s they had, less a typical floor). The
-absolute median and the worst run are readings beside it. `--help` imports no psycopg: its
-overhead is below zero.
+typer) and exits, timed the same way. A command that connects cannot get under it by
+importing less (psycopg is most of it: docs/scaling.md), and on a 2-core VM it moves by
+~1.5x from one minute to the next, so an absolute target passes or fails with the
+machine's mood. A command is therefore judged on its overhead: its median minus the
+floor's median in the same run, awa-tui's own time (its modules, connecting, the query,
+the output). The runs are interleaved (each round times the floor, then every command
+once) so the floor and the commands share the same minutes. The common commands are held
+to 100 ms of overhead; those that read many schedules (`cron list` with a filter or its
+first page, `check`) to 800 ms (the 1 s they had, less a typical floor). The absolute
+median and the worst run are readings beside it. `--help` imports no psycopg but draws
+with Rich: its overhead is near zero.
 """
 
 from __future__ import annotations
