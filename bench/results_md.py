@@ -139,7 +139,7 @@ def _scale_tables(data: dict[str, Any]) -> list[str]:
                if r["scenario"] == "cli_latency" and r["size"].startswith(f"{largest:,} ")]
         if cli:
             out += ["", f"## CLI latency at {largest:,} schedules", ""]
-            out += _table(["command", "target", "wall", "pass"], [
+            out += _table(["command", "target", "measured", "pass"], [
                 [r["metric"], r.get("target") or "", fmt(r.get("ours"), r["unit"]),
                  {True: "PASS", False: "**FAIL**", None: ""}[r.get("passed")]] for r in cli])
     return out

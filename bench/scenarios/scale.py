@@ -408,9 +408,10 @@ TARGETS = (
     Target("console first paint", "console", ("first paint",), "< 1 s", 1.0),
     Target("console refresh stall", "console", ("UI stall per refresh max",), "< 100 ms", 100.0),
     Target("console RSS", "console", ("RSS",), "< 300 MB", 300.0),
-    Target("awa-tui cron list --filter X", "cli_latency", ("cron list --filter", "median"), "< 1 s wall", 1000.0),
-    Target("awa-tui cron list, first page", "cli_latency", ("cron list", "page", "median"), "< 1 s wall", 1000.0),
-    Target("awa-tui check", "cli_latency", ("check", "median"), "< 1 s wall", 1000.0),
+    # The issue's own figures, on the wall (the rows beside each: its overhead above the floor).
+    Target("awa-tui cron list --filter X", "cli_latency", ("cron list --filter (median",), "< 1 s wall", 1000.0),
+    Target("awa-tui cron list, first page", "cli_latency", ("cron list (first page) (median",), "< 1 s wall", 1000.0),
+    Target("awa-tui check", "cli_latency", ("check (median",), "< 1 s wall", 1000.0),
 )
 
 
