@@ -38,6 +38,7 @@ from bench.common import (
 )
 from bench.engines import Engine, Ours, Upstream
 from bench.scenarios import (
+    calendar_mix,
     cli_latency,
     console,
     cron_math,
@@ -64,6 +65,7 @@ QUICK = {
     "cli_latency": [10000],
     "overlap": [10000],
     "fresh_start": [10000],
+    "calendar_mix": [10000],
 }
 FULL = {
     "cron_math": [100000],
@@ -76,6 +78,7 @@ FULL = {
     "cli_latency": [100000],
     "overlap": [10000, 100000],
     "fresh_start": [100000],
+    "calendar_mix": [100000],
 }
 # --scale (issue 18): each figure at 10k, 100k and 1M, so the cost curve shows. The
 # smaller sizes run the same code on smaller fleets; the 1M targets are judged on 1M.
@@ -116,6 +119,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "overlap": overlap.run,
         "fresh_start": fresh_start.run,
         "scale": scale.run,
+        "calendar_mix": calendar_mix.run,
         "saturation": saturation.run,
     }
 
