@@ -170,14 +170,18 @@ def size_text(count: int) -> str:
 
 
 def standby_text(role: ServerRole | None) -> str | None:
-    """What the status bar says beside STANDBY: the server, how old its newest replayed
-    commit is, and the WAL it has received but not replayed. None on a primary."""
+    """What the status bar says beside STANDBY: the server and how far behind it is. The age
+    of the newest replayed change also grows while the primary is idle, so with nothing
+    left to replay the bar says "caught up" and gives that age as what it is."""
     if role is None or not role.standby:
         return None
     if role.replay_lag_s is None:
         lag = "nothing replayed yet"
     else:  # tenths while small: a healthy standby is well under a second behind a busy primary
         seconds = max(role.replay_lag_s, 0.0)
-        lag = f"replay lag {seconds:.1f}s" if seconds < 60 else f"replay lag {span_precise(seconds)}"
+        age = f"{seconds:.1f}s" if seconds < 60 else span_precise(seconds)
+        if role.behind_bytes == 0:
+            return f"{role.where} · caught up · newest change {age} old"
+        lag = f"replay lag {age}"
     behind = "" if role.behind_bytes is None else f", {size_text(role.behind_bytes)} to replay"
     return f"{role.where} · {lag}{behind}"

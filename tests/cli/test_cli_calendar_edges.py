@@ -92,9 +92,9 @@ def test_cron_next_previews_the_day_forms(dsn: str, client: Client) -> None:
     client.sync()
     assert awa_json("cron", "next", "month-end", "-n", "2", "--after", "2024-03-01T00:00:00Z", "--dsn", dsn) == [
         {"utc": "2024-03-31T01:00:00+00:00", "local": "2024-03-31T03:00:00+02:00", "timezone": "Europe/Berlin",
-         "dst": "gap"},
+         "dst": "gap", "excluded": None},
         {"utc": "2025-03-31T00:30:00+00:00", "local": "2025-03-31T02:30:00+02:00", "timezone": "Europe/Berlin",
-         "dst": None},
+         "dst": None, "excluded": None},
     ]
     assert _fires(dsn, "second-tuesday", "2026-01-01T00:00:00Z", 2) == [
         ("2026-01-13T09:00:00+00:00", "2026-01-13T09:00:00+00:00"),

@@ -23,8 +23,10 @@ import typer.main
 NOT_SWEPT = {("run",), ("migrate",), ("db",), ("check",)}
 
 
-# Required options whose placeholder must be well-formed to reach the database.
-OPTION_DEFAULTS = {"--older-than": "14d", "--from": "2025-01-01T00:00:00Z", "--to": "2025-01-01T01:00:00Z"}
+# Required options whose placeholder must be well-formed to reach the database (`--dates`:
+# a file that exists, so `calendar set` gets as far as the database).
+OPTION_DEFAULTS = {"--older-than": "14d", "--from": "2025-01-01T00:00:00Z", "--to": "2025-01-01T01:00:00Z",
+                   "--dates": str(Path(__file__).with_name("placeholder-dates.txt"))}
 
 
 @dataclass(frozen=True)

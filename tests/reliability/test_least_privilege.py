@@ -9,6 +9,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ def seeded(dsn: str, conn: psycopg.Connection[Any]) -> str:
         admin.retire("rel-retired")
         admin.queue_pause("rel-pq")
         discarded = admin.trigger("rel-x")  # job 2 (the trigger above made job 1)
+        admin.set_calendar("rel-x", [date(2025, 12, 25)])  # `calendar show|delete rel-x`
     conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded.id,))
     return dsn
 
