@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_engine_import_does_not_load_textual():
     code = (
-        "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.views, awa_tui.engine.ops;"
+        "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.read.views,"
+        " awa_tui.engine.operations.ops;"
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -168,7 +169,7 @@ def test_views_and_client_reads_return_typed_models():
 
     from awa_tui.engine.client import Client
 
-    tree = ast.parse((ROOT / "awa_tui" / "engine" / "views.py").read_text())
+    tree = ast.parse((ROOT / "awa_tui" / "engine" / "read" / "views.py").read_text())
     views = {
         node.name: ast.unparse(node.returns) if node.returns else "Any"
         for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
@@ -199,7 +200,7 @@ def test_console_and_cli_never_reach_the_client_through_getattr():
 def test_console_config_client_is_the_console_backend_protocol():
     import dataclasses
 
-    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.engine.read.backend import ConsoleBackend
     from awa_tui.tui import config
 
     types = {f.name: f.type for f in dataclasses.fields(config.ConsoleConfig)}
@@ -210,7 +211,7 @@ def test_client_satisfies_the_console_backend_protocol():
     import inspect
 
     from awa_tui.engine.client import Client
-    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.engine.read.backend import ConsoleBackend
 
     backend: ConsoleBackend = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")  # typed assignment
     try:
@@ -271,7 +272,7 @@ def test_engine_folders_show_its_parts():
 
 def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     """Month and day names and nicknames live in cron/vocabulary.py; the definition columns,
-    written out, only in columns.py (SQL fragments are built from it). upstream/ reads
+    written out, only in schedules/columns.py (SQL fragments are built from it). upstream/ reads
     another product's schema and is not bound by ours."""
     engine = ROOT / "awa_tui" / "engine"
     sources = {p: p.read_text() for p in engine.rglob("*.py") if "upstream" not in p.parts}
@@ -279,8 +280,8 @@ def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     columns = re.compile(r"cron_expr\b.{0,30}?\btimezone\b.{0,30}?\bkind\b.{0,30}?\bqueue\b.{0,30}?\bargs\b", re.DOTALL)
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if vocabulary.search(text)) == [
         "cron/vocabulary.py"]
-    # models_results.py declares a typed read model's fields (ScheduleState: names and Python
+    # read/results.py declares a typed read model's fields (ScheduleState: names and Python
     # types, what the console and CLI read), not SQL: the SQL column lists are built only
-    # from columns.py.
+    # from schedules/columns.py.
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if columns.search(text)) == [
-        "columns.py", "models_results.py"]
+        "read/results.py", "schedules/columns.py"]

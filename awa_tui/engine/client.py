@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn, resolve_leader_dsn
 from awa_tui.engine import limits
-from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource, dsn_problem
 from awa_tui.engine.errors import AwaError, ReadOnly, ValidationError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
+from awa_tui.engine.read.backend import FEATURES
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.printable import printable_logger
 
@@ -27,9 +27,10 @@ from awa_tui.printable import printable_logger
 # loads the views it reads, not the evaluator, the runtime or the ledger (issue 18).
 # Nothing here may import more at module level than a Client needs to be built.
 if TYPE_CHECKING:
-    from awa_tui.engine import bulk as bulk_ops
-    from awa_tui.engine import evaluator, overrides
-    from awa_tui.engine.backfill import BackfillResult
+    from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
+    from awa_tui.engine.firing import evaluator
+    from awa_tui.engine.firing.backfill import BackfillResult
+    from awa_tui.engine.firing.preview import ResumePreview
     from awa_tui.engine.health.metrics import MetricsServer
     from awa_tui.engine.health.models import (
         CheckReport,
@@ -50,7 +51,10 @@ if TYPE_CHECKING:
         Verdict,
         Why,
     )
-    from awa_tui.engine.models import (
+    from awa_tui.engine.operations import bulk as bulk_ops
+    from awa_tui.engine.ownership.manifest import Manifest
+    from awa_tui.engine.read.fleet import Blocker
+    from awa_tui.engine.read.models import (
         AuditEntry,
         Fire,
         NextFire,
@@ -68,19 +72,16 @@ if TYPE_CHECKING:
         ScheduleState,
         TriggeredJob,
     )
-    from awa_tui.engine.models_calendars import CalendarInfo, CalendarSummary
-    from awa_tui.engine.models_fleet import Blocker
-    from awa_tui.engine.ownership.manifest import Manifest
-    from awa_tui.engine.preview import ResumePreview
     from awa_tui.engine.runtime import worker
     from awa_tui.engine.runtime.blockers import PassWatch
     from awa_tui.engine.runtime.duties import LeaderDuties
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.engine.runtime.loops import Runtime
     from awa_tui.engine.runtime.passes import RecentPasses
-    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.schedules import overrides
+    from awa_tui.engine.schedules.definition import Schedule
+    from awa_tui.engine.schedules.sync import SyncTracker
     from awa_tui.engine.standby import ServerRole
-    from awa_tui.engine.sync import SyncTracker
     from awa_tui.filters import Filter
 
 log = printable_logger("awa_tui")
@@ -183,7 +184,7 @@ class Client:
         if operator is None:
             self.operator = default_operator()
         else:
-            from awa_tui.engine.ops import check_operator
+            from awa_tui.engine.operations.ops import check_operator
 
             self.operator = check_operator(operator)
         self.catch_up_limit = catch_up_limit
@@ -218,7 +219,7 @@ class Client:
     @functools.cached_property
     def sync_tracker(self) -> SyncTracker:
         """What the next sync must compare (S50)."""
-        from awa_tui.engine.sync import SyncTracker
+        from awa_tui.engine.schedules.sync import SyncTracker
 
         return SyncTracker()
 
@@ -230,7 +231,7 @@ class Client:
 
     @functools.cached_property
     def pass_timeouts(self) -> evaluator.Timeouts:
-        from awa_tui.engine.evaluator import Timeouts
+        from awa_tui.engine.firing.evaluator import Timeouts
 
         return Timeouts(lock_ms=round(self.lock_timeout.total_seconds() * 1000),
                         statement_ms=round(self.statement_timeout.total_seconds() * 1000))
@@ -259,7 +260,7 @@ class Client:
     def periodic(self, *args: Any, **kwargs: Any) -> Schedule:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
-        from awa_tui.engine.schedule import Schedule
+        from awa_tui.engine.schedules.definition import Schedule
 
         schedule = Schedule.build(*args, **kwargs)
         # A client default other than the built-in one is stored with the schedule; the
@@ -294,7 +295,8 @@ class Client:
     # --- one-step entry points ------------------------------------------------------------
 
     def migrate(self) -> list[int]:
-        from awa_tui.engine import migrations, ops
+        from awa_tui.engine import migrations
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, "migrate")
         return migrations.migrate(self.dsn)
@@ -309,9 +311,9 @@ class Client:
         """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
         insert its new names owned by its owner and fail on a foreign-owned name (S23).
         After the first, a sync compares only what changed since (S50)."""
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.ownership.declaration import sync_declared
-        from awa_tui.engine.sync import sync_schedules
+        from awa_tui.engine.schedules.sync import sync_schedules
 
         ops.require_writable(self.read_only, "sync")
         owner = self.owner
@@ -320,7 +322,7 @@ class Client:
             def write(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
                 return sync_declared(conn, owner, schedules)
         def checked(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
-            from awa_tui.engine.calendars import refuse_unknown_calendars
+            from awa_tui.engine.calendars.store import refuse_unknown_calendars
 
             refuse_unknown_calendars(conn, schedules)  # S56: nothing is written then
             return write(conn, schedules)
@@ -330,7 +332,8 @@ class Client:
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
-        from awa_tui.engine import evaluator, ops
+        from awa_tui.engine.firing import evaluator
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, "evaluate")
         watch = self.pass_watch
@@ -389,7 +392,7 @@ class Client:
 
     def prune_runtimes(self) -> int:
         """Delete snapshot rows of runtimes stopped or silent for over a day."""
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.runtime import reporter
 
         ops.require_writable(self.read_only, "prune runtimes")
@@ -398,7 +401,7 @@ class Client:
 
     def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
         """Return jobs left running by a stopped or stale runtime to the queue."""
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.runtime import worker
 
         ops.require_writable(self.read_only, "rescue")
@@ -415,7 +418,7 @@ class Client:
         (schedule names), certified, agreement_since, grace_remaining_s, blockers, skipped
         (only with wait=False, when the protocol lock was busy).
         """
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.ownership import reconcile
 
         ops.require_writable(self.read_only, "reconcile")
@@ -427,8 +430,8 @@ class Client:
     def evaluate_health(self, now: datetime | None = None) -> HealthPass:
         """The leader's health duty (S42): judge every schedule at `now` (DB time when
         omitted), record transitions, count fires for the metrics."""
-        from awa_tui.engine import ops
         from awa_tui.engine.health import rules as health_rules
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, "evaluate health")
         with self.db.connection() as conn:
@@ -459,16 +462,16 @@ class Client:
         See `awa_tui.engine.ownership.reconcile.plan` for what each part means (inserts,
         updates, retirements, conflicts, blockers with code and message, agreement clock).
         """
-        from awa_tui.engine.models_owners import owner_plan
         from awa_tui.engine.ownership import reconcile
+        from awa_tui.engine.read.owners import owner_plan
 
         with self.db.connection() as conn:
             return [owner_plan(p) for p in reconcile.plan(conn, owner, now)]
 
     def list_owners(self, now: datetime | None = None) -> list[OwnerSummary]:
         """One summary per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
-        from awa_tui.engine.models_owners import owner_summary
         from awa_tui.engine.ownership import reconcile
+        from awa_tui.engine.read.owners import owner_summary
 
         with self.db.connection() as conn:
             return [owner_summary(o) for o in reconcile.list_owners(conn, now)]
@@ -485,7 +488,7 @@ class Client:
         return self._manifest
 
     def work_once(self, limit: int | None = None) -> list[tuple[worker.Job, str]]:
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.runtime import worker
 
         ops.require_writable(self.read_only, "work")
@@ -519,7 +522,7 @@ class Client:
         Returns {instance_id, owner, at, stopped, manifest_hash, agreement_since?}. A
         Client that published without start() ends its declaration on close().
         """
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, "publish")
         if self._runtime is None:
@@ -532,7 +535,8 @@ class Client:
 
     def start(self, *, run_worker: bool = True, lead: bool = True) -> Runtime:
         """Start the runtime loops in background threads; returns the Runtime."""
-        from awa_tui.engine import migrations, ops
+        from awa_tui.engine import migrations
+        from awa_tui.engine.operations import ops
         from awa_tui.engine.runtime.loops import Runtime
         from awa_tui.engine.standby import standby_refusal
 
@@ -631,41 +635,41 @@ class Client:
         self.close()
 
     # --- operator actions (S16-S18, S20) ---------------------------------------------------
-    # ops.py and lifecycle.py hand back the rows they wrote (engine-internal dicts); what
-    # leaves the Client is the typed model of awa_tui/engine/models.py.
+    # operations/ops.py and ownership/lifecycle.py hand back the rows they wrote (engine-internal dicts); what
+    # leaves the Client is the typed model of awa_tui/engine/read/models.py.
 
     def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
             return fn(conn, *args, self.operator if operator is None else operator)
 
     def pause(self, name: str, *, operator: str | None = None) -> ScheduleState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._op("pause", ops.pause, name, operator=operator))
 
     def resume(self, name: str, *, operator: str | None = None) -> ScheduleState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._op("resume", ops.resume, name, operator=operator))
 
     def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import TriggeredJob
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import TriggeredJob
 
         return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
 
     def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
                  max_count: int = limits.BACKFILL_LIMIT, operator: str | None = None,
                  now: datetime | None = None) -> BackfillResult:
-        """One job per instant of [from_at, to_at] that never fired (engine/backfill.py); a
+        """One job per instant of [from_at, to_at] that never fired (engine/firing/backfill.py); a
         dry run only counts them (and works on a read-only client)."""
-        from awa_tui.engine import backfill as backfills
-        from awa_tui.engine import ops
+        from awa_tui.engine.firing import backfill as backfills
+        from awa_tui.engine.operations import ops
 
         if not dry_run:
             ops.require_writable(self.read_only, "backfill")
@@ -675,24 +679,24 @@ class Client:
 
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._op("remove", ops.remove, name, operator=operator))
 
     def override(self, name: str, request: overrides.OverrideRequest, *,
                  operator: str | None = None) -> ScheduleState:
         """Override the expression, zone, args, queue or priority (issue 16); the row after."""
-        from awa_tui.engine import overrides
-        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.read.results import ScheduleState
+        from awa_tui.engine.schedules import overrides
 
         return ScheduleState(**self._op("override", lambda conn, n, op: overrides.override(conn, n, op, request),
                                         name, operator=operator))
 
     def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """Return an overridden schedule to its code definition; the row after."""
-        from awa_tui.engine import overrides
-        from awa_tui.engine.models_results import ScheduleState
+        from awa_tui.engine.read.results import ScheduleState
+        from awa_tui.engine.schedules import overrides
 
         return ScheduleState(**self._op("reset", overrides.reset, name, operator=operator))
 
@@ -700,7 +704,7 @@ class Client:
 
     def _lifecycle(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None,
                    now: datetime | None) -> Any:
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
 
         ops.require_writable(self.read_only, action)
         with self.db.connection() as conn:
@@ -709,39 +713,39 @@ class Client:
     def adopt(self, name: str, owner: str, *, operator: str | None = None,
               now: datetime | None = None) -> ScheduleState:
         """Give an unowned schedule to `owner`; returns the schedule's state after."""
-        from awa_tui.engine.models_results import ScheduleState
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now))
 
     def transfer(self, name: str, to_owner: str, *, operator: str | None = None,
                  now: datetime | None = None) -> ScheduleState:
         """Move an owned schedule to another owner; voids both owners' certificates."""
-        from awa_tui.engine.models_results import ScheduleState
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(
             **self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now))
 
     def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Tombstone a schedule: it keeps its row, never fires, cannot be triggered."""
-        from awa_tui.engine.models_results import ScheduleState
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now))
 
     def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Clear a tombstone; evaluation resumes from now, nothing from the retired period."""
-        from awa_tui.engine.models_results import ScheduleState
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import ScheduleState
 
         return ScheduleState(**self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now))
 
     def retire_owner(self, owner: str, *, operator: str | None = None,
                      now: datetime | None = None) -> OwnerChange:
         """Retire every active schedule of an owner: the names retired now."""
-        from awa_tui.engine.models_results import OwnerChange
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import OwnerChange
 
         return OwnerChange(
             **self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now))
@@ -749,13 +753,13 @@ class Client:
     def restore_owner(self, owner: str, *, operator: str | None = None,
                       now: datetime | None = None) -> OwnerChange:
         """Restore every retired schedule of an owner: the names restored now."""
-        from awa_tui.engine.models_results import OwnerChange
         from awa_tui.engine.ownership import lifecycle
+        from awa_tui.engine.read.results import OwnerChange
 
         return OwnerChange(
             **self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now))
 
-    # --- bulk actions on a selection: names or a parsed filter (engine/bulk.py) ------------
+    # --- bulk actions on a selection: names or a parsed filter (engine/operations/bulk.py) ------------
 
     def bulk(
         self, action: str, names: Sequence[str] | None = None, *, where: Filter | None = None,
@@ -765,8 +769,8 @@ class Client:
         """pause/resume/trigger/retire/restore/adopt (to `owner`) every selected schedule,
         one transaction per batch; a row whose state refuses is skipped with the reason.
         A dry run reports what would be done and writes nothing (also when read-only)."""
-        from awa_tui.engine import bulk as bulk_ops
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import bulk as bulk_ops
+        from awa_tui.engine.operations import ops
 
         if not dry_run:
             ops.require_writable(self.read_only, f"bulk {action}")
@@ -779,8 +783,8 @@ class Client:
         operator: str | None = None, now: datetime | None = None,
     ) -> bulk_ops.BulkResult:
         """Adopt for `owner` every unowned schedule its fresh declarations list."""
-        from awa_tui.engine import bulk as bulk_ops
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import bulk as bulk_ops
+        from awa_tui.engine.operations import ops
 
         if not dry_run:
             ops.require_writable(self.read_only, "adopt declared")
@@ -789,20 +793,20 @@ class Client:
                                        dry_run=dry_run, batch_size=batch_size, now=now)
 
     def queue_pause(self, queue: str, *, operator: str | None = None) -> QueueState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueState
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import QueueState
 
         return QueueState(**self._op("queue pause", ops.queue_pause, queue, operator=operator))
 
     def queue_resume(self, queue: str, *, operator: str | None = None) -> QueueState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueState
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import QueueState
 
         return QueueState(**self._op("queue resume", ops.queue_resume, queue, operator=operator))
 
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueDrained
+        from awa_tui.engine.operations import ops
+        from awa_tui.engine.read.results import QueueDrained
 
         return QueueDrained(**self._op("queue drain", ops.queue_drain, queue, operator=operator))
 
@@ -810,9 +814,9 @@ class Client:
 
     def set_calendar(self, name: str, dates: Any, *, operator: str | None = None) -> CalendarInfo:
         """Create or replace calendar `name`: dates and inclusive (start, end) date pairs
-        (`calendar_files.parse_dates` reads them from a file). Audited."""
-        from awa_tui.engine import calendars
-        from awa_tui.engine.exclusions import exclude_dates_of
+        (`calendars/files.parse_dates` reads them from a file). Audited."""
+        from awa_tui.engine.calendars import store as calendars
+        from awa_tui.engine.schedules.exclusions import exclude_dates_of
 
         canonical = exclude_dates_of(dates, what=f"calendar {name!r}", limit=None) or ()
         ranges = [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in canonical]
@@ -820,17 +824,17 @@ class Client:
 
     def delete_calendar(self, name: str, *, operator: str | None = None) -> CalendarInfo:
         """Delete calendar `name`; refused while a schedule names it. Audited."""
-        from awa_tui.engine import calendars
+        from awa_tui.engine.calendars import store as calendars
 
         return self._op("calendar delete", calendars.delete_calendar, name, operator=operator)  # type: ignore[no-any-return]
 
     def list_calendars(self) -> list[CalendarSummary]:
-        from awa_tui.engine import calendars
+        from awa_tui.engine.calendars import store as calendars
 
         return self._read(calendars.list_calendars)
 
     def get_calendar(self, name: str) -> CalendarInfo:
-        from awa_tui.engine import calendars
+        from awa_tui.engine.calendars import store as calendars
 
         return self._read(calendars.show_calendar, name)
 
@@ -846,19 +850,19 @@ class Client:
         now: datetime | None = None,
     ) -> list[ScheduleRow]:
         """Schedules in name order; `where` is a parsed filter (awa_tui/filters.py)."""
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.list_schedules(conn, filter_text=filter_text, limit=limit, where=where, now=now)
 
     def get_schedule(self, name: str) -> ScheduleInfo:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.get_schedule(conn, name)
 
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.next_fires(conn, name, count, after=after)
@@ -866,19 +870,19 @@ class Client:
     def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
         """What resuming the paused schedule `name` would fire now (DB time when omitted),
         by this client's catch-up cap; reads only."""
-        from awa_tui.engine.preview import resume_preview
+        from awa_tui.engine.firing.preview import resume_preview
 
         with self.db.connection() as conn:
             return resume_preview(conn, name, now, catch_up_limit=self.catch_up_limit)
 
     def recent_fires(self, name: str, limit: int = 10) -> list[Fire]:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.recent_fires(conn, name, limit)
 
     def list_queues(self) -> list[QueueRow]:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.list_queues(conn)
@@ -886,14 +890,14 @@ class Client:
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
         holder's (pg_locks), `is_leader` what the snapshot last reported."""
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.list_runtimes(conn, now)
 
     def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.leadership(conn, now)
@@ -912,7 +916,7 @@ class Client:
         """One filtered, sorted page of schedules with counts (the console's schedules panel;
         None without `counts`); `where` is a parsed filter (awa_tui/filters.py) on top of the
         free text."""
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.schedule_page(conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit,
@@ -920,13 +924,13 @@ class Client:
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.schedule_detail(conn, name, now=now)
 
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.list_audit(conn, target=target, limit=limit)
@@ -1023,8 +1027,8 @@ class Client:
         """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
         With `operator` (the CLI) it is an audited operator action; the leader's own
         housekeeping passes none."""
-        from awa_tui.engine import ops
         from awa_tui.engine.ledger import retention
+        from awa_tui.engine.operations import ops
 
         if not dry_run:
             ops.require_writable(self.read_only, "prune jobs")
@@ -1041,12 +1045,12 @@ class Client:
             return server_role(conn)
 
     def db_time(self) -> datetime:
-        from awa_tui.engine import views
+        from awa_tui.engine.read import views
 
         with self.db.connection() as conn:
             return views.db_time(conn)
 
-    # Every feature the console knows: awa-tui's own schema has them all (console_api.FEATURES).
+    # Every feature the console knows: awa-tui's own schema has them all (read/backend.FEATURES).
     features = FEATURES
     features_note: str | None = None
 
@@ -1057,7 +1061,7 @@ class Client:
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,
         standby), as one line; None when they can run."""
-        from awa_tui.engine import ops
+        from awa_tui.engine.operations import ops
 
         if self.read_only:
             return "this client is read-only"

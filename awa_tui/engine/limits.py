@@ -22,7 +22,7 @@ DEFAULT_LEASE = timedelta(seconds=5)
 MIN_LEASE = timedelta(seconds=1)
 
 # The evaluator's own statements wait for a lock at most this long, and run at most this
-# long, then the pass gives up, says what blocked it and is retried (engine/evaluator.py).
+# long, then the pass gives up, says what blocked it and is retried (engine/firing/evaluator.py).
 # The lock wait stays within the lease (a blocked pass is reported before a lease's worth
 # of fires is late; half the lease by default); a healthy fire statement takes ~0.1-1.3 s
 # (5000 fires, 1M schedules, bench/), so the statement bound only catches a runaway one. A
@@ -43,7 +43,7 @@ MAX_KEEP = 100000
 # beside an unpaced 1M-row prune, 0.86 s beside this paced one.
 MANUAL_DUTY = 0.5
 
-# Bulk actions (engine/bulk.py): names per transaction.
+# Bulk actions (engine/operations/bulk.py): names per transaction.
 BATCH_SIZE = 500
 MAX_BATCH_SIZE = 10_000
 

@@ -3,7 +3,7 @@
 On random expressions of the grammar S2 accepts, both must accept and reject the same
 expressions and find the same next and previous wall times, iterated, from random
 instants and from instants that are themselves matches. Time zones are not involved
-here: schedule.py maps wall times to instants the same way for both (test_dst.py).
+here: schedules/definition.py maps wall times to instants the same way for both (test_dst.py).
 The day forms L, W and # (S55) are compared on random expressions in
 test_cron_syntax.py, where croniter spells and reads them as croner does.
 """

@@ -12,7 +12,7 @@ import psycopg
 from engine_helpers import at
 from helpers import wait_for
 
-from awa_tui.engine import evaluator
+from awa_tui.engine.firing import evaluator
 
 SEED_SQL = """
 INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, missed_fire_policy, created_at, last_enqueued_at)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from awa_tui.engine.errors import Conflict
-from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.firing.evaluator import PassResult
 from awa_tui.engine.runtime.duties import HOUSEKEEPING_INTERVAL_S, RECONCILE_INTERVAL_S, Duty, LeaderDuties
 
 

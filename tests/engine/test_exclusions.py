@@ -16,7 +16,7 @@ from engine_helpers import at, fire_times, force, schedule_row
 from helpers import wait_for
 
 from awa_tui import Client, ValidationError
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 
 def _daily(client: Client, register: Any, name: str = "nightly", **kwargs: Any) -> None:

@@ -13,8 +13,8 @@ from croniter import croniter
 from engine_helpers import at, fire_times, force, schedule_row
 
 from awa_tui import Client
-from awa_tui.engine.first_hints import FirstHints
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
+from awa_tui.engine.schedules.first_hints import FirstHints
 
 EXPRS = ("* * * * *", "*/5 * * * *", "0 * * * *", "30 2 * * *", "15 10 * * 1", "0 0 1 * *", "*/10 * * * * *")
 ZONES = ("UTC", "America/New_York", "Asia/Kolkata")

@@ -12,7 +12,7 @@ from croniter import croniter
 from engine_helpers import at, fire_times, schedule_row
 
 from awa_tui import Client
-from awa_tui.engine import evaluator, hints
+from awa_tui.engine.firing import evaluator, hints
 
 
 def _insert(conn: Any, name: str, cron_expr: str, *, zone: str = "UTC", created: datetime,

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from awa_tui import Client
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 
 @pytest.fixture

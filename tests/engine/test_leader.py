@@ -19,7 +19,7 @@ from leader_app import CATCH_UP_SCHEDULES, setup
 
 from awa_tui import Client
 from awa_tui.engine.db import LEADER_LOCK_KEY
-from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.firing.evaluator import PassResult
 
 HERE = Path(__file__).resolve().parent
 LOCK_WHERE = (

@@ -31,7 +31,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from awa_tui import Client
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.firing.evaluator import PassResult
 from awa_tui.engine.runtime.leader import LeaderElector
 from awa_tui.engine.runtime.loops import Runtime
 

@@ -13,7 +13,7 @@ from engine_helpers import at, fire_times, force, schedule_row
 
 from awa_tui import Client
 from awa_tui.engine.errors import Conflict, ValidationError
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.schedules.overrides import OverrideRequest
 
 
 def _deploy(dsn: str, cron: str = "0 * * * *", **extra: Any) -> Client:

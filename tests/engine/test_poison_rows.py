@@ -12,8 +12,9 @@ from engine_helpers import at, fire_times
 from poison_seed import HEALTHY, JOBS_TARGET, POISON, broken, seed
 
 from awa_tui import Client
-from awa_tui.engine import evaluator, views
 from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.firing import evaluator
+from awa_tui.engine.read import views
 
 # Rows the evaluator never fetches: a hint that is never due, paused, retired.
 NOT_FETCHED = {"p-next-inf", "p-paused-inf", "p-retired-neg-inf"}

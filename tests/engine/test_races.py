@@ -11,7 +11,7 @@ import psycopg
 from engine_helpers import at, fire_times, force, job_count, schedule_row
 
 from awa_tui import Client
-from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.firing.evaluator import PassResult
 
 BASE = "2025-01-01T00:00:00"
 
@@ -127,7 +127,7 @@ def test_pause_committed_between_read_and_fire_wins(
 ) -> None:
     """The CAS statement re-checks `paused_at IS NULL` on the row it updates (S11)."""
     register("contested", "* * * * *", last=BASE)
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     rows = evaluator.due_schedules(conn, at("2025-01-01T00:01:00"))
     plan, _ = evaluator.plan_fires(rows[0], at("2025-01-01T00:01:00"), 1000)
@@ -142,7 +142,7 @@ def test_definition_change_between_read_and_fire_wins(
     client: Client, dsn: str, conn: psycopg.Connection[Any], register: Any
 ) -> None:
     register("contested", "* * * * *", last=BASE)
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     rows = evaluator.due_schedules(conn, at("2025-01-01T00:01:00"))
     plan, _ = evaluator.plan_fires(rows[0], at("2025-01-01T00:01:00"), 1000)
@@ -157,7 +157,7 @@ def test_definition_change_between_read_and_fire_wins(
 def test_two_plans_from_the_same_read_fire_once(client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
     """Two runtimes that read the same row: the second CAS matches nothing (S11)."""
     register("contested", "* * * * * *", last=BASE, missed_fire_policy="catch_up")
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     now = at(BASE) + timedelta(seconds=5)
     row = evaluator.due_schedules(conn, now)[0]

@@ -13,7 +13,7 @@ from engine_helpers import at, fire_times, job_count, schedule_row
 
 from awa_tui import Client
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
-from awa_tui.engine.preview import ResumePreview, resume_preview
+from awa_tui.engine.firing.preview import ResumePreview, resume_preview
 
 
 def _audit_count(conn: psycopg.Connection[Any]) -> int:

@@ -12,7 +12,7 @@ from engine_helpers import at, force
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.client import Client
-from awa_tui.engine.models import PassSummary
+from awa_tui.engine.read.models import PassSummary
 from awa_tui.engine.runtime.passes import PASSES_KEPT, from_json
 
 
@@ -67,7 +67,7 @@ def test_a_hand_edited_passes_value_never_breaks_the_runtimes_page(client: Clien
 
 
 def test_a_timed_out_pass_and_its_blockers_round_trip_and_bad_blockers_are_left_out() -> None:
-    from awa_tui.engine.models import Blocker
+    from awa_tui.engine.read.models import Blocker
     from awa_tui.engine.runtime.passes import to_json
 
     blocker = Blocker(pid=4242, application="psql", state="idle in transaction",

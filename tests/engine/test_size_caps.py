@@ -13,7 +13,7 @@ from engine_helpers import at, fire_times, force
 from awa_tui import Client
 from awa_tui.engine import migrations
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 CAP = 262144
 LOOKALIKES = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",

@@ -18,7 +18,7 @@ from engine_helpers import at, fire_times, schedule_row
 from awa_tui import Client
 from awa_tui.engine.cron.spread import resolve_spread
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule, row_fault
+from awa_tui.engine.schedules.definition import Schedule, row_fault
 
 PINNED = {
     ("billing.invoices", "H * * * *"): "54 * * * *",

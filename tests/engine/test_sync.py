@@ -9,7 +9,7 @@ from engine_helpers import at, force, schedule_row
 from psycopg.rows import dict_row
 
 from awa_tui import Client
-from awa_tui.engine.sync import sync_schedules
+from awa_tui.engine.schedules.sync import sync_schedules
 
 # Columns sync must never write, with distinctive values set by hand.
 KEPT = {

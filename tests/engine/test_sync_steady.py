@@ -12,9 +12,9 @@ from engine_helpers import at, force, schedule_row
 from psycopg.rows import dict_row
 
 from awa_tui import Client
-from awa_tui.engine.columns import DEFINITION
-from awa_tui.engine.overrides import OverrideRequest
-from awa_tui.engine.sync import SyncOutcome, SyncTracker, sync_schedules
+from awa_tui.engine.schedules.columns import DEFINITION
+from awa_tui.engine.schedules.overrides import OverrideRequest
+from awa_tui.engine.schedules.sync import SyncOutcome, SyncTracker, sync_schedules
 
 DIGEST = "SELECT name, ctid::text AS ctid, xmin::text AS xmin, xmax::text AS xmax FROM awa.cron_jobs ORDER BY name"
 

@@ -17,7 +17,7 @@ from engine_helpers import at, fire_times, force, schedule_row
 
 from awa_tui import Client, ValidationError
 from awa_tui.engine.runtime.worker import Job
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 
 def _skips(conn: psycopg.Connection[Any], name: str) -> list[str]:

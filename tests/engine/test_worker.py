@@ -11,7 +11,7 @@ import pytest
 from engine_helpers import at, schedule_row
 
 from awa_tui import Client, Conflict, NotFound
-from awa_tui.engine.models import QueueDrained
+from awa_tui.engine.read.models import QueueDrained
 from awa_tui.engine.runtime.worker import Job, backoff
 
 

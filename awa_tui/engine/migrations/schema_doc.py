@@ -38,7 +38,8 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parents[3] / "docs" / "schema.md"
 # table adds its line here, or the generator refuses to run (`missing_purposes`).
 PURPOSES: dict[str, str] = {
     "calendars": "named sets of dates that schedules exclude (`calendar=`): one row per calendar, written "
-                 "by `awa-tui calendar set|delete` through the audit gate; read by the evaluator, previews and the ledger",
+                 "by `awa-tui calendar set|delete` through the audit gate; read by the evaluator, previews and the "
+                 "ledger",
     "calendars_version": "one row: a counter every change of awa.calendars moves (trigger), so a runtime "
                          "re-reads the calendars only after a change",
     "audit_log": "the operator audit trail (append-only): one row per operator action, written by the "

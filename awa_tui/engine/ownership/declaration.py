@@ -13,12 +13,12 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict
-from awa_tui.engine.first_hints import FirstHints
-from awa_tui.engine.schedule import Schedule
-from awa_tui.engine.sync import INPUT_CTE, chunks, rows_json
+from awa_tui.engine.schedules.columns import DEFINITION, listed
+from awa_tui.engine.schedules.definition import Schedule
+from awa_tui.engine.schedules.first_hints import FirstHints
+from awa_tui.engine.schedules.sync import INPUT_CTE, chunks, rows_json
 
 INSERT_OWNED_SQL = f"""
 WITH {INPUT_CTE},

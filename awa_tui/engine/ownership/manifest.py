@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from awa_tui.engine.errors import ValidationError
 
 if TYPE_CHECKING:
-    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.schedules.definition import Schedule
 
 # The ownership protocol this code speaks (S24); a fresh runtime below it blocks retirement.
 PROTOCOL_VERSION = 1

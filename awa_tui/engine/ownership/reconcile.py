@@ -18,13 +18,13 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, keep_overridden_set, kept, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
+from awa_tui.engine.operations.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.ownership.manifest import check_owner, short_hash
+from awa_tui.engine.schedules.columns import DEFINITION, keep_overridden_set, kept, listed
 
 AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.models_fleet import Blocker
+from awa_tui.engine.read.fleet import Blocker
 from awa_tui.printable import printable, printable_logger
 
 log = printable_logger("awa_tui.runtime")

@@ -13,7 +13,7 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine.freshness import fresh_sql
+from awa_tui.engine.read.freshness import fresh_sql
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.worker")

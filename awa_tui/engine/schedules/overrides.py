@@ -16,11 +16,11 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine.audit import begin_action, jsonable
-from awa_tui.engine.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS, code_value, listed
 from awa_tui.engine.errors import Conflict, ValidationError
-from awa_tui.engine.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.operations.audit import begin_action, jsonable
+from awa_tui.engine.operations.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule
+from awa_tui.engine.schedules.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS, code_value, listed
+from awa_tui.engine.schedules.definition import Schedule
 
 _FIRE_COLUMNS = ("cron_expr", "timezone")  # a change of either moves the next-fire hint
 

@@ -20,14 +20,14 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.cron.expression import compile_cron, iso_utc
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
-from awa_tui.engine.evaluator import first_candidate
+from awa_tui.engine.firing.evaluator import first_candidate
 from awa_tui.engine.ledger.models import Record
 from awa_tui.engine.limits import BACKFILL_LIMIT, DEFAULT_HORIZON
-from awa_tui.engine.ops import check_operator
+from awa_tui.engine.operations.audit import begin_action, record_event
+from awa_tui.engine.operations.ops import check_operator
 
 COUNT_CEILING = 100000  # instants counted to name a refusal; past it, "more than"
 ONE_US = timedelta(microseconds=1)
@@ -157,7 +157,7 @@ def backfill(
 
 def _not_excluded(conn: psycopg.Connection[Any], row: dict[str, Any], instants: list[datetime]) -> list[datetime]:
     """The instants not on a date the schedule excludes (S56): a backfill skips them too."""
-    from awa_tui.engine.calendars import row_exclusions
+    from awa_tui.engine.calendars.store import row_exclusions
     from awa_tui.engine.cron.expression import parse_timezone
 
     rules = row_exclusions(conn, row)

@@ -1,5 +1,5 @@
 """Read models of the console's schedules panel and detail view (a page of schedules with
-its counts, one schedule in full); named from awa_tui/engine/models.py too."""
+its counts, one schedule in full); named from awa_tui/engine/read/models.py too."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from awa_tui.engine.models import ScheduleRow
+from awa_tui.engine.read.models import ScheduleRow
 
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
-    from awa_tui.engine.models import Fire, NextFire, ScheduleInfo
+    from awa_tui.engine.read.models import Fire, NextFire, ScheduleInfo
 
 
 @dataclass(frozen=True)

@@ -16,58 +16,58 @@ from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-# The schedule read models are defined here; the others live in models_console.py,
-# models_fleet.py, models_owners.py, models_results.py and ledger/models.py, and are named
+# The schedule read models are defined here; the others live in page.py,
+# fleet.py, owners.py, results.py (beside it) and ledger/models.py, and are named
 # from here too. Each of those modules loads when one of its names is first asked for:
 # building a frozen dataclass costs ~1 ms on a slow core, and `cron show` needs 4 of the
 # 41 (issue 18).
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry as AuditEntry
-    from awa_tui.engine.models_console import Attention as Attention
-    from awa_tui.engine.models_console import ScheduleDetail as ScheduleDetail
-    from awa_tui.engine.models_console import SchedulePage as SchedulePage
-    from awa_tui.engine.models_console import SchedulePageRow as SchedulePageRow
-    from awa_tui.engine.models_fleet import Blocker as Blocker
-    from awa_tui.engine.models_fleet import PassSummary as PassSummary
-    from awa_tui.engine.models_fleet import QueueRow as QueueRow
-    from awa_tui.engine.models_fleet import RuntimeRow as RuntimeRow
-    from awa_tui.engine.models_owners import Agreement as Agreement
-    from awa_tui.engine.models_owners import Certificate as Certificate
-    from awa_tui.engine.models_owners import OwnedSchedules as OwnedSchedules
-    from awa_tui.engine.models_owners import OwnerCounts as OwnerCounts
-    from awa_tui.engine.models_owners import OwnerPlan as OwnerPlan
-    from awa_tui.engine.models_owners import OwnerSummary as OwnerSummary
-    from awa_tui.engine.models_owners import owner_plan as owner_plan
-    from awa_tui.engine.models_owners import owner_summary as owner_summary
-    from awa_tui.engine.models_results import OwnerChange as OwnerChange
-    from awa_tui.engine.models_results import QueueDrained as QueueDrained
-    from awa_tui.engine.models_results import QueueState as QueueState
-    from awa_tui.engine.models_results import ScheduleState as ScheduleState
-    from awa_tui.engine.models_results import TriggeredJob as TriggeredJob
+    from awa_tui.engine.read.fleet import Blocker as Blocker
+    from awa_tui.engine.read.fleet import PassSummary as PassSummary
+    from awa_tui.engine.read.fleet import QueueRow as QueueRow
+    from awa_tui.engine.read.fleet import RuntimeRow as RuntimeRow
+    from awa_tui.engine.read.owners import Agreement as Agreement
+    from awa_tui.engine.read.owners import Certificate as Certificate
+    from awa_tui.engine.read.owners import OwnedSchedules as OwnedSchedules
+    from awa_tui.engine.read.owners import OwnerCounts as OwnerCounts
+    from awa_tui.engine.read.owners import OwnerPlan as OwnerPlan
+    from awa_tui.engine.read.owners import OwnerSummary as OwnerSummary
+    from awa_tui.engine.read.owners import owner_plan as owner_plan
+    from awa_tui.engine.read.owners import owner_summary as owner_summary
+    from awa_tui.engine.read.page import Attention as Attention
+    from awa_tui.engine.read.page import ScheduleDetail as ScheduleDetail
+    from awa_tui.engine.read.page import SchedulePage as SchedulePage
+    from awa_tui.engine.read.page import SchedulePageRow as SchedulePageRow
+    from awa_tui.engine.read.results import OwnerChange as OwnerChange
+    from awa_tui.engine.read.results import QueueDrained as QueueDrained
+    from awa_tui.engine.read.results import QueueState as QueueState
+    from awa_tui.engine.read.results import ScheduleState as ScheduleState
+    from awa_tui.engine.read.results import TriggeredJob as TriggeredJob
 
 _ELSEWHERE = {
     "AuditEntry": "awa_tui.engine.ledger.models",
-    "SchedulePageRow": "awa_tui.engine.models_console",
-    "Attention": "awa_tui.engine.models_console",
-    "SchedulePage": "awa_tui.engine.models_console",
-    "ScheduleDetail": "awa_tui.engine.models_console",
-    "QueueRow": "awa_tui.engine.models_fleet",
-    "PassSummary": "awa_tui.engine.models_fleet",
-    "Blocker": "awa_tui.engine.models_fleet",
-    "RuntimeRow": "awa_tui.engine.models_fleet",
-    "OwnerCounts": "awa_tui.engine.models_owners",
-    "OwnerSummary": "awa_tui.engine.models_owners",
-    "Certificate": "awa_tui.engine.models_owners",
-    "OwnedSchedules": "awa_tui.engine.models_owners",
-    "Agreement": "awa_tui.engine.models_owners",
-    "OwnerPlan": "awa_tui.engine.models_owners",
-    "owner_summary": "awa_tui.engine.models_owners",
-    "owner_plan": "awa_tui.engine.models_owners",
-    "ScheduleState": "awa_tui.engine.models_results",
-    "TriggeredJob": "awa_tui.engine.models_results",
-    "QueueState": "awa_tui.engine.models_results",
-    "QueueDrained": "awa_tui.engine.models_results",
-    "OwnerChange": "awa_tui.engine.models_results",
+    "SchedulePageRow": "awa_tui.engine.read.page",
+    "Attention": "awa_tui.engine.read.page",
+    "SchedulePage": "awa_tui.engine.read.page",
+    "ScheduleDetail": "awa_tui.engine.read.page",
+    "QueueRow": "awa_tui.engine.read.fleet",
+    "PassSummary": "awa_tui.engine.read.fleet",
+    "Blocker": "awa_tui.engine.read.fleet",
+    "RuntimeRow": "awa_tui.engine.read.fleet",
+    "OwnerCounts": "awa_tui.engine.read.owners",
+    "OwnerSummary": "awa_tui.engine.read.owners",
+    "Certificate": "awa_tui.engine.read.owners",
+    "OwnedSchedules": "awa_tui.engine.read.owners",
+    "Agreement": "awa_tui.engine.read.owners",
+    "OwnerPlan": "awa_tui.engine.read.owners",
+    "owner_summary": "awa_tui.engine.read.owners",
+    "owner_plan": "awa_tui.engine.read.owners",
+    "ScheduleState": "awa_tui.engine.read.results",
+    "TriggeredJob": "awa_tui.engine.read.results",
+    "QueueState": "awa_tui.engine.read.results",
+    "QueueDrained": "awa_tui.engine.read.results",
+    "OwnerChange": "awa_tui.engine.read.results",
 }
 
 

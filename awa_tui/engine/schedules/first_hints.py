@@ -21,8 +21,8 @@ from datetime import datetime
 
 from awa_tui.engine.cron.expression import compile_cron
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.evaluator import first_candidate
-from awa_tui.engine.schedule import Schedule, instant_text
+from awa_tui.engine.firing.evaluator import first_candidate
+from awa_tui.engine.schedules.definition import Schedule, instant_text
 
 BUDGET_S = 2.0  # cron arithmetic per sync transaction; past it, new pairs are left NULL
 

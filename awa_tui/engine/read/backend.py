@@ -18,9 +18,9 @@ from awa_tui.engine.limits import BACKFILL_LIMIT
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from awa_tui.engine.backfill import BackfillResult
+    from awa_tui.engine.firing.backfill import BackfillResult
     from awa_tui.engine.ledger.models import AuditPage, JobChange, JobDetail, JobsPage, LedgerView
-    from awa_tui.engine.models import (
+    from awa_tui.engine.read.models import (
         AuditEntry,
         OwnerChange,
         OwnerPlan,
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
         ScheduleState,
         TriggeredJob,
     )
-    from awa_tui.engine.overrides import OverrideRequest
     from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.schedules.overrides import OverrideRequest
     from awa_tui.engine.standby import ServerRole
     from awa_tui.filters import Filter
 

@@ -1,5 +1,5 @@
 """Postgres array literals for the evaluator's batch statements (one builder, used by
-engine/evaluator.py and engine/hints.py)."""
+engine/firing/evaluator.py and engine/firing/hints.py)."""
 
 from __future__ import annotations
 

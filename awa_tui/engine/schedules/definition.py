@@ -17,13 +17,18 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
-from awa_tui.engine.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron, parse_cron, parse_timezone
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
-from awa_tui.engine.exclusions import calendars_of, exclude_dates_of, parse_stored_calendars, parse_stored_dates
 from awa_tui.engine.limits import check_seconds
+from awa_tui.engine.schedules.columns import DEFINITION, DEFINITION_INSTANTS, KEY
+from awa_tui.engine.schedules.exclusions import (
+    calendars_of,
+    exclude_dates_of,
+    parse_stored_calendars,
+    parse_stored_dates,
+)
 
 POLICIES = ("coalesce", "catch_up")
 OVERLAPS = ("allow", "skip", "buffer_one")  # what a due instant does while a job is still going
@@ -67,7 +72,7 @@ class Schedule:
     cron_written: str | None = None
     jitter_ms: int = 0
     # S56: dates (inclusive ISO pairs, in the schedule's zone) and calendars it never fires
-    # on, canonical (engine/exclusions.py); None when there are none.
+    # on, canonical (engine/schedules/exclusions.py); None when there are none.
     exclude_dates: tuple[tuple[str, str], ...] | None = None
     exclude_calendars: tuple[str, ...] | None = None
 

@@ -14,9 +14,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from awa_tui.engine import evaluator
 from awa_tui.engine.cron.expression import iso_utc, next_fire
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
+from awa_tui.engine.firing import evaluator
 
 # The evaluator's own columns (safe instants and the S15 fault verdict), plus the states.
 ROW_SQL = f"""
@@ -85,7 +85,7 @@ def resume_preview(
     try:
         plan, hint = evaluator.plan_fires(row, now, catch_up_limit)
         if plan is not None and (row["exclude_calendars"] is not None or row["exclude_dates"] is not None):
-            from awa_tui.engine.calendars import CACHE
+            from awa_tui.engine.calendars.store import CACHE
 
             known = CACHE.current(conn) if row["exclude_calendars"] is not None else None
             plan = evaluator.drop_excluded(plan, row, known)  # S56: never fired, never replayed

@@ -24,15 +24,15 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now
 from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.filter_sql import schedule_condition
 from awa_tui.engine.limits import BATCH_SIZE, MAX_BATCH_SIZE
-from awa_tui.engine.ops import check_operator
+from awa_tui.engine.operations.audit import begin_action, record_event
+from awa_tui.engine.operations.ops import check_operator
 from awa_tui.engine.ownership.agreement import fresh_runtimes, invalidate_certificates, lock_owner
 from awa_tui.engine.ownership.lifecycle import RESTORE_SET
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, check_owner
+from awa_tui.engine.read.filter_sql import schedule_condition
 from awa_tui.filters import Filter
 from awa_tui.printable import printable
 

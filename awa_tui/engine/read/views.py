@@ -1,4 +1,4 @@
-"""Read models the console and the CLI show (awa_tui/engine/models.py), DB time, no side effects.
+"""Read models the console and the CLI show (awa_tui/engine/read/models.py), DB time, no side effects.
 
 Each read imports the models, parsers and compilers it uses (issue 18): `runtime list`
 builds no schedule model and loads no cron parser, `cron show` no filter compiler."""
@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.columns import FAULT_SQL, VIEW_ROW, safe_listed
 from awa_tui.engine.db import LEADER_LOCK_KEY
 from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.vocabulary import UNHEALTHY
+from awa_tui.engine.read.freshness import fresh_sql
+from awa_tui.engine.schedules.columns import FAULT_SQL, VIEW_ROW, safe_listed
 
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
-    from awa_tui.engine.models import Fire, NextFire, ScheduleInfo, ScheduleRow
-    from awa_tui.engine.models_console import Attention, ScheduleDetail, SchedulePage
-    from awa_tui.engine.models_fleet import QueueRow, RuntimeRow
+    from awa_tui.engine.read.fleet import QueueRow, RuntimeRow
+    from awa_tui.engine.read.models import Fire, NextFire, ScheduleInfo, ScheduleRow
+    from awa_tui.engine.read.page import Attention, ScheduleDetail, SchedulePage
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.filters import Filter
 
@@ -71,7 +71,7 @@ def _text_filter(text: str | None) -> tuple[str, dict[str, Any]]:
     """The plain free text (the console's `/`, `filter_text`) as a condition over `c` and
     its parameter: a substring of the name, kind, queue or owner, any case
     (filter_sql.text_sql); no text, no condition."""
-    from awa_tui.engine.filter_sql import text_sql
+    from awa_tui.engine.read.filter_sql import text_sql
 
     pattern = _like(text)
     if pattern is None:
@@ -86,9 +86,9 @@ def list_schedules(
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
-    from awa_tui.engine.filter_sql import schedule_condition
-    from awa_tui.engine.models import ScheduleRow
-    from awa_tui.engine.schedule import row_fault
+    from awa_tui.engine.read.filter_sql import schedule_condition
+    from awa_tui.engine.read.models import ScheduleRow
+    from awa_tui.engine.schedules.definition import row_fault
 
     condition = schedule_condition(conn, where, now)
     text, text_params = _text_filter(filter_text)
@@ -109,8 +109,8 @@ def _json_value(text: str) -> Any:
 
 
 def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
-    from awa_tui.engine.models import ScheduleInfo
-    from awa_tui.engine.schedule import row_fault
+    from awa_tui.engine.read.models import ScheduleInfo
+    from awa_tui.engine.schedules.definition import row_fault
 
     row = conn.execute(
         f"SELECT {SCHEDULE_COLUMNS}, c.args::text AS args, c.metadata::text AS metadata, "
@@ -154,7 +154,7 @@ def _upcoming(row: ScheduleInfo, after: datetime, count: int,
     With exclusions (S56), the excluded instants among them are listed too, marked with
     the rule (at most `count` of them), and `count` fires are still sought."""
     from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
-    from awa_tui.engine.models import NextFire
+    from awa_tui.engine.read.models import NextFire
 
     if row.state == "finished":
         return []
@@ -198,7 +198,7 @@ def _exclusions(conn: psycopg.Connection[Any] | None, row: ScheduleInfo) -> Any:
     """The row's exclusions (S56), or None; an unreadable one is the row's fault, shown as such."""
     if conn is None or (row.exclude_dates is None and row.exclude_calendars is None):
         return None
-    from awa_tui.engine.calendars import row_exclusions
+    from awa_tui.engine.calendars.store import row_exclusions
 
     return row_exclusions(conn, {"exclude_dates": row.exclude_dates, "exclude_calendars": row.exclude_calendars})
 
@@ -214,7 +214,7 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
-    from awa_tui.engine.models import Fire
+    from awa_tui.engine.read.models import Fire
 
     return [Fire(**row) for row in rows]
 
@@ -237,7 +237,7 @@ def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:
         ORDER BY n.queue
         """
     ).fetchall()
-    from awa_tui.engine.models_fleet import QueueRow
+    from awa_tui.engine.read.fleet import QueueRow
 
     return [QueueRow(**row) for row in rows]
 
@@ -305,7 +305,7 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
 
 
 def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
-    from awa_tui.engine.models_fleet import RuntimeRow
+    from awa_tui.engine.read.fleet import RuntimeRow
     from awa_tui.engine.runtime.passes import from_json as passes_from_json
 
     passes = passes_from_json(row.pop("recent_passes"))
@@ -447,11 +447,11 @@ def schedule_page(
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired; None without `counts`) and the
     `now` used. `where` is a parsed filter (awa_tui/filters.py), on top of the free text."""
-    from awa_tui.engine.filter_sql import schedule_condition
     from awa_tui.engine.ledger.models import job_result
     from awa_tui.engine.ledger.strips import strips
-    from awa_tui.engine.models_console import SchedulePage, SchedulePageRow
-    from awa_tui.engine.schedule import row_fault
+    from awa_tui.engine.read.filter_sql import schedule_condition
+    from awa_tui.engine.read.page import SchedulePage, SchedulePageRow
+    from awa_tui.engine.schedules.definition import row_fault
 
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
@@ -486,7 +486,7 @@ def schedule_page(
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     """The unhealthy schedules counted by health, and the worst one (S42), through the
     partial index of awa.cron_health (unhealthy rows only)."""
-    from awa_tui.engine.models_console import Attention
+    from awa_tui.engine.read.page import Attention
 
     rows = conn.execute(UNHEALTHY_COUNTS_SQL).fetchall()
     worst = conn.execute(WORST_SQL).fetchone()
@@ -497,7 +497,7 @@ def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 def schedule_health(conn: psycopg.Connection[Any], name: str) -> Attention | None:
     """The recorded health of one schedule; ok (since unknown) when the leader has judged
     but found nothing to record, None when it has not judged yet."""
-    from awa_tui.engine.models_console import Attention
+    from awa_tui.engine.read.page import Attention
 
     row = conn.execute(
         f"SELECT %(n)s AS name, coalesce(h.health, {_JUDGED_OK}) AS health, awa.safe_ts(h.since) AS since, "
@@ -516,7 +516,7 @@ def schedule_detail(
     audit: int = 20,
 ) -> ScheduleDetail:
     """Everything the console's detail view shows about one schedule."""
-    from awa_tui.engine.models_console import ScheduleDetail
+    from awa_tui.engine.read.page import ScheduleDetail
 
     now = now or db_time(conn)
     row = get_schedule(conn, name)

@@ -1,5 +1,5 @@
 """Read models of owners and reconciliation plans (S22-S34: the owners and plan panels,
-`owner list`, `plan`); named from awa_tui/engine/models.py too."""
+`owner list`, `plan`); named from awa_tui/engine/read/models.py too."""
 
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
-from awa_tui.engine.columns import ACTION_ROW, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict, NotFound, ReadOnly, ValidationError
+from awa_tui.engine.operations.audit import begin_action, record_event
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
+from awa_tui.engine.schedules.columns import ACTION_ROW, listed
 from awa_tui.printable import printable
 
 SCHEDULE_STATE_COLUMNS = listed(ACTION_ROW)

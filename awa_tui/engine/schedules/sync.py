@@ -22,8 +22,8 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import SYNC_LABEL, declare_actor
-from awa_tui.engine.columns import (
+from awa_tui.engine.operations.audit import SYNC_LABEL, declare_actor
+from awa_tui.engine.schedules.columns import (
     DEFINITION,
     DEFINITION_DEFAULTS,
     DEFINITION_TYPES,
@@ -33,8 +33,8 @@ from awa_tui.engine.columns import (
     kept,
     listed,
 )
-from awa_tui.engine.first_hints import FirstHints
-from awa_tui.engine.schedule import Schedule, instant_text
+from awa_tui.engine.schedules.definition import Schedule, instant_text
+from awa_tui.engine.schedules.first_hints import FirstHints
 
 # Rows per statement: bounds the payload (a million schedules are 40 statements of ~4 MB).
 CHUNK = 25_000
@@ -66,7 +66,7 @@ def _positional(alias: str) -> str:
 
 # The input rows, typed, from one jsonb parameter: positional arrays, a third of the bytes
 # of objects keyed by column (and a third of the encoding work). The last element is the
-# hint an inserted row gets (S52, engine/first_hints.py), or null.
+# hint an inserted row gets (S52, engine/schedules/first_hints.py), or null.
 INPUT_CTE = f"""
 input AS (
     SELECT x ->> 0 AS {KEY}, {_positional("x")}, (x ->> {len(DEFINITION) + 1})::timestamptz AS next_fire_at

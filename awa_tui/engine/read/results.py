@@ -1,5 +1,5 @@
 """What operator actions return (pause, trigger, queue and owner actions); named from
-awa_tui/engine/models.py too."""
+awa_tui/engine/read/models.py too."""
 
 from __future__ import annotations
 

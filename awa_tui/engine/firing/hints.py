@@ -30,8 +30,8 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.cron.expression import compile_cron
-from awa_tui.engine.pg_arrays import array_literal as _array
-from awa_tui.engine.schedule import POLICIES
+from awa_tui.engine.firing.arrays import array_literal as _array
+from awa_tui.engine.schedules.definition import POLICIES
 
 UNHINTED = "c.next_fire_at IS NULL AND c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL"
 # The predicate of cron_jobs_unhinted_bounded_idx (v013), word for word, so the planner

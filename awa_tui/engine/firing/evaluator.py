@@ -2,7 +2,7 @@
 
 A pass reads DB time once (S9), fetches only rows whose stored `next_fire_at` hint is due
 (one indexed probe when idle, S10) and the rows without a hint that are due or that SQL
-does not decide (found by group, engine/hints.py, S51), computes fires in Python, then
+does not decide (found by group, engine/firing/hints.py, S51), computes fires in Python, then
 CAS-marks and inserts jobs for a whole chunk of schedules in one statement. The other
 rows without a hint get theirs set-based, in bounded chunks, after the fires.
 
@@ -26,12 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.exclusions import has_exclusions
-from awa_tui.engine.hints import (
+from awa_tui.engine.firing.arrays import array_literal as _array
+from awa_tui.engine.firing.hints import (
     GROUPS_SQL,
     HINT_BUDGET_S,
     HINT_CHUNK,
@@ -41,12 +40,13 @@ from awa_tui.engine.hints import (
     write_group_hints,
 )
 from awa_tui.engine.limits import CATCH_UP_LIMIT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT
-from awa_tui.engine.pg_arrays import array_literal as _array
-from awa_tui.engine.schedule import check_stored
+from awa_tui.engine.schedules.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
+from awa_tui.engine.schedules.definition import check_stored
+from awa_tui.engine.schedules.exclusions import has_exclusions
 from awa_tui.printable import printable_logger
 
 if TYPE_CHECKING:
-    from awa_tui.engine.calendars import Calendars
+    from awa_tui.engine.calendars.store import Calendars
 
 log = printable_logger("awa_tui.evaluator")
 
@@ -66,7 +66,7 @@ DUE_COLUMNS = (
 )
 
 # The rows with a hint that is due: one probe of cron_jobs_due_idx (S10). Rows without a
-# hint are found by group (engine/hints.py, S51): UNHINTED_SQL.
+# hint are found by group (engine/firing/hints.py, S51): UNHINTED_SQL.
 #
 # The gate (the first hint in index order, an InitPlan: when it is ahead of `now` the scan
 # is never run) is what keeps the idle pass one probe between vacuums. A boundary's fires
@@ -396,7 +396,7 @@ def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | No
     token still moves to the last instant planned, so an excluded instant is consumed like
     a fired one: never replayed, never doubled. Raises for a bad exclusion (S15)."""
     from awa_tui.engine.cron.expression import parse_timezone
-    from awa_tui.engine.exclusions import exclusions_of
+    from awa_tui.engine.schedules.exclusions import exclusions_of
 
     rules = exclusions_of(row, calendars.days if calendars else {}, calendars.broken if calendars else None)
     if rules is None or not plan.fires:
@@ -802,7 +802,7 @@ def _read_due(
 def _calendars(conn: psycopg.Connection[Any], timeouts: Timeouts) -> Calendars:
     """The calendars to judge with, read under the pass's timeouts (S59): a session holding
     a lock on them delays this pass by a lock timeout at most."""
-    from awa_tui.engine.calendars import CACHE
+    from awa_tui.engine.calendars.store import CACHE
 
     with conn.transaction():
         conn.execute(timeouts.fire_sql, prepare=False)

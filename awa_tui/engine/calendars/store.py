@@ -1,7 +1,7 @@
 """Named calendars (S56): stored sets of dates, shared by schedules, edited without a deploy.
 
 Writes are operator actions (the audit gate first; the database's trigger writes the
-audit row, migration v018). Reads hand back the frozen models of models_calendars.py.
+audit row, migration v018). Reads hand back the frozen models of calendars/models.py.
 `CalendarCache` is what the evaluator, previews and the ledger judge with: it re-reads
 the calendars only when awa.calendars_version moved (one primary-key read).
 """
@@ -16,9 +16,11 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action
+from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
-from awa_tui.engine.exclusions import (
+from awa_tui.engine.operations.audit import begin_action
+from awa_tui.engine.operations.ops import check_operator
+from awa_tui.engine.schedules.exclusions import (
     MAX_CALENDAR_RANGES,
     DateRange,
     DaySet,
@@ -28,8 +30,6 @@ from awa_tui.engine.exclusions import (
     exclusions_of,
     has_exclusions,
 )
-from awa_tui.engine.models_calendars import CalendarInfo, CalendarSummary
-from awa_tui.engine.ops import check_operator
 
 VERSION_SQL = "SELECT version FROM awa.calendars_version"
 USED_BY_SQL = "SELECT name FROM awa.cron_jobs WHERE exclude_calendars ? %s ORDER BY name"
@@ -146,7 +146,7 @@ class CalendarCache:
     """The calendars one process judges with, re-read only when their version moved.
 
     Per database (the evaluator's connection says which). A pass that fires no schedule
-    naming a calendar never asks (engine/evaluator.py); one that does pays one
+    naming a calendar never asks (engine/firing/evaluator.py); one that does pays one
     primary-key read, and a full read only after a change."""
 
     def __init__(self) -> None:

@@ -14,11 +14,11 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import FAULT_SQL
 from awa_tui.engine.cron.expression import parse_cron, parse_timezone
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import POLICIES
+from awa_tui.engine.schedules.columns import FAULT_SQL
+from awa_tui.engine.schedules.definition import POLICIES
 from awa_tui.filters import GRAMMARS, LATE_AFTER_SECONDS, TIME_FIELDS, Filter, PanelGrammar, Term
 from awa_tui.instants import parse_point
 

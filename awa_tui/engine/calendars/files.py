@@ -16,7 +16,7 @@ from datetime import date, timedelta
 
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
-from awa_tui.engine.exclusions import MAX_CALENDAR_RANGES, DateRange, check_range
+from awa_tui.engine.schedules.exclusions import MAX_CALENDAR_RANGES, DateRange, check_range
 
 _ICS_DATE = re.compile(r"(\d{4})(\d{2})(\d{2})(?:T\d{6}Z?)?")
 

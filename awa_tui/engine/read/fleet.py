@@ -1,5 +1,5 @@
 """Read models of queues and runtime snapshots (the queues and runtimes panels, `queue list`,
-`runtime list`); named from awa_tui/engine/models.py too."""
+`runtime list`); named from awa_tui/engine/read/models.py too."""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS
 from awa_tui.engine.db import connect, translate
 from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.schedules.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS
 
 DEFAULT_PREFIX = "awa_"
 _PREFIX_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
