@@ -246,7 +246,7 @@ def instant_text(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
 
 
-# Schedule.build's field order (tests/engine/test_registration.py checks it against fields()).
+# Schedule.build's field order (tests/engine/schedules/test_registration.py checks it against fields()).
 _FIELDS = (KEY, "cron_expr", "kind", "args", "timezone", "queue", "priority", "max_attempts", "tags",
            "metadata", "missed_fire_policy", "max_lateness", "expect_success_within",
            "max_consecutive_failures", "pause_after_failures", "overlap", "start_at", "end_at",
@@ -327,7 +327,7 @@ def _plain_json_size(value: object, depth: int) -> int | None:
     strings without escapes, ints, plain floats, booleans and None, checked on the way;
     None for anything else (a subclass, an escape, NUL, a lone surrogate, NaN, a float
     printed with an exponent, deep nesting), which `_checked_json_size` then judges. Equal
-    to it wherever it answers (tests/engine/test_registration.py)."""
+    to it wherever it answers (tests/engine/schedules/test_registration.py)."""
     kind = type(value)
     if kind is str:
         return _plain_text_size(value)  # type: ignore[arg-type]
