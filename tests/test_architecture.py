@@ -303,7 +303,8 @@ ENGINE_ROOMS: dict[str, frozenset[str]] = {
     "firing": frozenset({"calendars", "cron", "db", "errors", "ledger", "limits", "operations", "schedules"}),
     # operator actions: their results are read models
     "operations": frozenset({"db", "errors", "limits", "ownership", "read", "schedules", "standby"}),
-    "ownership": frozenset({"db", "errors", "operations", "read", "schedules"}),
+    # the declaration's sync refuses names of unknown calendars
+    "ownership": frozenset({"calendars", "db", "errors", "operations", "read", "schedules"}),
     # read models: never an operator action; firing for a type and runtime for the leader's
     # lease and a snapshot's passes
     "read": frozenset({"calendars", "cron", "db", "errors", "firing", "health", "ledger", "limits", "runtime",
@@ -311,7 +312,8 @@ ENGINE_ROOMS: dict[str, frozenset[str]] = {
     "ledger": frozenset({"calendars", "cron", "db", "errors", "firing", "limits", "operations", "read", "schedules"}),
     "health": frozenset({"db", "errors", "limits", "migrations", "read", "runtime", "schedules"}),
     # the loops see the client through RuntimeHost, never the facade itself
-    "runtime": frozenset({"db", "errors", "firing", "health", "limits", "migrations", "ownership", "read"}),
+    "runtime": frozenset({"db", "errors", "firing", "health", "limits", "migrations", "ownership", "read",
+                          "standby"}),
     "migrations": frozenset({"db", "errors", "standby", "upstream"}),
     "upstream": frozenset({"cron", "db", "errors", "firing", "ledger", "limits", "migrations", "operations", "read",
                            "runtime", "schedules", "standby"}),

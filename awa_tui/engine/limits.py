@@ -109,3 +109,16 @@ def pass_timeouts(lock_timeout: timedelta | None, statement_timeout: timedelta,
             f"statement_timeout: must be between the lock timeout ({lock_timeout.total_seconds():g} s) and "
             f"{MAX_STATEMENT_TIMEOUT.total_seconds():g} s, got {statement_timeout.total_seconds():g} s")
     return lock_timeout, statement_timeout
+
+
+def check_runtime_timings(retire_grace: timedelta, snapshot_interval: timedelta, leader_lease: object) -> None:
+    """A Client's runtime timings: a grace that is not negative, a positive snapshot
+    interval and a lease of at least MIN_LEASE, each refused in one line."""
+    if retire_grace < timedelta(0):
+        raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
+    if snapshot_interval <= timedelta(0):
+        raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
+    if not isinstance(leader_lease, timedelta) or leader_lease < MIN_LEASE:
+        got = f"{leader_lease.total_seconds():g} s" if isinstance(leader_lease, timedelta) else repr(leader_lease)
+        raise ValidationError(
+            f"leader_lease: must be a timedelta of at least {MIN_LEASE.total_seconds():g} s, got {got}")

@@ -27,6 +27,7 @@ from awa_tui.engine.schedules.exclusions import (
     Exclusions,
     check_calendar_name,
     check_range,
+    exclude_dates_of,
     exclusions_of,
     has_exclusions,
 )
@@ -53,6 +54,13 @@ def stored_ranges(value: object, name: str) -> list[DateRange]:
             raise ValidationError(f"calendar {name!r}: not an ISO date pair: {item!r:.60}") from None
         out.append(check_range(first, last, f"calendar {name!r}"))
     return out
+
+
+def set_calendar_dates(conn: psycopg.Connection[Any], name: str, dates: Any, operator: str) -> CalendarInfo:
+    """Create or replace calendar `name` from dates and inclusive (start, end) date pairs as
+    an operator gives them (`calendars/files.parse_dates` reads them from a file)."""
+    canonical = exclude_dates_of(dates, what=f"calendar {name!r}", limit=None) or ()
+    return set_calendar(conn, name, [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in canonical], operator)
 
 
 def set_calendar(conn: psycopg.Connection[Any], name: str, ranges: Sequence[DateRange],

@@ -218,6 +218,12 @@ class Timeouts:
     lock_ms: int = int(DEFAULT_LOCK_TIMEOUT.total_seconds() * 1000)
     statement_ms: int = int(DEFAULT_STATEMENT_TIMEOUT.total_seconds() * 1000)
 
+    @classmethod
+    def of(cls, lock_timeout: timedelta, statement_timeout: timedelta) -> Timeouts:
+        """A client's timeouts (timedeltas) in the milliseconds the server takes."""
+        return cls(lock_ms=round(lock_timeout.total_seconds() * 1000),
+                   statement_ms=round(statement_timeout.total_seconds() * 1000))
+
     @functools.cached_property
     def settings(self) -> str:
         """A select list that sets both for the current transaction."""

@@ -61,3 +61,8 @@ def check_owner(owner: object) -> str:
 
 def short_hash(value: str | None) -> str:
     return value[:12] if value else "-"
+
+
+def declared_manifest(owner: str | None, schedules: Iterable[Schedule]) -> Manifest | None:
+    """The manifest of an authoritative runtime of `owner`; None for any other runtime."""
+    return build_manifest(owner, schedules) if owner else None

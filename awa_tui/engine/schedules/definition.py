@@ -9,7 +9,7 @@ import json
 import re
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -21,7 +21,7 @@ from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compil
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.errors import short_repr as _short
-from awa_tui.engine.limits import check_seconds
+from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S, check_seconds
 from awa_tui.engine.schedules.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.schedules.exclusions import (
     calendars_of,
@@ -442,3 +442,17 @@ def row_fault(row: Mapping[str, Any]) -> str | None:
     except ValidationError as exc:
         return str(exc)
     return None
+
+
+def declare(registry: dict[str, Schedule], max_lateness: float, /, *args: Any, **kwargs: Any) -> Schedule:
+    """Build a schedule (`Schedule.build`'s parameters), validated at once, into a process's
+    `registry`. `max_lateness` is the client's default: one other than the built-in one is
+    stored with a schedule that declares none; the built-in one stays NULL (which means
+    it), so upgrading rewrites no existing row."""
+    schedule = Schedule.build(*args, **kwargs)
+    if schedule.max_lateness is None and max_lateness != DEFAULT_MAX_LATENESS_S:
+        schedule = replace(schedule, max_lateness=max_lateness)
+    if schedule.name in registry:
+        raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
+    registry[schedule.name] = schedule
+    return schedule
