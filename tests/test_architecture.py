@@ -456,3 +456,20 @@ def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     # from schedules/columns.py.
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if columns.search(text)) == [
         "read/results.py", "schedules/columns.py"]
+
+
+def test_every_public_method_of_the_client_is_one_statement():
+    """Client is a facade: each public method hands its work to a room in one statement
+    (a docstring aside). Two keep a body of their own: `handler` is a decorator (its body is
+    the wrapper), and `close` tears down what the Client itself holds (its loops, its
+    metrics server, its pool), under the lock that makes a second caller wait."""
+    import ast
+
+    tree = ast.parse((ROOT / "awa_tui" / "engine" / "client.py").read_text())
+    client = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Client")
+    longer = {
+        f.name: len(body)
+        for f in client.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+        if len(body := [s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]) > 1
+    }
+    assert longer == {"handler": 2, "close": 2}
