@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
-    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.schedules.definition import Schedule
 
 __all__ = [
     "AwaError", "Client", "Conflict", "DatabaseUnavailable", "NotFound", "ReadOnly",
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
 
         return Client
     if name == "Schedule":
-        from awa_tui.engine.schedule import Schedule
+        from awa_tui.engine.schedules.definition import Schedule
 
         return Schedule
     raise AttributeError(name)

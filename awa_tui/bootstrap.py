@@ -76,7 +76,7 @@ def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None
 
     client = Client(dsn, operator=operator, **kwargs)
     if demo:
-        from awa_tui.engine.demo import setup
+        from awa_tui.demo import setup
 
         setup(client)
     if app_ref:

@@ -15,7 +15,7 @@ Space-separated terms, all of which must hold (AND). A term is
   A quoted word is always free text, never a flag or a field.
 
 Parsing is pure: no database, no SQL. The engine compiles a parsed `Filter` to a
-parameterised WHERE clause (awa_tui/engine/filter_sql.py); user text only ever travels
+parameterised WHERE clause (awa_tui/engine/read/filter_sql.py); user text only ever travels
 as a parameter.
 """
 

@@ -85,7 +85,7 @@ def printable_row(value: Any) -> Any:
         items = [printable_row(v) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     if hasattr(kind, "__dataclass_fields__") and not isinstance(value, type):
-        # A read model (awa_tui/engine/models.py): a copy of the same type, fields escaped.
+        # A read model (awa_tui/engine/read/models.py): a copy of the same type, fields escaped.
         changed = {}
         for name in _field_names(type(value)):
             before = getattr(value, name)

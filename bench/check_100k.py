@@ -83,8 +83,8 @@ def main() -> None:
     parser.add_argument("--duty-only", action="store_true")
     args = parser.parse_args()
 
-    from awa_tui.engine import evaluator
     from awa_tui.engine.client import Client
+    from awa_tui.engine.firing import evaluator
     from awa_tui.engine.migrations import migrate
 
     server = start_server()

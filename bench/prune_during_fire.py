@@ -27,7 +27,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from awa_tui import embedded
-from awa_tui.engine.evaluator import evaluate
+from awa_tui.engine.firing.evaluator import evaluate
 from awa_tui.engine.ledger.retention import prune_jobs
 from awa_tui.engine.migrations import migrate
 

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_engine_import_does_not_load_textual():
     code = (
-        "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.views, awa_tui.engine.ops;"
+        "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.read.views,"
+        " awa_tui.engine.operations.ops;"
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -168,7 +169,7 @@ def test_views_and_client_reads_return_typed_models():
 
     from awa_tui.engine.client import Client
 
-    tree = ast.parse((ROOT / "awa_tui" / "engine" / "views.py").read_text())
+    tree = ast.parse((ROOT / "awa_tui" / "engine" / "read" / "views.py").read_text())
     views = {
         node.name: ast.unparse(node.returns) if node.returns else "Any"
         for node in tree.body if isinstance(node, ast.FunctionDef) and not node.name.startswith("_")
@@ -199,7 +200,7 @@ def test_console_and_cli_never_reach_the_client_through_getattr():
 def test_console_config_client_is_the_console_backend_protocol():
     import dataclasses
 
-    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.engine.read.backend import ConsoleBackend
     from awa_tui.tui import config
 
     types = {f.name: f.type for f in dataclasses.fields(config.ConsoleConfig)}
@@ -210,7 +211,7 @@ def test_client_satisfies_the_console_backend_protocol():
     import inspect
 
     from awa_tui.engine.client import Client
-    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.engine.read.backend import ConsoleBackend
 
     backend: ConsoleBackend = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")  # typed assignment
     try:
@@ -258,20 +259,191 @@ def test_runtime_loops_depend_on_an_interface_not_on_the_client():
 
 
 def test_engine_folders_show_its_parts():
-    """The engine's parts are folders: cron arithmetic, ownership, the runtime's loops."""
+    """The engine's parts are folders (rooms), one per concept; the modules left flat in
+    engine/ are the facade and what every room shares."""
     engine = ROOT / "awa_tui" / "engine"
     expected = {
         "cron": {"vocabulary.py", "fields.py", "zones.py", "expression.py", "describe.py"},
+        "schedules": {"definition.py", "columns.py", "sync.py", "first_hints.py", "overrides.py", "exclusions.py"},
+        "calendars": {"store.py", "files.py", "models.py"},
+        "firing": {"evaluator.py", "hints.py", "preview.py", "backfill.py", "arrays.py"},
+        "operations": {"ops.py", "bulk.py", "audit.py", "grants.py"},
+        "read": {"views.py", "filter_sql.py", "freshness.py", "models.py", "page.py", "fleet.py", "owners.py",
+                 "results.py", "backend.py"},
         "ownership": {"declaration.py", "manifest.py", "agreement.py", "reconcile.py", "lifecycle.py"},
         "runtime": {"host.py", "loops.py", "leader.py", "duties.py", "reporter.py", "worker.py"},
     }
     found = {folder: {p.name for p in (engine / folder).glob("*.py")} for folder in expected}
     assert {folder: names - found[folder] for folder, names in expected.items()} == {f: set() for f in expected}
+    flat = sorted(p.name for p in engine.glob("*.py"))
+    assert flat == ["__init__.py", "client.py", "db.py", "errors.py", "limits.py", "standby.py"]
+    assert len(flat) <= 8
+
+
+# --- the rooms of the engine and who may enter them -----------------------------------------
+#
+# A room is a package of awa_tui/engine; the flat modules (client, db, errors, limits, standby)
+# are rooms of their own. Each row names every room the room's modules may import: at the top
+# of a module, inside a function (lazily), under TYPE_CHECKING, or as a module path string
+# (importlib, the lazy names of read/models.py). The table is the graph as the code stands;
+# an edge not in it fails the test, so a new one is a deliberate change made here.
+ENGINE_ROOMS: dict[str, frozenset[str]] = {
+    # what every room shares
+    "errors": frozenset(),
+    "standby": frozenset(),
+    "limits": frozenset({"errors"}),
+    "db": frozenset({"errors", "standby"}),
+    # the cron arithmetic: no other room
+    "cron": frozenset({"errors"}),
+    # definitions; sync and overrides write through the audit gate, first hints use the
+    # evaluator's first candidate
+    "schedules": frozenset({"cron", "errors", "limits", "firing", "operations"}),
+    "calendars": frozenset({"errors", "schedules", "operations"}),
+    # the fire path: never the read models, the runtime or the facade
+    "firing": frozenset({"calendars", "cron", "db", "errors", "ledger", "limits", "operations", "schedules"}),
+    # operator actions: their results are read models
+    "operations": frozenset({"db", "errors", "limits", "ownership", "read", "schedules", "standby"}),
+    # the declaration's sync refuses names of unknown calendars
+    "ownership": frozenset({"calendars", "db", "errors", "operations", "read", "schedules"}),
+    # read models: never an operator action; firing for a type and runtime for the leader's
+    # lease and a snapshot's passes
+    "read": frozenset({"calendars", "cron", "db", "errors", "firing", "health", "ledger", "limits", "runtime",
+                       "schedules", "standby"}),
+    "ledger": frozenset({"calendars", "cron", "db", "errors", "firing", "limits", "operations", "read", "schedules"}),
+    "health": frozenset({"db", "errors", "limits", "migrations", "read", "runtime", "schedules"}),
+    # the loops see the client through RuntimeHost, never the facade itself
+    "runtime": frozenset({"db", "errors", "firing", "health", "limits", "migrations", "ownership", "read",
+                          "standby"}),
+    "migrations": frozenset({"db", "errors", "standby", "upstream"}),
+    "upstream": frozenset({"cron", "db", "errors", "firing", "ledger", "limits", "migrations", "operations", "read",
+                           "runtime", "schedules", "standby"}),
+    # the facade: every room but cron (reached through schedules), upstream (its own backend)
+    "client": frozenset({"calendars", "db", "errors", "firing", "health", "ledger", "limits", "migrations",
+                         "operations", "ownership", "read", "runtime", "schedules", "standby"}),
+}
+
+# Outside the engine, the modules each part may name, one by one: the console and the CLI
+# reach the engine through the facade, the read models and plain values (vocabularies,
+# limits, errors), plus the few entry points listed (a CLI command per module it drives).
+OUTSIDE: dict[str, frozenset[str]] = {
+    "tui": frozenset({
+        "client", "db", "errors", "standby", "read.backend", "read.models", "cron.describe", "health.listen",
+        "health.models", "ledger.jobs", "ledger.models", "runtime.heap", "runtime.leader", "schedules.exclusions",
+        "schedules.overrides", "upstream.console", "upstream.detect"}),
+    "cli": frozenset({
+        "client", "db", "errors", "limits", "read.models", "calendars.files", "cron.expression", "firing.backfill",
+        "health.alive", "health.listen", "health.models", "health.probe", "ledger.why", "migrations",
+        "operations.grants", "ownership.manifest", "runtime.heap", "runtime.leader", "schedules.overrides",
+        "upstream.adapter", "upstream.detect", "upstream.models"}),
+    # awa_tui/*.py: the package's face, start-up, the demo app, the filter grammar
+    "awa_tui": frozenset({
+        "client", "db", "errors", "schedules.definition", "runtime.worker", "health.vocabulary", "ledger.states"}),
+}
+
+
+def _engine_target(name: str) -> str:
+    """`awa_tui.engine.read.views` -> `read.views`; a name imported from a package that is
+    not a module (`from awa_tui.engine.read.views import list_schedules`) stays its module."""
+    rel = name.removeprefix("awa_tui.engine").removeprefix(".")
+    parts = rel.split(".")
+    while parts and not ((ROOT / "awa_tui" / "engine" / Path(*parts)).with_suffix(".py").is_file()
+                         or (ROOT / "awa_tui" / "engine" / Path(*parts)).is_dir()):
+        parts.pop()
+    return ".".join(parts)
+
+
+def _engine_imports(source: str) -> set[str]:
+    """Every engine module a source names: imports anywhere in it and module path strings."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(
+                r"awa_tui\.engine(\.\w+)+", node.value):
+            found.add(node.value)
+    return {_engine_target(n) for n in found if n == "awa_tui.engine" or n.startswith("awa_tui.engine.")} - {""}
+
+
+def room_violations(sources: dict[str, str]) -> list[str]:
+    """Edges of `sources` ({dotted module name: its text}) the room tables do not allow."""
+    out = []
+    for module, source in sorted(sources.items()):
+        parts = module.split(".")
+        for target in sorted(_engine_imports(source)):
+            room = target.split(".")[0]
+            if parts[:2] == ["awa_tui", "engine"]:
+                own = parts[2] if len(parts) > 2 else "engine"
+                if room != own and room not in ENGINE_ROOMS.get(own, frozenset()):
+                    out.append(f"{module} -> {target}")
+            else:
+                part = parts[1] if len(parts) > 2 else "awa_tui"
+                if target not in OUTSIDE.get(part, frozenset()):
+                    out.append(f"{module} -> {target}")
+        if parts[:2] == ["awa_tui", "engine"] and re.search(r"^\s*(from|import)\s+awa_tui\.(tui|cli)\b",
+                                                           source, re.MULTILINE):
+            out.append(f"{module} -> the console or the CLI")
+    return out
+
+
+def _sources() -> dict[str, str]:
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p.read_text()
+            for p in sorted((ROOT / "awa_tui").rglob("*.py"))}
+
+
+def test_every_import_stays_within_the_room_tables():
+    sources = _sources()
+    assert set(ENGINE_ROOMS) == {p.stem if p.is_file() else p.name for p in (ROOT / "awa_tui" / "engine").iterdir()
+                                 if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert room_violations(sources) == []
+    # Every allowed edge is used: the tables are the graph, not a wish list.
+    used: dict[str, set[str]] = {}
+    for module, source in sources.items():
+        parts = module.split(".")
+        key = (parts[2] if len(parts) > 2 else "engine") if parts[:2] == ["awa_tui", "engine"] else (
+            parts[1] if len(parts) > 2 else "awa_tui")
+        targets = _engine_imports(source)
+        used.setdefault(key, set()).update(
+            targets if key in OUTSIDE else {t.split(".")[0] for t in targets} - {key})
+    assert {room: set(allowed) - used.get(room, set()) for room, allowed in ENGINE_ROOMS.items()} == {
+        room: set() for room in ENGINE_ROOMS}
+    assert {part: set(allowed) - used.get(part, set()) for part, allowed in OUTSIDE.items()} == {
+        part: set() for part in OUTSIDE}
+
+
+def test_the_room_check_fails_on_a_forbidden_edge():
+    """Negative control: synthetic modules with edges the tables forbid are each reported,
+    whether the import is at the top, in a function, under TYPE_CHECKING or a string."""
+    forbidden = {
+        "awa_tui.engine.cron.fields": "from awa_tui.engine.read import views\n",
+        "awa_tui.engine.read.views": "def f():\n    from awa_tui.engine.operations import ops\n",
+        "awa_tui.engine.firing.evaluator": "if TYPE_CHECKING:\n    from awa_tui.engine.runtime.loops import Runtime\n",
+        "awa_tui.engine.runtime.loops": "import awa_tui.engine.client\n",
+        "awa_tui.engine.schedules.sync": "LAZY = 'awa_tui.engine.read.models'\n",
+        "awa_tui.engine.ledger.why": "from awa_tui.tui import app\n",
+        "awa_tui.tui.panels.schedules": "from awa_tui.engine.firing import evaluator\n",
+        "awa_tui.cli.cron": "from awa_tui.engine.read.views import list_schedules\n",
+    }
+    assert room_violations(forbidden) == [
+        "awa_tui.cli.cron -> read.views",
+        "awa_tui.engine.cron.fields -> read.views",
+        "awa_tui.engine.firing.evaluator -> runtime.loops",
+        "awa_tui.engine.ledger.why -> the console or the CLI",
+        "awa_tui.engine.read.views -> operations.ops",
+        "awa_tui.engine.runtime.loops -> client",
+        "awa_tui.engine.schedules.sync -> read.models",
+        "awa_tui.tui.panels.schedules -> firing.evaluator",
+    ]
+    # The same edges inside an allowed room pass: the check is the table, not the text.
+    assert room_violations({"awa_tui.engine.client": "from awa_tui.engine.read import views\n"}) == []
 
 
 def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     """Month and day names and nicknames live in cron/vocabulary.py; the definition columns,
-    written out, only in columns.py (SQL fragments are built from it). upstream/ reads
+    written out, only in schedules/columns.py (SQL fragments are built from it). upstream/ reads
     another product's schema and is not bound by ours."""
     engine = ROOT / "awa_tui" / "engine"
     sources = {p: p.read_text() for p in engine.rglob("*.py") if "upstream" not in p.parts}
@@ -279,8 +451,25 @@ def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
     columns = re.compile(r"cron_expr\b.{0,30}?\btimezone\b.{0,30}?\bkind\b.{0,30}?\bqueue\b.{0,30}?\bargs\b", re.DOTALL)
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if vocabulary.search(text)) == [
         "cron/vocabulary.py"]
-    # models_results.py declares a typed read model's fields (ScheduleState: names and Python
+    # read/results.py declares a typed read model's fields (ScheduleState: names and Python
     # types, what the console and CLI read), not SQL: the SQL column lists are built only
-    # from columns.py.
+    # from schedules/columns.py.
     assert sorted(str(p.relative_to(engine)) for p, text in sources.items() if columns.search(text)) == [
-        "columns.py", "models_results.py"]
+        "read/results.py", "schedules/columns.py"]
+
+
+def test_every_public_method_of_the_client_is_one_statement():
+    """Client is a facade: each public method hands its work to a room in one statement
+    (a docstring aside). Two keep a body of their own: `handler` is a decorator (its body is
+    the wrapper), and `close` tears down what the Client itself holds (its loops, its
+    metrics server, its pool), under the lock that makes a second caller wait."""
+    import ast
+
+    tree = ast.parse((ROOT / "awa_tui" / "engine" / "client.py").read_text())
+    client = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Client")
+    longer = {
+        f.name: len(body)
+        for f in client.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+        if len(body := [s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]) > 1
+    }
+    assert longer == {"handler": 2, "close": 2}

@@ -14,7 +14,7 @@ from awa_tui.printable import printable
 # Every `cron` command imports this module (it registers `cron backfill`): the engine's
 # backfill loads only when one runs.
 if TYPE_CHECKING:
-    from awa_tui.engine.backfill import BackfillResult
+    from awa_tui.engine.firing.backfill import BackfillResult
 
 
 def backfill_summary(result: BackfillResult) -> str:

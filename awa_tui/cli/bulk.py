@@ -1,5 +1,5 @@
 """The CLI's bulk forms: `cron pause|resume|trigger|retire|restore NAME... [--filter EXPR]
-[--dry-run]` and `cron adopt --declared-by OWNER [--dry-run]` (engine/bulk.py).
+[--dry-run]` and `cron adopt --declared-by OWNER [--dry-run]` (engine/operations/bulk.py).
 
 A command given exactly one name and neither option keeps its single-action behaviour
 (a refusal is an error); any other selection runs as a bulk action, where a schedule

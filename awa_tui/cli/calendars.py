@@ -50,7 +50,7 @@ def calendar_set(
     dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Create or replace a calendar from a file; audited. Schedules naming it follow at once."""
-    from awa_tui.engine.calendar_files import parse_dates
+    from awa_tui.engine.calendars.files import parse_dates
 
     with errors_as_lines():
         ranges = parse_dates(_read(dates), source=str(dates))

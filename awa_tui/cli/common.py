@@ -242,7 +242,7 @@ def _default(value: Any) -> Any:
 
 
 def plain(data: Any) -> Any:
-    """A read model (awa_tui/engine/models.py), or a list of them, as dicts keyed by field
+    """A read model (awa_tui/engine/read/models.py), or a list of them, as dicts keyed by field
     name; anything else as it is."""
     if is_dataclass(data) and not isinstance(data, type):
         return asdict(data)

@@ -32,7 +32,7 @@ from awa_tui.instants import parse_instant as _parse_instant
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
-    from awa_tui.engine.models import AnySchedule
+    from awa_tui.engine.read.models import AnySchedule
 
 cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
 app.add_typer(cron_app, name="cron")
@@ -235,7 +235,7 @@ def cron_override(
     dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
-    from awa_tui.engine.overrides import OverrideRequest
+    from awa_tui.engine.schedules.overrides import OverrideRequest
 
     with errors_as_lines():
         # Bad JSON is refused before any connection; "nothing to change" by the engine,

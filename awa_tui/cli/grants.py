@@ -9,7 +9,7 @@ import typer
 
 from awa_tui.cli.common import DsnOpt, JsonOpt, emit, errors_as_lines, require_dsn, say
 from awa_tui.cli.core import db_app
-from awa_tui.engine import grants
+from awa_tui.engine.operations import grants
 
 
 @db_app.command("grants")

@@ -34,7 +34,7 @@ from awa_tui.cli.common import (
 from awa_tui.cli.cron import NameArg, cron_app
 
 if TYPE_CHECKING:
-    from awa_tui.engine.models import OwnerChange, OwnerPlan
+    from awa_tui.engine.read.models import OwnerChange, OwnerPlan
 
 owner_app = typer.Typer(help="Owners of schedules: authoritative declarations.", no_args_is_help=True)
 app.add_typer(owner_app, name="owner")

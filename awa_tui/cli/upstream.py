@@ -87,7 +87,7 @@ def schedule_row(s: UpstreamSchedule) -> dict[str, Any]:
 
 class Record(dict[str, Any]):
     """An upstream result: a dict (its JSON keys) that the commands read by attribute, as
-    they read awa-tui's own read models (engine/models.py)."""
+    they read awa-tui's own read models (engine/read/models.py)."""
 
     # Fields of awa-tui's own models that upstream has no notion of (no BROKEN verdict, no
     # retirement, no owners, no bounds, no H nor overrides): read as None, never added to the JSON.

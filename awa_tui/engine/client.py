@@ -1,43 +1,58 @@
 """Client: the public face of the engine. Registration (S1), one-step entry points for
 tests and operators (migrate, sync, evaluate, snapshot, work_once), the runtime
-(run/start/close), and the operator actions and read models."""
+(run/start/close), and the operator actions and read models; each hands its work to the
+room of the engine that does it."""
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
-import signal
+import importlib
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from datetime import date, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from awa_tui.config import default_operator, resolve_dsn, resolve_leader_dsn
 from awa_tui.engine import limits
-from awa_tui.engine.console_api import FEATURES
 from awa_tui.engine.db import ConnectionSource, dsn_problem
-from awa_tui.engine.errors import AwaError, ReadOnly, ValidationError
+from awa_tui.engine.errors import AwaError, ValidationError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
+from awa_tui.engine.read.backend import FEATURES
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.printable import printable_logger
 
-# Each method imports the engine module it uses, where it uses it: `awa-tui cron show`
-# loads the views it reads, not the evaluator, the runtime or the ledger (issue 18).
-# Nothing here may import more at module level than a Client needs to be built.
+
+class _Room:
+    """A room's module, imported at its first use: `views.get_schedule` reads as the module
+    it names, and `awa-tui cron show` loads the views it reads, never the evaluator, the
+    runtime or the ledger (issue 18, tests/cli/test_cli_lazy.py)."""
+
+    __slots__ = ("_path",)
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(importlib.import_module(self._path), name)
+
+
 if TYPE_CHECKING:
-    from awa_tui.engine import bulk as bulk_ops
-    from awa_tui.engine import evaluator, overrides
-    from awa_tui.engine.backfill import BackfillResult
+    from awa_tui.engine import migrations, standby
+    from awa_tui.engine.calendars import store as calendars
+    from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
+    from awa_tui.engine.firing import backfill as backfills
+    from awa_tui.engine.firing import evaluator, preview
+    from awa_tui.engine.firing.backfill import BackfillResult
+    from awa_tui.engine.firing.preview import ResumePreview
+    from awa_tui.engine.health import alive as health_alive
+    from awa_tui.engine.health import check as health_check
+    from awa_tui.engine.health import metrics as health_metrics
+    from awa_tui.engine.health import rules as health_rules
     from awa_tui.engine.health.metrics import MetricsServer
-    from awa_tui.engine.health.models import (
-        CheckReport,
-        HealthPass,
-        RegisteredRuntime,
-        RuntimeAlive,
-        Transition,
-    )
+    from awa_tui.engine.health.models import CheckReport, HealthPass, RegisteredRuntime, RuntimeAlive, Transition
+    from awa_tui.engine.ledger import jobs as ledger_jobs
+    from awa_tui.engine.ledger import retention, trail, verdicts
+    from awa_tui.engine.ledger import why as ledger_why
     from awa_tui.engine.ledger.models import (
         AuditPage,
         JobChange,
@@ -50,7 +65,13 @@ if TYPE_CHECKING:
         Verdict,
         Why,
     )
-    from awa_tui.engine.models import (
+    from awa_tui.engine.operations import bulk as bulk_ops
+    from awa_tui.engine.operations import ops
+    from awa_tui.engine.ownership import declaration, lifecycle, reconcile
+    from awa_tui.engine.ownership import manifest as manifest_of
+    from awa_tui.engine.ownership.manifest import Manifest
+    from awa_tui.engine.read import results, views
+    from awa_tui.engine.read.models import (
         AuditEntry,
         Fire,
         NextFire,
@@ -68,20 +89,52 @@ if TYPE_CHECKING:
         ScheduleState,
         TriggeredJob,
     )
-    from awa_tui.engine.models_calendars import CalendarInfo, CalendarSummary
-    from awa_tui.engine.models_fleet import Blocker
-    from awa_tui.engine.ownership.manifest import Manifest
-    from awa_tui.engine.preview import ResumePreview
-    from awa_tui.engine.runtime import worker
+    from awa_tui.engine.runtime import blockers, duties, evaluation, loops, passes, reporter, worker
     from awa_tui.engine.runtime.blockers import PassWatch
     from awa_tui.engine.runtime.duties import LeaderDuties
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.engine.runtime.loops import Runtime
     from awa_tui.engine.runtime.passes import RecentPasses
-    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.schedules import definition, overrides
+    from awa_tui.engine.schedules import sync as syncing
+    from awa_tui.engine.schedules.definition import Schedule
+    from awa_tui.engine.schedules.sync import SyncTracker
     from awa_tui.engine.standby import ServerRole
-    from awa_tui.engine.sync import SyncTracker
     from awa_tui.filters import Filter
+else:
+    migrations = _Room("awa_tui.engine.migrations")
+    standby = _Room("awa_tui.engine.standby")
+    calendars = _Room("awa_tui.engine.calendars.store")
+    backfills = _Room("awa_tui.engine.firing.backfill")
+    evaluator = _Room("awa_tui.engine.firing.evaluator")
+    preview = _Room("awa_tui.engine.firing.preview")
+    health_alive = _Room("awa_tui.engine.health.alive")
+    health_check = _Room("awa_tui.engine.health.check")
+    health_metrics = _Room("awa_tui.engine.health.metrics")  # prometheus_client: only when serving
+    health_rules = _Room("awa_tui.engine.health.rules")
+    ledger_jobs = _Room("awa_tui.engine.ledger.jobs")
+    retention = _Room("awa_tui.engine.ledger.retention")
+    trail = _Room("awa_tui.engine.ledger.trail")
+    verdicts = _Room("awa_tui.engine.ledger.verdicts")
+    ledger_why = _Room("awa_tui.engine.ledger.why")
+    bulk_ops = _Room("awa_tui.engine.operations.bulk")
+    ops = _Room("awa_tui.engine.operations.ops")
+    declaration = _Room("awa_tui.engine.ownership.declaration")
+    lifecycle = _Room("awa_tui.engine.ownership.lifecycle")
+    reconcile = _Room("awa_tui.engine.ownership.reconcile")
+    manifest_of = _Room("awa_tui.engine.ownership.manifest")
+    results = _Room("awa_tui.engine.read.results")
+    views = _Room("awa_tui.engine.read.views")
+    blockers = _Room("awa_tui.engine.runtime.blockers")
+    duties = _Room("awa_tui.engine.runtime.duties")
+    evaluation = _Room("awa_tui.engine.runtime.evaluation")
+    loops = _Room("awa_tui.engine.runtime.loops")
+    passes = _Room("awa_tui.engine.runtime.passes")
+    reporter = _Room("awa_tui.engine.runtime.reporter")
+    worker = _Room("awa_tui.engine.runtime.worker")
+    definition = _Room("awa_tui.engine.schedules.definition")
+    overrides = _Room("awa_tui.engine.schedules.overrides")
+    syncing = _Room("awa_tui.engine.schedules.sync")
 
 log = printable_logger("awa_tui")
 
@@ -117,7 +170,13 @@ def package_version() -> str:
 _T = TypeVar("_T")
 
 
+
 class Client:
+    """The engine's public face. Each public method hands its work to the room that does it
+    (engine/<room>/), in one line: the helpers below add only what every call shares (a
+    pooled connection, the read-only refusal, the operator's label). The rooms load on
+    first use, so a command pays only for what it calls (issue 18)."""
+
     def __init__(
         self,
         dsn: str | None = None,
@@ -146,17 +205,8 @@ class Client:
         if authoritative and not owner:
             raise ValidationError("owner: an authoritative runtime must name its owner")
         if owner is not None:
-            from awa_tui.engine.ownership.manifest import check_owner
-
-            check_owner(owner)
-        if retire_grace < timedelta(0):
-            raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
-        if snapshot_interval <= timedelta(0):
-            raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
-        if not isinstance(leader_lease, timedelta) or leader_lease < limits.MIN_LEASE:
-            got = f"{leader_lease.total_seconds():g} s" if isinstance(leader_lease, timedelta) else repr(leader_lease)
-            raise ValidationError(
-                f"leader_lease: must be a timedelta of at least {limits.MIN_LEASE.total_seconds():g} s, got {got}")
+            manifest_of.check_owner(owner)
+        limits.check_runtime_timings(retire_grace, snapshot_interval, leader_lease)
         self.dsn = resolved
         # S57: the leader lock connection may bypass a transaction pooler the rest goes through.
         # Its variable is read only beside AWA_DATABASE_URL's (dsn=None): never paired with
@@ -180,12 +230,7 @@ class Client:
         self.snapshot_interval = snapshot_interval
         self.read_only = read_only
         # An explicit label is checked now (an empty one is an error, not a default).
-        if operator is None:
-            self.operator = default_operator()
-        else:
-            from awa_tui.engine.ops import check_operator
-
-            self.operator = check_operator(operator)
+        self.operator = default_operator() if operator is None else ops.check_operator(operator)
         self.catch_up_limit = catch_up_limit
         self.worker_queues = worker_queues
         self.worker_batch = worker_batch
@@ -204,7 +249,6 @@ class Client:
         self._runtime: Runtime | None = None
         self._close_lock = threading.Lock()
         self._closing = False  # close() has begun: /alive says stopping
-        self._manifest: Manifest | None = None  # rebuilt when a schedule is registered
         self._declared = False  # a snapshot was written outside a Runtime: close() ends it
         self.last_reconcile: list[dict[str, Any]] | None = None
         self.last_pass: evaluator.PassResult | None = None
@@ -212,46 +256,62 @@ class Client:
         self.on_job: list[Callable[[worker.Job, str], None]] = []
         self.metrics: MetricsServer | None = None  # serve_metrics(): /metrics of this runtime
 
+    # --- what every call shares --------------------------------------------------------------
+
+    def _read(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """A function of a room (its first parameter the connection), on a pooled one."""
+        with self.db.connection() as conn:
+            return fn(conn, *args, **kwargs)
+
+    def _checked(self, action: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """`fn` once the client may write; a dry run (`dry_run=True`) writes nothing, so it
+        runs on a read-only client too."""
+        if not kwargs.get("dry_run"):
+            ops.require_writable(self.read_only, action)
+        return fn(*args, **kwargs)
+
+    def _write(self, action: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """`_checked` on a pooled connection."""
+        return self._checked(action, self._read, fn, *args, **kwargs)
+
+    def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None,
+            model: Callable[..., _T] | None = None, **kwargs: Any) -> Any:
+        """An operator action, labelled with `operator` (this client's when omitted): the
+        room's function takes it after its own arguments. `model` turns the row the room
+        wrote (engine-internal) into the typed result of read/results.py."""
+        done = self._write(action, fn, *args, self.operator if operator is None else operator, **kwargs)
+        return done if model is None else model(**done)
+
+    def _kept(self, name: str, value: _T) -> _T:
+        """`value`, also kept as this client's attribute `name` (last_pass, metrics...)."""
+        setattr(self, name, value)
+        return value
+
     # A runtime's parts, made on first use (a command that only reads never loads them);
     # start() makes them before the loops' threads run.
 
     @functools.cached_property
     def sync_tracker(self) -> SyncTracker:
         """What the next sync must compare (S50)."""
-        from awa_tui.engine.sync import SyncTracker
-
-        return SyncTracker()
+        return syncing.SyncTracker()
 
     @functools.cached_property
     def duties(self) -> LeaderDuties:
-        from awa_tui.engine.runtime.duties import LeaderDuties
-
-        return LeaderDuties(self)
+        return duties.LeaderDuties(self)
 
     @functools.cached_property
     def pass_timeouts(self) -> evaluator.Timeouts:
-        from awa_tui.engine.evaluator import Timeouts
-
-        return Timeouts(lock_ms=round(self.lock_timeout.total_seconds() * 1000),
-                        statement_ms=round(self.statement_timeout.total_seconds() * 1000))
+        return evaluator.Timeouts.of(self.lock_timeout, self.statement_timeout)
 
     @functools.cached_property
     def pass_watch(self) -> PassWatch:
         """Who blocks a pass that waits (S59), read on a connection of its own."""
-        from awa_tui.engine.runtime.blockers import PassWatch, read_blockers
-
-        def sample(pids: list[int]) -> tuple[Blocker, ...]:
-            with self.db.connection() as conn:
-                return read_blockers(conn, pids)
-
-        return PassWatch(sample, after_s=self.lock_timeout.total_seconds() / 2)
+        return blockers.watch(self.db, self.lock_timeout)
 
     @functools.cached_property
     def recent_passes(self) -> RecentPasses:
         """Carried by the snapshot (the runtimes page shows them)."""
-        from awa_tui.engine.runtime.passes import RecentPasses
-
-        return RecentPasses()
+        return passes.RecentPasses()
 
     # --- registration (S1, S2) -------------------------------------------------------
 
@@ -259,18 +319,12 @@ class Client:
     def periodic(self, *args: Any, **kwargs: Any) -> Schedule:
         """Declare a schedule (the parameters of `Schedule.build`); validated at once,
         written at the next sync."""
-        from awa_tui.engine.schedule import Schedule
+        return self._registered(definition.declare(self._schedules, self.max_lateness, *args, **kwargs))
 
-        schedule = Schedule.build(*args, **kwargs)
-        # A client default other than the built-in one is stored with the schedule; the
-        # built-in one stays NULL (which means it), so upgrading rewrites no existing row.
-        if schedule.max_lateness is None and self.max_lateness != limits.DEFAULT_MAX_LATENESS_S:
-            schedule = dataclasses.replace(schedule, max_lateness=self.max_lateness)
-        if schedule.name in self._schedules:
-            raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
-        self._schedules[schedule.name] = schedule
+    def _registered(self, schedule: Schedule) -> Schedule:
+        """The registry changed: the next sync compares it, the manifest is made again."""
         self._generation += 1
-        self._manifest = None
+        self.__dict__.pop("manifest", None)
         return schedule
 
     @property
@@ -278,9 +332,7 @@ class Client:
         return list(self._schedules.values())
 
     def register_handler(self, kind: str, handler: worker.Handler) -> None:
-        if not isinstance(kind, str) or not kind:
-            raise ValidationError(f"kind: a handler needs a non-empty kind, got {kind!r}")
-        self.handlers[kind] = handler
+        self.handlers[worker.check_kind(kind)] = handler
 
     def handler(self, kind: str) -> Callable[[F], F]:
         """Decorator form of `register_handler`."""
@@ -294,88 +346,26 @@ class Client:
     # --- one-step entry points ------------------------------------------------------------
 
     def migrate(self) -> list[int]:
-        from awa_tui.engine import migrations, ops
-
-        ops.require_writable(self.read_only, "migrate")
-        return migrations.migrate(self.dsn)
+        return self._checked("migrate", migrations.migrate, self.dsn)
 
     def check_schema(self) -> int:
-        from awa_tui.engine import migrations
-
-        with self.db.connection() as conn:
-            return migrations.check_version(conn)
+        return self._read(migrations.check_version)
 
     def sync(self) -> dict[str, int]:
         """Additive UPSERT of this process's schedules (S5); for an authoritative runtime,
         insert its new names owned by its owner and fail on a foreign-owned name (S23).
         After the first, a sync compares only what changed since (S50)."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.ownership.declaration import sync_declared
-        from awa_tui.engine.sync import sync_schedules
-
-        ops.require_writable(self.read_only, "sync")
-        owner = self.owner
-        write: Callable[[Any, Sequence[Schedule]], dict[str, int]] = sync_schedules
-        if self.authoritative and owner:
-            def write(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
-                return sync_declared(conn, owner, schedules)
-        def checked(conn: Any, schedules: Sequence[Schedule]) -> dict[str, int]:
-            from awa_tui.engine.calendars import refuse_unknown_calendars
-
-            refuse_unknown_calendars(conn, schedules)  # S56: nothing is written then
-            return write(conn, schedules)
-
-        with self.db.connection() as conn:
-            return self.sync_tracker.sync(conn, self._schedules, self._generation, checked)
+        return self._write("sync", self.sync_tracker.sync, self._schedules, self._generation,
+                           declaration.sync_writer(self.owner if self.authoritative else None))
 
     def evaluate(self, now: datetime | None = None) -> evaluator.PassResult:
         """One evaluator pass at `now` (DB time when omitted)."""
-        from awa_tui.engine import evaluator, ops
+        return self._checked("evaluate", evaluation.run_pass, self, now, self._wake_reporter)
 
-        ops.require_writable(self.read_only, "evaluate")
-        watch = self.pass_watch
-        started = time.perf_counter()
-        try:
-            with self.db.connection() as conn:
-                watch.begin(conn.info.backend_pid)
-                result = evaluator.evaluate(conn, now, catch_up_limit=self.catch_up_limit, more=self._watched,
-                                            timeouts=self.pass_timeouts)
-        except evaluator.PassTimedOut as exc:
-            raise self._timed_out(exc, watch.end(), time.perf_counter() - started) from None
-        except BaseException:
-            watch.end()
-            raise
-        took = time.perf_counter() - started
-        blockers = watch.end()
-        if self.metrics is not None:
-            self.metrics.observe_pass(took, result.examined + result.hinted)
-        self.last_pass = result
-        self.recent_passes.record(result.now, took, result.examined + result.hinted, result.fired, len(result.errors),
-                                  blockers=blockers)
-        for callback in self.on_pass:
-            callback(result)
-        return result
-
-    @contextlib.contextmanager
-    def _watched(self) -> Iterator[Any]:
-        """A second connection of the pass (chunks in flight), watched like the first."""
-        with self.db.connection() as conn:
-            self.pass_watch.add(conn.info.backend_pid)
-            yield conn
-
-    def _timed_out(self, exc: evaluator.PassTimedOut, blockers: tuple[Blocker, ...], took: float) -> AwaError:
-        """S59: the pass is recorded (the runtimes page and `check` show it) and its error
-        names what blocked it, in one line."""
-        from awa_tui.engine.runtime.blockers import describe
-
-        if exc.now is not None:
-            self.recent_passes.record(exc.now, took, 0, 0, 0, timed_out=True, blockers=blockers)
-            if self._runtime is not None:
-                self._runtime.elector.changed.set()  # wakes the reporter: the snapshot carries it now
-        waited = f" after {took:.1f} s"
-        if blockers:
-            return type(exc)(f"{exc}{waited}; blocked by {describe(blockers)}", exc.now)
-        return type(exc)(f"{exc}{waited}", exc.now)
+    def _wake_reporter(self) -> None:
+        """A pass timed out: the reporter writes the snapshot that carries it now."""
+        if self._runtime is not None:
+            self._runtime.elector.changed.set()
 
     def leader_pass(self) -> None:
         """What the leader does every second (engine/runtime/duties.py): evaluate, and
@@ -389,24 +379,11 @@ class Client:
 
     def prune_runtimes(self) -> int:
         """Delete snapshot rows of runtimes stopped or silent for over a day."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.runtime import reporter
-
-        ops.require_writable(self.read_only, "prune runtimes")
-        with self.db.connection() as conn:
-            return reporter.prune_runtimes(conn)
+        return self._write("prune runtimes", reporter.prune_runtimes)
 
     def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
         """Return jobs left running by a stopped or stale runtime to the queue."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.runtime import worker
-
-        ops.require_writable(self.read_only, "rescue")
-        with self.db.connection() as conn:
-            rescued = worker.rescue_orphaned_jobs(conn)
-        if rescued:
-            log.warning("rescued %d job(s) stranded by a dead runtime", len(rescued))
-        return rescued
+        return worker.rescued(self._write("rescue", worker.rescue_orphaned_jobs))
 
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]:
         """One reconciliation pass over every owner (S25, S26); DB time when `now` is omitted.
@@ -415,42 +392,24 @@ class Client:
         (schedule names), certified, agreement_since, grace_remaining_s, blockers, skipped
         (only with wait=False, when the protocol lock was busy).
         """
-        from awa_tui.engine import ops
-        from awa_tui.engine.ownership import reconcile
-
-        ops.require_writable(self.read_only, "reconcile")
-        with self.db.connection() as conn:
-            results = reconcile.reconcile(conn, now, wait=wait)
-        self.last_reconcile = results
-        return results
+        return self._kept("last_reconcile", self._write("reconcile", reconcile.reconcile, now, wait=wait))
 
     def evaluate_health(self, now: datetime | None = None) -> HealthPass:
         """The leader's health duty (S42): judge every schedule at `now` (DB time when
         omitted), record transitions, count fires for the metrics."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.health import rules as health_rules
-
-        ops.require_writable(self.read_only, "evaluate health")
-        with self.db.connection() as conn:
-            return health_rules.evaluate_health(conn, now, instance_id=self.identity.instance_id)
+        return self._write("evaluate health", health_rules.evaluate_health, now, instance_id=self.identity.instance_id)
 
     def check(self, *, owner: str | None = None, schedule: str | None = None, tag: str | None = None,
               now: datetime | None = None) -> CheckReport:
         """`awa-tui check` (S43): unhealthy schedules and fleet problems, with the exit code."""
-        from awa_tui.engine.health import check as health_check
-
         return self._read(health_check.check, owner=owner, schedule=schedule, tag=tag, now=now)
 
     def registered_runtimes(self, hostname: str, *, now: datetime | None = None) -> list[RegisteredRuntime]:
         """`awa-tui check --registered`: the runtimes on `hostname` with a fresh snapshot."""
-        from awa_tui.engine.health import check as health_check
-
         return self._read(health_check.registered, hostname, now)
 
     def health_history(self, name: str, limit: int = 20) -> list[Transition]:
         """A schedule's health transitions, newest first."""
-        from awa_tui.engine.health import check as health_check
-
         return self._read(health_check.transitions, name, limit=limit)
 
     def plan(self, owner: str | None = None, now: datetime | None = None) -> list[OwnerPlan]:
@@ -459,59 +418,31 @@ class Client:
         See `awa_tui.engine.ownership.reconcile.plan` for what each part means (inserts,
         updates, retirements, conflicts, blockers with code and message, agreement clock).
         """
-        from awa_tui.engine.models_owners import owner_plan
-        from awa_tui.engine.ownership import reconcile
-
-        with self.db.connection() as conn:
-            return [owner_plan(p) for p in reconcile.plan(conn, owner, now)]
+        return self._read(reconcile.owner_plans, owner, now)
 
     def list_owners(self, now: datetime | None = None) -> list[OwnerSummary]:
         """One summary per owner; see `awa_tui.engine.ownership.reconcile.list_owners`."""
-        from awa_tui.engine.models_owners import owner_summary
-        from awa_tui.engine.ownership import reconcile
+        return self._read(reconcile.owner_summaries, now)
 
-        with self.db.connection() as conn:
-            return [owner_summary(o) for o in reconcile.list_owners(conn, now)]
-
-    @property
+    @functools.cached_property
     def manifest(self) -> Manifest | None:
-        """The canonical manifest of an authoritative runtime (None otherwise)."""
-        from awa_tui.engine.ownership.manifest import build_manifest
-
-        if not (self.authoritative and self.owner):
-            return None
-        if self._manifest is None:
-            self._manifest = build_manifest(self.owner, self.schedules)
-        return self._manifest
+        """The canonical manifest of an authoritative runtime (None otherwise); made again
+        when a schedule is registered."""
+        return manifest_of.declared_manifest(self.owner if self.authoritative else None, self.schedules)
 
     def work_once(self, limit: int | None = None) -> list[tuple[worker.Job, str]]:
-        from awa_tui.engine import ops
-        from awa_tui.engine.runtime import worker
-
-        ops.require_writable(self.read_only, "work")
-        with self.db.connection() as conn:
-            outcomes = worker.work_once(
-                conn, self.handlers, limit=limit or self.worker_batch, queues=self.worker_queues,
-                claimed_by=self.identity.instance_id,
-            )
-        for job, state in outcomes:
-            for callback in self.on_job:
-                callback(job, state)
-        return outcomes
+        return worker.announce(self._write("work", worker.work_once, self.handlers, limit=limit or self.worker_batch,
+                                           queues=self.worker_queues, claimed_by=self.identity.instance_id),
+                               self.on_job)
 
     def snapshot(
         self, *, is_leader: bool = False, stopped: bool = False, now: datetime | None = None
     ) -> dict[str, Any] | None:
-        """Write this runtime's snapshot and, when authoritative, publish its manifest (S24)."""
-        from awa_tui.engine.runtime import reporter
-
-        if self.read_only:
-            return None  # a read-only console is an observer, not a runtime
-        with self.db.connection() as conn:
-            return reporter.write_snapshot(
-                conn, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest, now=now,
-                passes=self.recent_passes.latest(),
-            )
+        """Write this runtime's snapshot and, when authoritative, publish its manifest (S24).
+        A read-only console is an observer, not a runtime: it writes none."""
+        return None if self.read_only else self._read(
+            reporter.write_snapshot, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest,
+            now=now, passes=self.recent_passes.latest())
 
     def publish(self, now: datetime | None = None) -> dict[str, Any]:
         """Publish the snapshot and declaration now (what the reporter loop does).
@@ -519,9 +450,9 @@ class Client:
         Returns {instance_id, owner, at, stopped, manifest_hash, agreement_since?}. A
         Client that published without start() ends its declaration on close().
         """
-        from awa_tui.engine import ops
+        return self._checked("publish", self._publish, now)
 
-        ops.require_writable(self.read_only, "publish")
+    def _publish(self, now: datetime | None) -> dict[str, Any]:
         if self._runtime is None:
             self._declared = True
         published = self.snapshot(is_leader=self.is_leader, now=now)
@@ -532,39 +463,23 @@ class Client:
 
     def start(self, *, run_worker: bool = True, lead: bool = True) -> Runtime:
         """Start the runtime loops in background threads; returns the Runtime."""
-        from awa_tui.engine import migrations, ops
-        from awa_tui.engine.runtime.loops import Runtime
-        from awa_tui.engine.standby import standby_refusal
+        return self._checked("run", self._start, run_worker, lead)
 
-        ops.require_writable(self.read_only, "run")
-        if self._runtime is not None:
-            return self._runtime
-        self._closing = False
-        with self.db.connection() as conn:
-            refusal = standby_refusal(conn)  # S58: a runtime writes from its first step
-            if refusal is not None:
-                raise ReadOnly(f"cannot run: {refusal}")
-            current = migrations.current_version(conn) == migrations.code_version()
-        if not current:  # an up-to-date schema needs no DDL rights (a runtime role has none)
-            self.migrate()
-        # The loops' threads share these: made here, before any thread starts, never twice.
+    def _start(self, run_worker: bool, lead: bool) -> Runtime:
+        if self._runtime is None:
+            self._closing = False
+            self._runtime = loops.launch(self, self.migrate, self._runtime_parts, run_worker=run_worker, lead=lead)
+        return self._runtime
+
+    def _runtime_parts(self) -> None:
+        """The loops' threads share these: made before any thread starts, never twice."""
         _ = (self.duties, self.recent_passes, self.sync_tracker)
-        runtime = Runtime(self, run_worker=run_worker, lead=lead)
-        runtime.start()
-        self._runtime = runtime
-        return runtime
 
     def serve_metrics(self, addr: str, *, schedule_series: int = DEFAULT_SCHEDULE_SERIES) -> MetricsServer:
         """Serve /metrics on HOST:PORT until close() (S43); a malformed or taken address
         raises a one-line error before anything runs."""
-        if self.metrics is None:
-            from awa_tui.engine.health.metrics import MetricsServer  # prometheus_client: only when serving
-
-            server = MetricsServer(self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series,
-                                   alive=self.alive)
-            server.start()
-            self.metrics = server
-        return self.metrics
+        return self._kept("metrics", self.metrics or health_metrics.MetricsServer.serve(
+            self.db, addr, is_leader=lambda: self.is_leader, schedule_series=schedule_series, alive=self.alive))
 
     @property
     def is_leader(self) -> bool:
@@ -573,31 +488,11 @@ class Client:
     def alive(self) -> RuntimeAlive:
         """What this process says at /alive (`awa-tui check --alive`): its identity, whether
         it is starting, running or stopping, and what each of its loops is doing."""
-        from awa_tui.engine.health.models import RuntimeAlive
-
-        runtime = self._runtime
-        if self._closing or (runtime is not None and runtime.stop_event.is_set()):
-            state = "stopping"
-        else:
-            state = "starting" if runtime is None else "running"
-        ident = self.identity
-        return RuntimeAlive(instance_id=str(ident.instance_id), hostname=ident.hostname, pid=ident.pid, state=state,
-                            loops=runtime.beats.states() if runtime is not None else [])
+        return health_alive.runtime_alive(self.identity, self._runtime, self._closing)
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until `stop` is set or SIGINT/SIGTERM arrives; then close cleanly."""
-        stop = stop or threading.Event()
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                previous[sig] = signal.signal(sig, lambda *_: stop.set())
-        try:
-            self.start()
-            stop.wait()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.close()
+        loops.run_until_stopped(self.start, self.close, stop)
 
     def close(self) -> None:
         """Stop the loops (final snapshot, leader lock released) and close connections.
@@ -630,132 +525,73 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- operator actions (S16-S18, S20) ---------------------------------------------------
-    # ops.py and lifecycle.py hand back the rows they wrote (engine-internal dicts); what
-    # leaves the Client is the typed model of awa_tui/engine/models.py.
-
-    def _op(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None = None) -> Any:
-        from awa_tui.engine import ops
-
-        ops.require_writable(self.read_only, action)
-        with self.db.connection() as conn:
-            return fn(conn, *args, self.operator if operator is None else operator)
+    # --- operator actions (S16-S18, S20): operations/ops.py, schedules/overrides.py --------
 
     def pause(self, name: str, *, operator: str | None = None) -> ScheduleState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
-
-        return ScheduleState(**self._op("pause", ops.pause, name, operator=operator))
+        return self._op("pause", ops.pause, name, operator=operator, model=results.ScheduleState)
 
     def resume(self, name: str, *, operator: str | None = None) -> ScheduleState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
-
-        return ScheduleState(**self._op("resume", ops.resume, name, operator=operator))
+        return self._op("resume", ops.resume, name, operator=operator, model=results.ScheduleState)
 
     def trigger(self, name: str, *, operator: str | None = None) -> TriggeredJob:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import TriggeredJob
-
-        return TriggeredJob(**self._op("trigger", ops.trigger, name, operator=operator))
+        return self._op("trigger", ops.trigger, name, operator=operator, model=results.TriggeredJob)
 
     def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
                  max_count: int = limits.BACKFILL_LIMIT, operator: str | None = None,
                  now: datetime | None = None) -> BackfillResult:
-        """One job per instant of [from_at, to_at] that never fired (engine/backfill.py); a
-        dry run only counts them (and works on a read-only client)."""
-        from awa_tui.engine import backfill as backfills
-        from awa_tui.engine import ops
-
-        if not dry_run:
-            ops.require_writable(self.read_only, "backfill")
-        with self.db.connection() as conn:
-            return backfills.backfill(conn, name, from_at, to_at, self.operator if operator is None else operator,
-                                      dry_run=dry_run, max_count=max_count, now=now, horizon=self.job_retention)
+        """One job per instant of [from_at, to_at] that never fired (engine/firing/backfill.py);
+        a dry run only counts them (and works on a read-only client)."""
+        return self._op("backfill", backfills.backfill, name, from_at, to_at, operator=operator, dry_run=dry_run,
+                        max_count=max_count, now=now, horizon=self.job_retention)
 
     def remove(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """The row as it was before it was deleted."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import ScheduleState
-
-        return ScheduleState(**self._op("remove", ops.remove, name, operator=operator))
+        return self._op("remove", ops.remove, name, operator=operator, model=results.ScheduleState)
 
     def override(self, name: str, request: overrides.OverrideRequest, *,
                  operator: str | None = None) -> ScheduleState:
         """Override the expression, zone, args, queue or priority (issue 16); the row after."""
-        from awa_tui.engine import overrides
-        from awa_tui.engine.models_results import ScheduleState
-
-        return ScheduleState(**self._op("override", lambda conn, n, op: overrides.override(conn, n, op, request),
-                                        name, operator=operator))
+        return self._op("override", overrides.override, name, operator=operator, request=request,
+                        model=results.ScheduleState)
 
     def reset_override(self, name: str, *, operator: str | None = None) -> ScheduleState:
         """Return an overridden schedule to its code definition; the row after."""
-        from awa_tui.engine import overrides
-        from awa_tui.engine.models_results import ScheduleState
+        return self._op("reset", overrides.reset, name, operator=operator, model=results.ScheduleState)
 
-        return ScheduleState(**self._op("reset", overrides.reset, name, operator=operator))
-
-    # --- owner lifecycle (S23, S27-S29, S31) ------------------------------------------------
-
-    def _lifecycle(self, action: str, fn: Callable[..., Any], *args: Any, operator: str | None,
-                   now: datetime | None) -> Any:
-        from awa_tui.engine import ops
-
-        ops.require_writable(self.read_only, action)
-        with self.db.connection() as conn:
-            return fn(conn, *args, self.operator if operator is None else operator, now)
+    # --- owner lifecycle (S23, S27-S29, S31): ownership/lifecycle.py ------------------------
 
     def adopt(self, name: str, owner: str, *, operator: str | None = None,
               now: datetime | None = None) -> ScheduleState:
         """Give an unowned schedule to `owner`; returns the schedule's state after."""
-        from awa_tui.engine.models_results import ScheduleState
-        from awa_tui.engine.ownership import lifecycle
-
-        return ScheduleState(**self._lifecycle("adopt", lifecycle.adopt, name, owner, operator=operator, now=now))
+        return self._op("adopt", lifecycle.adopt, name, owner, operator=operator, now=now, model=results.ScheduleState)
 
     def transfer(self, name: str, to_owner: str, *, operator: str | None = None,
                  now: datetime | None = None) -> ScheduleState:
         """Move an owned schedule to another owner; voids both owners' certificates."""
-        from awa_tui.engine.models_results import ScheduleState
-        from awa_tui.engine.ownership import lifecycle
-
-        return ScheduleState(
-            **self._lifecycle("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now))
+        return self._op("transfer", lifecycle.transfer, name, to_owner, operator=operator, now=now,
+                        model=results.ScheduleState)
 
     def retire(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Tombstone a schedule: it keeps its row, never fires, cannot be triggered."""
-        from awa_tui.engine.models_results import ScheduleState
-        from awa_tui.engine.ownership import lifecycle
-
-        return ScheduleState(**self._lifecycle("retire", lifecycle.retire, name, operator=operator, now=now))
+        return self._op("retire", lifecycle.retire, name, operator=operator, now=now, model=results.ScheduleState)
 
     def restore(self, name: str, *, operator: str | None = None, now: datetime | None = None) -> ScheduleState:
         """Clear a tombstone; evaluation resumes from now, nothing from the retired period."""
-        from awa_tui.engine.models_results import ScheduleState
-        from awa_tui.engine.ownership import lifecycle
-
-        return ScheduleState(**self._lifecycle("restore", lifecycle.restore, name, operator=operator, now=now))
+        return self._op("restore", lifecycle.restore, name, operator=operator, now=now, model=results.ScheduleState)
 
     def retire_owner(self, owner: str, *, operator: str | None = None,
                      now: datetime | None = None) -> OwnerChange:
         """Retire every active schedule of an owner: the names retired now."""
-        from awa_tui.engine.models_results import OwnerChange
-        from awa_tui.engine.ownership import lifecycle
-
-        return OwnerChange(
-            **self._lifecycle("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now))
+        return self._op("retire owner", lifecycle.retire_owner, owner, operator=operator, now=now,
+                        model=results.OwnerChange)
 
     def restore_owner(self, owner: str, *, operator: str | None = None,
                       now: datetime | None = None) -> OwnerChange:
         """Restore every retired schedule of an owner: the names restored now."""
-        from awa_tui.engine.models_results import OwnerChange
-        from awa_tui.engine.ownership import lifecycle
+        return self._op("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now,
+                        model=results.OwnerChange)
 
-        return OwnerChange(
-            **self._lifecycle("restore owner", lifecycle.restore_owner, owner, operator=operator, now=now))
-
-    # --- bulk actions on a selection: names or a parsed filter (engine/bulk.py) ------------
+    # --- bulk actions on a selection: names or a parsed filter (operations/bulk.py) ---------
 
     def bulk(
         self, action: str, names: Sequence[str] | None = None, *, where: Filter | None = None,
@@ -765,138 +601,77 @@ class Client:
         """pause/resume/trigger/retire/restore/adopt (to `owner`) every selected schedule,
         one transaction per batch; a row whose state refuses is skipped with the reason.
         A dry run reports what would be done and writes nothing (also when read-only)."""
-        from awa_tui.engine import bulk as bulk_ops
-        from awa_tui.engine import ops
-
-        if not dry_run:
-            ops.require_writable(self.read_only, f"bulk {action}")
-        with self.db.connection() as conn:
-            return bulk_ops.run_bulk(conn, action, names, self.operator if operator is None else operator,
-                                 where=where, owner=owner, dry_run=dry_run, batch_size=batch_size, now=now)
+        return self._op(f"bulk {action}", bulk_ops.run_bulk, action, names, operator=operator, where=where,
+                        owner=owner, dry_run=dry_run, batch_size=batch_size, now=now)
 
     def adopt_declared(
         self, owner: str, *, dry_run: bool = False, batch_size: int = limits.BATCH_SIZE,
         operator: str | None = None, now: datetime | None = None,
     ) -> bulk_ops.BulkResult:
         """Adopt for `owner` every unowned schedule its fresh declarations list."""
-        from awa_tui.engine import bulk as bulk_ops
-        from awa_tui.engine import ops
-
-        if not dry_run:
-            ops.require_writable(self.read_only, "adopt declared")
-        with self.db.connection() as conn:
-            return bulk_ops.adopt_declared(conn, owner, self.operator if operator is None else operator,
-                                       dry_run=dry_run, batch_size=batch_size, now=now)
+        return self._op("adopt declared", bulk_ops.adopt_declared, owner, operator=operator, dry_run=dry_run,
+                        batch_size=batch_size, now=now)
 
     def queue_pause(self, queue: str, *, operator: str | None = None) -> QueueState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueState
-
-        return QueueState(**self._op("queue pause", ops.queue_pause, queue, operator=operator))
+        return self._op("queue pause", ops.queue_pause, queue, operator=operator, model=results.QueueState)
 
     def queue_resume(self, queue: str, *, operator: str | None = None) -> QueueState:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueState
-
-        return QueueState(**self._op("queue resume", ops.queue_resume, queue, operator=operator))
+        return self._op("queue resume", ops.queue_resume, queue, operator=operator, model=results.QueueState)
 
     def queue_drain(self, queue: str, *, operator: str | None = None) -> QueueDrained:
-        from awa_tui.engine import ops
-        from awa_tui.engine.models_results import QueueDrained
+        return self._op("queue drain", ops.queue_drain, queue, operator=operator, model=results.QueueDrained)
 
-        return QueueDrained(**self._op("queue drain", ops.queue_drain, queue, operator=operator))
-
-    # --- calendars (S56) ---------------------------------------------------------------------
+    # --- calendars (S56): calendars/store.py ---------------------------------------------------
 
     def set_calendar(self, name: str, dates: Any, *, operator: str | None = None) -> CalendarInfo:
         """Create or replace calendar `name`: dates and inclusive (start, end) date pairs
-        (`calendar_files.parse_dates` reads them from a file). Audited."""
-        from awa_tui.engine import calendars
-        from awa_tui.engine.exclusions import exclude_dates_of
-
-        canonical = exclude_dates_of(dates, what=f"calendar {name!r}", limit=None) or ()
-        ranges = [(date.fromisoformat(a), date.fromisoformat(b)) for a, b in canonical]
-        return self._op("calendar set", calendars.set_calendar, name, ranges, operator=operator)  # type: ignore[no-any-return]
+        (`calendars/files.parse_dates` reads them from a file). Audited."""
+        return self._op("calendar set", calendars.set_calendar_dates, name, dates, operator=operator)  # type: ignore[no-any-return]
 
     def delete_calendar(self, name: str, *, operator: str | None = None) -> CalendarInfo:
         """Delete calendar `name`; refused while a schedule names it. Audited."""
-        from awa_tui.engine import calendars
-
         return self._op("calendar delete", calendars.delete_calendar, name, operator=operator)  # type: ignore[no-any-return]
 
     def list_calendars(self) -> list[CalendarSummary]:
-        from awa_tui.engine import calendars
-
         return self._read(calendars.list_calendars)
 
     def get_calendar(self, name: str) -> CalendarInfo:
-        from awa_tui.engine import calendars
-
         return self._read(calendars.show_calendar, name)
 
-    # --- read models ------------------------------------------------------------------------
-
-    def _read(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        """A read function of the engine (its first parameter the connection), on a pooled one."""
-        with self.db.connection() as conn:
-            return fn(conn, *args, **kwargs)
+    # --- read models: read/views.py, firing/preview.py --------------------------------------
 
     def list_schedules(
         self, filter_text: str | None = None, limit: int = 100000, *, where: Filter | None = None,
         now: datetime | None = None,
     ) -> list[ScheduleRow]:
         """Schedules in name order; `where` is a parsed filter (awa_tui/filters.py)."""
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.list_schedules(conn, filter_text=filter_text, limit=limit, where=where, now=now)
+        return self._read(views.list_schedules, filter_text=filter_text, limit=limit, where=where, now=now)
 
     def get_schedule(self, name: str) -> ScheduleInfo:
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.get_schedule(conn, name)
+        return self._read(views.get_schedule, name)
 
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]:
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.next_fires(conn, name, count, after=after)
+        return self._read(views.next_fires, name, count, after=after)
 
     def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
         """What resuming the paused schedule `name` would fire now (DB time when omitted),
         by this client's catch-up cap; reads only."""
-        from awa_tui.engine.preview import resume_preview
-
-        with self.db.connection() as conn:
-            return resume_preview(conn, name, now, catch_up_limit=self.catch_up_limit)
+        return self._read(preview.resume_preview, name, now, catch_up_limit=self.catch_up_limit)
 
     def recent_fires(self, name: str, limit: int = 10) -> list[Fire]:
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.recent_fires(conn, name, limit)
+        return self._read(views.recent_fires, name, limit)
 
     def list_queues(self) -> list[QueueRow]:
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.list_queues(conn)
+        return self._read(views.list_queues)
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
         holder's (pg_locks), `is_leader` what the snapshot last reported."""
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.list_runtimes(conn, now)
+        return self._read(views.list_runtimes, now)
 
     def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.leadership(conn, now)
+        return self._read(views.leadership, now)
 
     def schedule_page(
         self,
@@ -912,109 +687,74 @@ class Client:
         """One filtered, sorted page of schedules with counts (the console's schedules panel;
         None without `counts`); `where` is a parsed filter (awa_tui/filters.py) on top of the
         free text."""
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.schedule_page(conn, filter_text=filter_text, sort=sort, descending=descending, limit=limit,
-                                       now=now, where=where, counts=counts)
+        return self._read(views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit,
+                          now=now, where=where, counts=counts)
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""
-        from awa_tui.engine import views
-
-        with self.db.connection() as conn:
-            return views.schedule_detail(conn, name, now=now)
+        return self._read(views.schedule_detail, name, now=now)
 
     def list_audit(self, target: str | None = None, limit: int = 100) -> list[AuditEntry]:
-        from awa_tui.engine import views
+        return self._read(views.list_audit, target=target, limit=limit)
 
-        with self.db.connection() as conn:
-            return views.list_audit(conn, target=target, limit=limit)
-
-    # --- the fire ledger, job outcomes, retention ---------------------------------------
+    # --- the fire ledger, job outcomes, retention: ledger/ -----------------------------------
 
     def list_jobs(self, *, schedule: str | None = None, queue: str | None = None, state: str | None = None,
                   since: datetime | None = None, limit: int = 50) -> list[JobSummary]:
         """Recent jobs, newest first; `since` bounds created_at."""
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
         return self._read(ledger_jobs.list_jobs, schedule=schedule, queue=queue, state=state, since=since,
                           limit=limit)
 
     def jobs_page(self, where: Filter | None = None, *, limit: int = 200, now: datetime | None = None) -> JobsPage:
         """The console's jobs panel: the newest `limit` jobs matching a jobs filter."""
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
         return self._read(ledger_jobs.jobs_page, where, limit=limit, now=now)
 
     def job_detail(self, job_id: int) -> JobDetail:
         """One job with every failed attempt (error, traceback tail, timing, runtime)."""
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
         return self._read(ledger_jobs.job_detail, job_id)
 
     def last_results(self, names: list[str] | None = None) -> dict[str, LastResult]:
         """Per schedule: ok, failed, running, waiting, cancelled or none (its latest job)."""
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
         return self._read(ledger_jobs.last_results, names)
 
     def fails_24h(self, now: datetime | None = None) -> dict[str, int]:
         """Per schedule, jobs of the last 24 hours whose latest attempt failed."""
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
         return self._read(ledger_jobs.fails_24h, now)
 
     def ledger(self, name: str, *, since: datetime | None = None, until: datetime | None = None,
                limit: int = 50, now: datetime | None = None) -> list[Verdict]:
         """Verdicts of the last `limit` due instants in [since, until], oldest first."""
-        from awa_tui.engine.ledger import verdicts
-
         return self._read(verdicts.ledger, name, since=since, until=until, limit=limit, now=now)
 
     def outcome_strip(self, name: str, *, count: int = 20, now: datetime | None = None) -> list[Verdict]:
-        from awa_tui.engine.ledger import verdicts
-
         return self._read(verdicts.outcome_strip, name, count=count, now=now)
 
     def why(self, name: str, *, at: datetime | None = None, now: datetime | None = None) -> Why:
         """One paragraph on the last due instant (or the one at or before `at`)."""
-        from awa_tui.engine.ledger import why as ledger_why
-
         return self._read(ledger_why.why, name, at=at, now=now)
 
     def ledger_view(self, name: str, *, at: datetime | None = None, limit: int = 50,
                     now: datetime | None = None) -> LedgerView:
         """The console's schedule detail: the last `limit` verdicts and the `why` of `at`."""
-        from awa_tui.engine.ledger import why as ledger_why
-
         return self._read(ledger_why.ledger_view, name, at=at, limit=limit, now=now)
 
     def search_audit(self, *, operator: str | None = None, action: str | None = None, target: str | None = None,
                      since: datetime | None = None, until: datetime | None = None, limit: int = 50,
                      before_id: int | None = None, where: Filter | None = None,
                      now: datetime | None = None) -> AuditPage:
-        from awa_tui.engine.ledger import trail
-
         return self._read(trail.search_audit, operator=operator, action=action, target=target, since=since,
                           until=until, limit=limit, before_id=before_id, where=where, now=now)
 
     def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
-        return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)
+        return self._op("retry job", ledger_jobs.retry_job, job_id, operator=operator)  # type: ignore[no-any-return]
 
     def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
-        from awa_tui.engine.ledger import jobs as ledger_jobs
-
-        return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)
+        return self._op("cancel job", ledger_jobs.cancel_job, job_id, operator=operator)  # type: ignore[no-any-return]
 
     def prune_finished_jobs(self) -> PruneResult:
         """The leader's retention round: a bounded share of the housekeeping (duties.py)."""
-        from awa_tui.engine.runtime.duties import PRUNE_BATCHES_PER_ROUND, PRUNE_BUDGET_S
-
-        return self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=PRUNE_BATCHES_PER_ROUND,
-                               budget_s=PRUNE_BUDGET_S)
+        return self.prune_jobs(self.job_retention, keep=self.job_keep, max_batches=duties.PRUNE_BATCHES_PER_ROUND,
+                               budget_s=duties.PRUNE_BUDGET_S)
 
     def prune_jobs(self, older_than: timedelta, *, keep: int = limits.DEFAULT_KEEP, dry_run: bool = False,
                    operator: str | None = None, max_batches: int | None = None,
@@ -1023,30 +763,17 @@ class Client:
         """Delete finished jobs older than `older_than`, keeping each schedule's last `keep`.
         With `operator` (the CLI) it is an audited operator action; the leader's own
         housekeeping passes none."""
-        from awa_tui.engine import ops
-        from awa_tui.engine.ledger import retention
-
-        if not dry_run:
-            ops.require_writable(self.read_only, "prune jobs")
-        with self.db.connection() as conn:
-            return retention.prune_jobs(conn, older_than, keep=keep, now=now, dry_run=dry_run,
-                                        max_batches=max_batches, budget_s=budget_s, duty=duty,
-                                        operator=operator)
+        return self._write("prune jobs", retention.prune_jobs, older_than, keep=keep, now=now, dry_run=dry_run,
+                           max_batches=max_batches, budget_s=budget_s, duty=duty, operator=operator)
 
     def server_role(self) -> ServerRole:
         """The server this client reads from: a primary, or a standby and its replay lag (S58)."""
-        from awa_tui.engine.standby import server_role
-
-        with self.db.connection() as conn:
-            return server_role(conn)
+        return self._read(standby.server_role)
 
     def db_time(self) -> datetime:
-        from awa_tui.engine import views
+        return self._read(views.db_time)
 
-        with self.db.connection() as conn:
-            return views.db_time(conn)
-
-    # Every feature the console knows: awa-tui's own schema has them all (console_api.FEATURES).
+    # Every feature the console knows: awa-tui's own schema has them all (read/backend.FEATURES).
     features = FEATURES
     features_note: str | None = None
 
@@ -1057,9 +784,4 @@ class Client:
     def write_refusal(self) -> str | None:
         """Why operator actions would be refused here (read-only client, SELECT-only role,
         standby), as one line; None when they can run."""
-        from awa_tui.engine import ops
-
-        if self.read_only:
-            return "this client is read-only"
-        with self.db.connection() as conn:
-            return ops.write_refusal(conn)
+        return "this client is read-only" if self.read_only else self._read(ops.write_refusal)

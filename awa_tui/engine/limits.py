@@ -22,7 +22,7 @@ DEFAULT_LEASE = timedelta(seconds=5)
 MIN_LEASE = timedelta(seconds=1)
 
 # The evaluator's own statements wait for a lock at most this long, and run at most this
-# long, then the pass gives up, says what blocked it and is retried (engine/evaluator.py).
+# long, then the pass gives up, says what blocked it and is retried (engine/firing/evaluator.py).
 # The lock wait stays within the lease (a blocked pass is reported before a lease's worth
 # of fires is late; half the lease by default); a healthy fire statement takes ~0.1-1.3 s
 # (5000 fires, 1M schedules, bench/), so the statement bound only catches a runaway one. A
@@ -43,7 +43,7 @@ MAX_KEEP = 100000
 # beside an unpaced 1M-row prune, 0.86 s beside this paced one.
 MANUAL_DUTY = 0.5
 
-# Bulk actions (engine/bulk.py): names per transaction.
+# Bulk actions (engine/operations/bulk.py): names per transaction.
 BATCH_SIZE = 500
 MAX_BATCH_SIZE = 10_000
 
@@ -109,3 +109,16 @@ def pass_timeouts(lock_timeout: timedelta | None, statement_timeout: timedelta,
             f"statement_timeout: must be between the lock timeout ({lock_timeout.total_seconds():g} s) and "
             f"{MAX_STATEMENT_TIMEOUT.total_seconds():g} s, got {statement_timeout.total_seconds():g} s")
     return lock_timeout, statement_timeout
+
+
+def check_runtime_timings(retire_grace: timedelta, snapshot_interval: timedelta, leader_lease: object) -> None:
+    """A Client's runtime timings: a grace that is not negative, a positive snapshot
+    interval and a lease of at least MIN_LEASE, each refused in one line."""
+    if retire_grace < timedelta(0):
+        raise ValidationError(f"retire_grace: must not be negative, got {retire_grace}")
+    if snapshot_interval <= timedelta(0):
+        raise ValidationError(f"snapshot_interval: must be positive, got {snapshot_interval}")
+    if not isinstance(leader_lease, timedelta) or leader_lease < MIN_LEASE:
+        got = f"{leader_lease.total_seconds():g} s" if isinstance(leader_lease, timedelta) else repr(leader_lease)
+        raise ValidationError(
+            f"leader_lease: must be a timedelta of at least {MIN_LEASE.total_seconds():g} s, got {got}")

@@ -30,5 +30,5 @@ def is_mutation(scope: str, action: str) -> bool:
 
 
 def needs(scope: str, action: str) -> str | None:
-    """The backend feature (engine/console_api.FEATURES) the key needs, if any."""
+    """The backend feature (engine/read/backend.FEATURES) the key needs, if any."""
     return NEEDS.get((scope, action))

@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
-from awa_tui.engine.models import RuntimeRow
+from awa_tui.engine.read.models import RuntimeRow
 from awa_tui.engine.runtime.heap import freeze_once
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.engine.standby import ServerRole
@@ -97,7 +97,7 @@ class ConsoleApp(App[None]):
         self.read_only: bool = bool(config.client.read_only)
         self.read_only_reason: str | None = None  # set when the database, not --read-only, says so
         self.operator: str = config.client.operator
-        self.features: frozenset[str] = config.client.features  # what the backend can do (console_api.FEATURES)
+        self.features: frozenset[str] = config.client.features  # what the backend can do (read/backend.FEATURES)
         self.audit_gap: str | None = None  # from the last poll: why an action would not be audited
         self.database = config.database
         self.known_owners: tuple[str, ...] = ()

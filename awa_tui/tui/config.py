@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.db import describe_dsn
+from awa_tui.engine.read.backend import ConsoleBackend
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client

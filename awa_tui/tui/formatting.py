@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from awa_tui.engine.models import AnySchedule
+from awa_tui.engine.read.models import AnySchedule
 from awa_tui.engine.standby import ServerRole
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from awa_tui.engine.console_api import OWN_SCHEMA_FEATURES
+from awa_tui.engine.read.backend import OWN_SCHEMA_FEATURES
 
 PANELS = ("schedules", "owners", "runtimes", "plan", "queues", "jobs")
 PANEL_NEEDS = {"owners": "owners", "plan": "plan", "jobs": "ledger"}  # panels a backend feature provides
@@ -30,7 +30,7 @@ class Act:
     footer: bool = True
     palette: str | None = None  # "noun: verb" (Posting's naming)
     bound: bool = True  # False: documented only (the key belongs to Textual or the mouse)
-    # The backend feature the key needs (engine/console_api.FEATURES): a backend without it
+    # The backend feature the key needs (engine/read/backend.FEATURES): a backend without it
     # (upstream Awa) has the key left out of footer, help and palette.
     needs: str | None = None
 

@@ -22,7 +22,7 @@ from awa_tui.tui.config import ConsoleConfig
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
-    from awa_tui.engine.console_api import ConsoleBackend
+    from awa_tui.engine.read.backend import ConsoleBackend
     from awa_tui.tui.app import ConsoleApp
 
 

@@ -19,8 +19,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from awa_tui.engine.models import AnySchedule
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.read.models import AnySchedule
+from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.filters import Filter
 from awa_tui.printable import printable
 from awa_tui.tui import operations

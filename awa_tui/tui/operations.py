@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.errors import Conflict, NotFound
 from awa_tui.engine.ledger.models import WAITING_STATES, JobSummary
-from awa_tui.engine.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.read.backend import ConsoleBackend
+from awa_tui.engine.read.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
+from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
 
 

@@ -79,7 +79,8 @@ FROM unnest(%s::text[]) WITH ORDINALITY AS x(e, o)
 
 
 def first_pass(server: Server, exprs: list[str]) -> float:
-    from awa_tui.engine import evaluator, migrations
+    from awa_tui.engine import migrations
+    from awa_tui.engine.firing import evaluator
 
     with server.database(f"cron_{len(exprs)}") as dsn:
         migrations.migrate(dsn)

@@ -43,7 +43,7 @@ def last_new_year() -> datetime:
 def direct_passes(server: Server, dsn: str, now: datetime | None = None,
                   passes: int = PASSES) -> dict[str, float | None]:
     """Idle evaluator passes at `now` (DB time when None)."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     with connect(dsn) as conn:
         # The seeded rows have no hint: passes write them by group within a budget per pass

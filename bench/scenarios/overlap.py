@@ -51,7 +51,7 @@ def target_s(n: int) -> float:
 
 
 def one_pass(server: Server, dsn: str, n: int, policy: str) -> tuple[float, float | None, int, int]:
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     with connect(dsn) as conn:
         conn.execute("TRUNCATE awa.jobs, awa.fire_skips")

@@ -304,7 +304,7 @@ def _mark(split: Split, phase: str) -> None:
 
 def _send_timed(conn: psycopg.Connection[Any], plans: list[Any], now: datetime, split: Split) -> None:
     """One chunk, as the evaluator's _run_batch sends it, with execute/fetch/commit apart."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     plans = sorted(plans, key=lambda p: p.name)
     params = evaluator._batch_params(plans, now)
@@ -326,7 +326,7 @@ def _send_timed(conn: psycopg.Connection[Any], plans: list[Any], now: datetime, 
 
 def timed_pass(conn: psycopg.Connection[Any], now: datetime, n: int) -> Split:
     """The evaluator's pass (evaluate), phase by phase and never overlapped."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     split = Split(n, backend=conn.info.backend_pid)
     wal0 = wal_point(conn)
@@ -354,7 +354,7 @@ def timed_pass(conn: psycopg.Connection[Any], now: datetime, n: int) -> Split:
 
 def split_point(server: Server, engine: Engine, n: int) -> Split:
     """Median phases of SPLIT_PASSES steady passes over N per-second schedules."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     with server.database(f"split_{n}") as dsn:
         engine.migrate(dsn)
@@ -405,7 +405,7 @@ def _precomputed(conn: psycopg.Connection[Any], t: datetime, passes: int,
 
     The due rows are read once; pass k's rows are those with the CAS token and hint a
     steady runtime would have left after pass k-1."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     rows = [r for r in evaluator.due_schedules(conn, t) if names is None or r["name"] in names]
     out = []
@@ -459,7 +459,7 @@ def _drive(conn: psycopg.Connection[Any], statement: str,
 
 def ceiling(server: Server, engine: Engine, n: int) -> dict[str, dict[str, float | None]]:
     """Fires per second with the engine out of the way, per statement."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     out: dict[str, dict[str, float | None]] = {}
     explained: dict[str, float] = {}
@@ -541,7 +541,7 @@ def explain_parts(conn: psycopg.Connection[Any], params: dict[str, str | None]) 
     row locks of `locked`, the CAS UPDATE, the job INSERT) and of everything else (unnest
     of the arrays, the joins, the sort, the result). ANALYZE's timing adds its own cost,
     so these are shares, not rates. Rolled back: the chunk's fires stay due."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     parts = {"locks_ms": 0.0, "update_ms": 0.0, "insert_ms": 0.0, "locks_wal": 0.0, "update_wal": 0.0,
              "insert_wal": 0.0}
@@ -576,7 +576,7 @@ def explain_parts(conn: psycopg.Connection[Any], params: dict[str, str | None]) 
 
 
 def _fire_on(conn: psycopg.Connection[Any], params: dict[str, str | None], size: int) -> int:
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     with conn.transaction():
         if size >= evaluator.HASH_JOINS_FROM:
@@ -593,7 +593,7 @@ def parallel_pass(conn: psycopg.Connection[Any], senders: list[psycopg.Connectio
     statement locks with SKIP LOCKED, so concurrent chunks never wait on each other's rows."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     fired = 0
     inflight: list[Future[int] | None] = [None] * len(senders)
@@ -631,7 +631,7 @@ def parallel_pass(conn: psycopg.Connection[Any], senders: list[psycopg.Connectio
 def parallel(server: Server, engine: Engine, n: int) -> dict[int, float]:
     """Wall of the best of PARALLEL_PASSES passes over N per-second schedules: evaluate()
     itself (K=1: one helper thread, one connection) and the prototype with K connections."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     out: dict[int, float] = {}
     with server.database(f"par_{n}") as dsn:
@@ -666,7 +666,7 @@ def parallel(server: Server, engine: Engine, n: int) -> dict[int, float]:
 
 def burst(server: Server, engine: Engine, n: int) -> dict[str, Any]:
     """100k per-minute schedules due at one instant: the split, and evaluate() itself."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     out: dict[str, Any] = {}
     for how in ("split", "evaluate"):
@@ -876,6 +876,6 @@ def print_summary(points: list[dict[str, Any]], splits: list[tuple[Split, dict[s
 
 
 def evaluator_chunk() -> int:
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     return evaluator.FIRE_CHUNK

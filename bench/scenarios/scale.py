@@ -156,7 +156,7 @@ def seed_fleet(dsn: str, n: int) -> Fleet:
 def idle_passes(server: Server, dsn: str) -> dict[str, float | None]:
     """idle.direct_passes, started just after a boundary has been fired (nothing due then
     until the next minute)."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     now = db_now(dsn)
     if now.second >= IDLE_LAST_SECOND:
@@ -263,7 +263,7 @@ def idle_at_vacuum_triggers(server: Server, dsn: str) -> dict[str, dict[str, flo
     trigger; then idle passes 30 s after the last boundary. Run last: the fleet's
     fires are then minutes ahead of the clock (and the failover step's per-second
     schedules, which would make no pass idle, are paused)."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     out: dict[str, dict[str, float | None]] = {}
     with connect(dsn) as conn:

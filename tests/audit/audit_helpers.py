@@ -15,7 +15,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from awa_tui.engine import grants
+from awa_tui.engine.operations import grants
 
 PASSWORD = "audit-pw"
 

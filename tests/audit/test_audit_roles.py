@@ -13,7 +13,7 @@ from audit_helpers import Logins, audit_rows
 from helpers import wait_for
 
 from awa_tui import Client, ReadOnly
-from awa_tui.engine import grants
+from awa_tui.engine.operations import grants
 
 AUDIT_TAMPERING = (
     "INSERT INTO awa.audit_log (operator, action, target) VALUES ('forged', 'pause', 'x')",

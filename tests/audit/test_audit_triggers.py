@@ -14,7 +14,7 @@ from helpers import wait_for
 from psycopg.rows import dict_row
 
 from awa_tui import Client
-from awa_tui.engine import evaluator
+from awa_tui.engine.firing import evaluator
 
 AUDIT_FUNCTIONS = ("cron_jobs_audit", "queue_meta_audit", "owners_audit", "audit_log_stamp")
 

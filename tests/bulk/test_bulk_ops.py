@@ -1,4 +1,4 @@
-"""Bulk actions (engine/bulk.py) on a real Postgres: exact done/skipped results, one audit
+"""Bulk actions (engine/operations/bulk.py) on a real Postgres: exact done/skipped results, one audit
 row per schedule, batch boundaries, a concurrent single pause, adopt of what an owner
 declares, dry runs that write nothing, and one-line refusals."""
 
@@ -16,8 +16,8 @@ from psycopg.rows import dict_row
 from reconcile_helpers import declare
 
 from awa_tui import Client, Conflict, NotFound, ReadOnly, ValidationError
-from awa_tui.engine import ops
-from awa_tui.engine.bulk import BulkResult, Skipped
+from awa_tui.engine.operations import ops
+from awa_tui.engine.operations.bulk import BulkResult, Skipped
 from awa_tui.filters import parse
 
 

@@ -1,4 +1,4 @@
-"""A parsed filter compiled to SQL (engine/filter_sql.py) selects exactly the rows it
+"""A parsed filter compiled to SQL (engine/read/filter_sql.py) selects exactly the rows it
 names, on a real Postgres: through list_schedules, schedule_page and the counts."""
 
 from __future__ import annotations

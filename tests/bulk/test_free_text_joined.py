@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from awa_tui import Client
-from awa_tui.engine.filter_sql import _TEXT, _TEXT_JOINED, like_pattern, text_sql
+from awa_tui.engine.read.filter_sql import _TEXT, _TEXT_JOINED, like_pattern, text_sql
 from awa_tui.filters import GRAMMARS, parse
 
 # (name, kind, queue, owner)

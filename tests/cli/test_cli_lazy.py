@@ -12,7 +12,7 @@ from cli_helpers import awa, awa_json
 
 from awa_tui import Client
 
-HEAVY = ("psycopg", "textual", "pydantic", "rich", "awa_tui.engine.client", "awa_tui.engine.views")
+HEAVY = ("psycopg", "textual", "pydantic", "rich", "awa_tui.engine.client", "awa_tui.engine.read.views")
 
 
 def _loaded_after(code: str, modules: tuple[str, ...] = HEAVY) -> dict[str, bool]:
@@ -36,10 +36,11 @@ def test_help_loads_no_database_driver_and_no_engine() -> None:
 # What a command reading one schedule never needs: the runtime, the evaluator, the ledger,
 # the filter grammar, upstream mode, Rich (its output is plain text).
 NOT_FOR_ONE_SCHEDULE = (
-    "rich", "awa_tui.engine.evaluator", "awa_tui.engine.runtime.loops", "awa_tui.engine.runtime.duties",
-    "awa_tui.engine.runtime.reporter", "awa_tui.engine.sync", "awa_tui.engine.backfill", "awa_tui.engine.ops",
-    "awa_tui.engine.ledger.models", "awa_tui.engine.health.models", "awa_tui.engine.models_owners",
-    "awa_tui.engine.models_results", "awa_tui.filters", "awa_tui.cli.upstream", "awa_tui.engine.upstream.models",
+    "rich", "awa_tui.engine.firing.evaluator", "awa_tui.engine.runtime.loops", "awa_tui.engine.runtime.duties",
+    "awa_tui.engine.runtime.reporter", "awa_tui.engine.schedules.sync", "awa_tui.engine.firing.backfill",
+    "awa_tui.engine.operations.ops",
+    "awa_tui.engine.ledger.models", "awa_tui.engine.health.models", "awa_tui.engine.read.owners",
+    "awa_tui.engine.read.results", "awa_tui.filters", "awa_tui.cli.upstream", "awa_tui.engine.upstream.models",
     "awa_tui.engine.upstream.adapter",
 )
 
@@ -63,7 +64,8 @@ def test_cron_show_imports_only_what_it_reads(dsn: str, client: Client) -> None:
 
 
 def test_importing_the_client_loads_no_read_model_and_no_view() -> None:
-    light = ("awa_tui.engine.models", "awa_tui.engine.views", "awa_tui.engine.schedule", *NOT_FOR_ONE_SCHEDULE)
+    light = ("awa_tui.engine.read.models", "awa_tui.engine.read.views", "awa_tui.engine.schedules.definition",
+             *NOT_FOR_ONE_SCHEDULE)
     assert _loaded_after("import awa_tui.engine.client", light) == dict.fromkeys(light, False)
 
 

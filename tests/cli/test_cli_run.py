@@ -23,7 +23,7 @@ def _jobs_of(conn: psycopg.Connection[Any], name: str) -> list[dict[str, Any]]:
 def _demo_count() -> int:
     """How many schedules the demo set declares (registered here without a database)."""
     from awa_tui import Client
-    from awa_tui.engine.demo import setup
+    from awa_tui.demo import setup
 
     client = Client("postgresql://nobody@127.0.0.1:1/none", operator="test")
     setup(client)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from awa_tui.cli.common import cell
 from awa_tui.cli.table import cell_width, render
-from awa_tui.engine.models import Fire
+from awa_tui.engine.read.models import Fire
 
 
 def test_columns_are_as_wide_as_their_widest_value_and_nothing_is_cut() -> None:

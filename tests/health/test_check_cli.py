@@ -205,7 +205,7 @@ def _timed_out_pass(client: Any, conn: psycopg.Connection[Any], dsn: str, leader
     """The client leads; its pass gives up on a table another session holds (S59), and its
     snapshot carries that pass. Returns the holding session's pid."""
     from awa_tui.engine.db import connect
-    from awa_tui.engine.evaluator import PassTimedOut
+    from awa_tui.engine.firing.evaluator import PassTimedOut
 
     leader(instance=client.identity.instance_id)
     fresh(client, conn, "fine")

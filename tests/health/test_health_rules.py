@@ -11,7 +11,7 @@ from engine_helpers import at, force
 from health_helpers import failures, finish, health, register
 
 from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 
 def transitions(conn: psycopg.Connection[Any], name: str) -> list[tuple[str, str | None, str]]:

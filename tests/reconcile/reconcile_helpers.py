@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from awa_tui import Client
-from awa_tui.engine.models import OwnerPlan
+from awa_tui.engine.read.models import OwnerPlan
 
 HOURLY = "0 * * * *"
 

@@ -10,7 +10,7 @@ import pytest
 from reconcile_helpers import db_now, declare, owner_plan, result_for, row
 
 from awa_tui import Client
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.schedules.overrides import OverrideRequest
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from reconcile_helpers import codes, db_now, declare, owner_plan, result_for, re
 
 from awa_tui import Client, NotFound
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-from awa_tui.engine.models import OwnerCounts
 from awa_tui.engine.ownership import reconcile
+from awa_tui.engine.read.models import OwnerCounts
 
 
 def _table_state(conn):

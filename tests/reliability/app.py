@@ -41,7 +41,7 @@ def schedule_names(count: int, prefix: str = "rel") -> list[str]:
 def remove_pause_guard() -> None:
     """Fire paused schedules too: the due query and the fire statement lose their pause
     conditions. Fails loudly if the SQL no longer has them (the control would be vacuous)."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     due = evaluator.DUE_SQL.replace("c.paused_at IS NULL AND ", "").replace("g.paused_at IS NULL AND ", "")
     fire = evaluator.FIRE_BATCH_SQL.replace("AND c.paused_at IS NULL", "")
@@ -54,7 +54,7 @@ def remove_pause_guard() -> None:
 def remove_overlap_guard() -> None:
     """Enqueue every due instant whatever the overlap policy: the negative control of the
     overlap crash loop. Fails loudly if the fire statement no longer decides it there."""
-    from awa_tui.engine import evaluator
+    from awa_tui.engine.firing import evaluator
 
     fire = evaluator.FIRE_BATCH_SQL.replace("WHEN 'skip' THEN", "WHEN 'skip (disabled)' THEN").replace(
         "WHEN 'buffer_one' THEN", "WHEN 'buffer_one (disabled)' THEN")

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from helpers import wait_for
 
-from awa_tui.engine import evaluator
+from awa_tui.engine.firing import evaluator
 from awa_tui.engine.limits import DEFAULT_LOCK_TIMEOUT
 
 from .harness import Summary, connect

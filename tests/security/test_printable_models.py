@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from awa_tui.engine.models import (
+from awa_tui.engine.read.models import (
     Agreement,
     Certificate,
     OwnedSchedules,

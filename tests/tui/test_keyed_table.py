@@ -17,7 +17,7 @@ from textual.containers import Horizontal
 from textual.geometry import Region
 from textual.widgets import DataTable
 
-from awa_tui.engine.models import SchedulePageRow
+from awa_tui.engine.read.models import SchedulePageRow
 from awa_tui.tui.panels.schedules import COLUMNS as PANEL_COLUMNS
 from awa_tui.tui.panels.schedules import cells
 from awa_tui.tui.widgets.keyed_table import KeyedTable

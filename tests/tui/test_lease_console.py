@@ -20,7 +20,7 @@ from awa_tui.engine.client import Client
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.launch import console_client, create_app
 
-ENGINE_TESTS = Path(__file__).resolve().parents[1] / "engine"
+ENGINE_TESTS = Path(__file__).resolve().parents[1] / "engine" / "runtime"
 APP_1 = "6f1c2a9e-0000-4000-8000-000000000001"
 
 

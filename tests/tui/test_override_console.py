@@ -11,7 +11,7 @@ from tui_helpers import audit_actions, notes, ready, row_of, select, settled, un
 from tui_seed import OPERATOR
 
 from awa_tui import Client
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.tui.panels.schedules import overridden_text, state_cell
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.override import OverrideScreen

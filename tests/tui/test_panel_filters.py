@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from tui_helpers import settled, table_keys, until
 
-from awa_tui.engine.models import AuditEntry, QueueRow
+from awa_tui.engine.read.models import AuditEntry, QueueRow
 from awa_tui.filters import parse
 from awa_tui.tui import filtering
 

@@ -1,4 +1,4 @@
-"""The read models added for the console (engine/views.py): one page of schedules with
+"""The read models added for the console (engine/read/views.py): one page of schedules with
 counts, next fire and lateness; one schedule in detail; runtimes' freshness at `now`."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.models import ScheduleRow
+from awa_tui.engine.read.models import ScheduleRow
 from awa_tui.tui import operations
 from awa_tui.tui.formatting import lateness, relative, span_precise
 from awa_tui.tui.launch import build_config

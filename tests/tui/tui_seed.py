@@ -15,7 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.ownership.manifest import manifest_hash
-from awa_tui.engine.schedule import Schedule
+from awa_tui.engine.schedules.definition import Schedule
 
 NOW = datetime(2025, 3, 8, 12, 0, 30, tzinfo=UTC)
 DB_LABEL = "awa@db.example:5432/awa"

@@ -19,8 +19,8 @@ from reliability.cli_tree import assert_one_line_error, run_cli
 from rich.console import Console
 from upstream_oracles import jobs
 
-from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.errors import AwaError
+from awa_tui.engine.read.backend import ConsoleBackend
 from awa_tui.engine.upstream.adapter import init_audit
 from awa_tui.engine.upstream.console import FEATURES_NOTE, Unsupported, UpstreamConsole
 from awa_tui.tui.commands import palette_names

@@ -7,7 +7,7 @@ day names; H is resolved before parsing): the expansion below follows croniter 7
 `_expand` rule for rule, quirks included (an explicit equal range such as `5-5` means
 the whole field, wrapping ranges such as `fri-mon`, DOW 7 = Sunday, the
 "day-of-month OR day-of-week" rule when both are restricted).
-tests/engine/test_cron_equivalence.py checks acceptance and every match against
+tests/engine/cron/test_cron_equivalence.py checks acceptance and every match against
 croniter on random expressions. The day forms L, W and # (S55) are split off by
 cron/day_forms.py; an expression with one matches its days per month through a cached
 bit mask (`month_days`), so plain expressions keep the cheaper per-day test. Time zones

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client.exposition import ThreadingWSGIServer
@@ -20,6 +20,10 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.health.listen import parse_addr
 from awa_tui.engine.health.models import LoopState, RuntimeAlive
+
+if TYPE_CHECKING:
+    from awa_tui.engine.runtime.identity import RuntimeIdentity
+    from awa_tui.engine.runtime.loops import Runtime
 
 ALIVE_PATH = "/alive"
 # A bounded loop inside one step for longer than this is stuck (the slowest steps measured
@@ -93,3 +97,14 @@ def alive_problems(alive: RuntimeAlive, stuck_after_s: float = DEFAULT_STUCK_AFT
             problems.append(f"loop {loop.name} stuck: inside one step for {loop.busy_s:.0f} s "
                             f"(more than {stuck_after_s:g} s)")
     return problems
+
+
+def runtime_alive(identity: RuntimeIdentity, runtime: Runtime | None, closing: bool) -> RuntimeAlive:
+    """What a process says at /alive: its identity, whether it is starting, running or
+    stopping (closing, or its loops told to stop), and what each of its loops is doing."""
+    if closing or (runtime is not None and runtime.stop_event.is_set()):
+        state = "stopping"
+    else:
+        state = "starting" if runtime is None else "running"
+    return RuntimeAlive(instance_id=str(identity.instance_id), hostname=identity.hostname, pid=identity.pid,
+                        state=state, loops=runtime.beats.states() if runtime is not None else [])

@@ -11,9 +11,8 @@ from uuid import UUID
 
 import psycopg
 
-from awa_tui.engine import migrations, views
+from awa_tui.engine import migrations
 from awa_tui.engine.errors import NotFound, SchemaError
-from awa_tui.engine.freshness import fresh_sql
 from awa_tui.engine.health.models import (
     AUTOPAUSE,
     CRITICAL,
@@ -30,6 +29,8 @@ from awa_tui.engine.health.models import (
     health_rank,
 )
 from awa_tui.engine.limits import HEALTH_INTERVAL_S
+from awa_tui.engine.read import views
+from awa_tui.engine.read.freshness import fresh_sql
 
 # The leader's health evaluation counts as stalled when older than this.
 STALE_AFTER = timedelta(seconds=3 * HEALTH_INTERVAL_S)

@@ -205,6 +205,15 @@ class MetricsServer:
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
+    @classmethod
+    def serve(cls, db: ConnectionSource, addr: str, *, is_leader: Callable[[], bool],
+              schedule_series: int = DEFAULT_SCHEDULE_SERIES,
+              alive: Callable[[], RuntimeAlive] | None = None) -> MetricsServer:
+        """A server made and started: a malformed or taken address raises before it runs."""
+        server = cls(db, addr, is_leader=is_leader, schedule_series=schedule_series, alive=alive)
+        server.start()
+        return server
+
     def start(self) -> None:
         app = make_wsgi_app(self.registry)
         if self.alive is not None:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from awa_tui.engine.health.vocabulary import HEALTHS as HEALTHS
 from awa_tui.engine.health.vocabulary import UNHEALTHY as UNHEALTHY
-from awa_tui.engine.models_fleet import Blocker
+from awa_tui.engine.read.fleet import Blocker
 
 # What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
 WARNING = ("late",)

@@ -20,11 +20,11 @@ from uuid import UUID
 
 import psycopg
 
-from awa_tui.engine.columns import FAULT_SQL
 from awa_tui.engine.db import db_now
 from awa_tui.engine.health.models import HealthPass, Transition
 from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S
-from awa_tui.engine.schedule import row_fault
+from awa_tui.engine.schedules.columns import FAULT_SQL
+from awa_tui.engine.schedules.definition import row_fault
 
 # Fire instants kept per schedule for the missed rule (expect_success_within).
 RECENT_FIRES = 10

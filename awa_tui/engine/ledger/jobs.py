@@ -7,10 +7,8 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import Conflict, NotFound, ValidationError
-from awa_tui.engine.filter_sql import job_condition
 from awa_tui.engine.ledger.models import (
     FINISHED_STATES,
     JOB_STATES,
@@ -24,7 +22,9 @@ from awa_tui.engine.ledger.models import (
     job_result,
     stored_instant,
 )
-from awa_tui.engine.ops import check_operator
+from awa_tui.engine.operations.audit import begin_action, record_event
+from awa_tui.engine.operations.ops import check_operator
+from awa_tui.engine.read.filter_sql import job_condition
 from awa_tui.filters import Filter
 
 MAX_LIMIT = 10000

@@ -19,12 +19,12 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.ledger.models import PruneResult
 from awa_tui.engine.limits import DEFAULT_HORIZON, DEFAULT_KEEP, check_horizon, check_keep
-from awa_tui.engine.ops import check_operator
+from awa_tui.engine.operations.audit import begin_action, record_event
+from awa_tui.engine.operations.ops import check_operator
 
 BATCH = 1000
 

@@ -52,7 +52,7 @@ def search_audit(
         raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
     condition = None
     if where:  # the filter compiler loads for a filter only (`awa-tui audit` has none)
-        from awa_tui.engine.filter_sql import audit_condition
+        from awa_tui.engine.read.filter_sql import audit_condition
 
         condition = audit_condition(where, now or db_now(conn))
     sql = SEARCH_SQL.format(condition=condition.sql if condition else "true")

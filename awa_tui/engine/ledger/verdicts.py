@@ -32,7 +32,7 @@ import psycopg
 from awa_tui.engine.cron.expression import compile_cron, next_fire
 from awa_tui.engine.db import db_now
 from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.evaluator import FIRST_FIRE_LOOKBACK
+from awa_tui.engine.firing.evaluator import FIRST_FIRE_LOOKBACK
 from awa_tui.engine.ledger.models import (
     BACKFILLED,
     COALESCED,
@@ -287,7 +287,7 @@ def excluded_instants(row: dict[str, Any], instants: list[datetime], calendars: 
     `calendars` (calendars.Calendars, None when the row names none). A row whose
     exclusions cannot be read (S15) excludes nothing here: the evaluator reports it."""
     from awa_tui.engine.cron.expression import parse_timezone
-    from awa_tui.engine.exclusions import exclusions_of
+    from awa_tui.engine.schedules.exclusions import exclusions_of
 
     try:
         rules = exclusions_of(row, calendars.days if calendars else {}, calendars.broken if calendars else None)
@@ -303,7 +303,7 @@ def calendars_for(conn: psycopg.Connection[Any], rows: list[dict[str, Any]]) -> 
     """The calendars (CalendarCache) when one of `rows` names one, else None: no read."""
     if not any(r.get("exclude_calendars") is not None for r in rows):
         return None
-    from awa_tui.engine.calendars import CACHE
+    from awa_tui.engine.calendars.store import CACHE
 
     return CACHE.current(conn)
 

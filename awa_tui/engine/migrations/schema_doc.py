@@ -9,7 +9,7 @@ migrated, read from the catalogs and dropped. The output is ordered by name and 
 from catalog fields that read the same on PostgreSQL 15 and 18 (function bodies are
 `prosrc`, the text exactly as the migration wrote it; no `pg_get_functiondef`), so
 regenerating it changes it only when a migration changed the schema
-(tests/engine/test_schema_doc.py fails when it is stale).
+(tests/engine/migrations/test_schema_doc.py fails when it is stale).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def render(conn: psycopg.Connection[Any]) -> str:
         "",
         f"The `awa` schema after migration v{version['v'] if version else 0:03d}, generated from a freshly "
         f"migrated database by `{COMMAND}` (`awa_tui/engine/migrations/schema_doc.py`). Do not edit it by "
-        "hand: the migrations are the source, and `tests/engine/test_schema_doc.py` fails when this page is "
+        "hand: the migrations are the source, and `tests/engine/migrations/test_schema_doc.py` fails when this page is "
         "stale. Tables, then functions, each in name order.",
         "",
         "## Tables",

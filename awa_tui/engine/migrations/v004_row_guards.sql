@@ -31,7 +31,7 @@ $$;
 
 -- Why a stored schedule row cannot fire, from what SQL can judge (NULL: nothing found).
 -- The cron expression, zone and policy are judged by the engine's parser on top of this
--- (awa_tui.engine.schedule.row_fault): together, the one definition of BROKEN that the
+-- (awa_tui.engine.schedules.definition.row_fault): together, the one definition of BROKEN that the
 -- evaluator and every view share. Messages name no stored text, only numbers and instants.
 CREATE FUNCTION awa.cron_job_fault(
     last_enqueued_at timestamptz, next_fire_at timestamptz, created_at timestamptz,

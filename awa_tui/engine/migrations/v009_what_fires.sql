@@ -1,7 +1,7 @@
 -- v009: what fires: overlap policy, bounds (start_at, end_at, max_fires), backfill.
 --
 -- Overlap and bounds are definition columns (declared by `periodic(...)`, written by
--- sync). The fire statement (engine/evaluator.py FIRE_BATCH_SQL) decides the overlap of
+-- sync). The fire statement (engine/firing/evaluator.py FIRE_BATCH_SQL) decides the overlap of
 -- each due instant while it holds the schedule's row lock, counts the scheduled fires in
 -- `fires_count`, and stamps `finished_at` when the schedule is past its end or its count.
 

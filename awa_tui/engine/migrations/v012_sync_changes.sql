@@ -59,7 +59,7 @@ $$;
 
 -- AFTER, so an update the fence suppressed (S33) is not noted; WHEN, so a write of the
 -- same values (an UPSERT's no-op) is not either. The list is the name, every definition
--- column (engine/columns.py DEFINITION; a test checks that they agree), the override and
+-- column (engine/schedules/columns.py DEFINITION; a test checks that they agree), the override and
 -- the two columns that make sync leave a row alone.
 CREATE TRIGGER cron_jobs_note_update
     AFTER UPDATE OF name, cron_expr, timezone, kind, queue, args, priority, max_attempts, tags, metadata,

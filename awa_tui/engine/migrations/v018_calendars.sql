@@ -1,7 +1,7 @@
 -- v018: exclusions and named calendars (S56).
 --
 -- A schedule may name dates (inclusive ranges of days in its own zone) and calendars on
--- which it never fires. Both are definition columns (engine/columns.py): sync writes and
+-- which it never fires. Both are definition columns (engine/schedules/columns.py): sync writes and
 -- compares them, a change of them is a redefinition (audited) and is noted for the steady
 -- sync (v012). Their content is judged by the engine's parser (S15), not here: the checks
 -- below only keep the shape a reader can rely on.

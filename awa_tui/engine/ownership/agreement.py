@@ -14,8 +14,10 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import (
+from awa_tui.engine.operations.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
+from awa_tui.engine.read.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
+from awa_tui.engine.schedules.columns import (
     DEFINITION,
     DEFINITION_DEFAULTS,
     code_definition_json,
@@ -23,8 +25,6 @@ from awa_tui.engine.columns import (
     record_type,
     typed_input,
 )
-from awa_tui.engine.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
-from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
 
 DEFAULT_RETIRE_GRACE = timedelta(minutes=10)  # for a declaration that stored none
 

@@ -8,17 +8,17 @@ stay inert (S30). A name owned by another owner fails startup, naming both owner
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import psycopg
 
-from awa_tui.engine.columns import DEFINITION, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.errors import Conflict
-from awa_tui.engine.first_hints import FirstHints
-from awa_tui.engine.schedule import Schedule
-from awa_tui.engine.sync import INPUT_CTE, chunks, rows_json
+from awa_tui.engine.schedules.columns import DEFINITION, listed
+from awa_tui.engine.schedules.definition import Schedule
+from awa_tui.engine.schedules.first_hints import FirstHints
+from awa_tui.engine.schedules.sync import INPUT_CTE, chunks, rows_json
 
 INSERT_OWNED_SQL = f"""
 WITH {INPUT_CTE},
@@ -65,3 +65,21 @@ def sync_declared(conn: psycopg.Connection[Any], owner: str, schedules: Iterable
                 f"owner {owner!r}{more}; transfer it with `awa-tui cron transfer` or rename it"
             )
     return {"inserted": inserted, "updated": 0}
+
+
+SyncWrite = Callable[[psycopg.Connection[Any], Sequence[Schedule]], dict[str, int]]
+
+
+def sync_writer(owner: str | None) -> SyncWrite:
+    """How a client's sync writes what changed: an authoritative runtime (`owner` given)
+    inserts its new names owned by it and fails on a foreign-owned name (S23); any other
+    makes the additive UPSERT (S5). A name of a calendar that does not exist refuses the
+    whole sync before anything is written (S56)."""
+    from awa_tui.engine.calendars.store import refuse_unknown_calendars
+    from awa_tui.engine.schedules.sync import sync_schedules
+
+    def write(conn: psycopg.Connection[Any], schedules: Sequence[Schedule]) -> dict[str, int]:
+        refuse_unknown_calendars(conn, schedules)
+        return sync_schedules(conn, schedules) if owner is None else sync_declared(conn, owner, schedules)
+
+    return write

@@ -16,10 +16,10 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.audit import begin_action, record_event
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now
 from awa_tui.engine.errors import Conflict, NotFound
-from awa_tui.engine.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule
+from awa_tui.engine.operations.audit import begin_action, record_event
+from awa_tui.engine.operations.ops import SCHEDULE_STATE_COLUMNS, check_operator, lock_schedule
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
 from awa_tui.engine.ownership.manifest import check_owner
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from awa_tui.engine.errors import ValidationError
 
 if TYPE_CHECKING:
-    from awa_tui.engine.schedule import Schedule
+    from awa_tui.engine.schedules.definition import Schedule
 
 # The ownership protocol this code speaks (S24); a fresh runtime below it blocks retirement.
 PROTOCOL_VERSION = 1
@@ -61,3 +61,8 @@ def check_owner(owner: object) -> str:
 
 def short_hash(value: str | None) -> str:
     return value[:12] if value else "-"
+
+
+def declared_manifest(owner: str | None, schedules: Iterable[Schedule]) -> Manifest | None:
+    """The manifest of an authoritative runtime of `owner`; None for any other runtime."""
+    return build_manifest(owner, schedules) if owner else None

@@ -13,18 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import pq
 
-from awa_tui.engine.audit import RECONCILER_LABEL, declare_actor
-from awa_tui.engine.columns import DEFINITION, keep_overridden_set, kept, listed
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
 from awa_tui.engine.errors import NotFound
+from awa_tui.engine.operations.audit import RECONCILER_LABEL, declare_actor
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.ownership.manifest import check_owner, short_hash
+from awa_tui.engine.schedules.columns import DEFINITION, keep_overridden_set, kept, listed
+
+if TYPE_CHECKING:
+    from awa_tui.engine.read.owners import OwnerPlan, OwnerSummary
 
 AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label
 
@@ -333,3 +336,18 @@ def describe(result: dict[str, Any]) -> str:
 
 def _seconds(value: Any) -> float | None:
     return None if value is None else value.total_seconds()
+
+
+def owner_plans(conn: psycopg.Connection[Any], owner: str | None = None,
+                now: datetime | None = None) -> list[OwnerPlan]:
+    """`plan` as the typed read models the console and the CLI read."""
+    from awa_tui.engine.read.owners import owner_plan
+
+    return [owner_plan(p) for p in plan(conn, owner, now)]
+
+
+def owner_summaries(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[OwnerSummary]:
+    """`list_owners` as typed read models."""
+    from awa_tui.engine.read.owners import owner_summary
+
+    return [owner_summary(o) for o in list_owners(conn, now)]

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.models_fleet import Blocker
+from awa_tui.engine.read.fleet import Blocker
 from awa_tui.printable import printable, printable_logger
+
+if TYPE_CHECKING:
+    from awa_tui.engine.db import ConnectionSource
 
 log = printable_logger("awa_tui.runtime")
 
@@ -116,3 +120,14 @@ class PassWatch:
                 with self._lock:
                     if found and generation == self._generation:
                         self._found = found
+
+
+def watch(db: ConnectionSource, lock_timeout: timedelta) -> PassWatch:
+    """Who blocks a client's pass that waits (S59), read on a connection of its own once
+    the pass has waited half its lock timeout."""
+
+    def sample(pids: list[int]) -> tuple[Blocker, ...]:
+        with db.connection() as conn:
+            return read_blockers(conn, pids)
+
+    return PassWatch(sample, after_s=lock_timeout.total_seconds() / 2)

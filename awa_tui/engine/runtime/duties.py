@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from awa_tui.engine.errors import AwaError
-from awa_tui.engine.evaluator import PassResult
+from awa_tui.engine.firing.evaluator import PassResult
 from awa_tui.engine.health.models import HealthPass
 from awa_tui.engine.limits import HEALTH_INTERVAL_S
 from awa_tui.engine.ownership import reconcile

@@ -170,3 +170,45 @@ class Runtime:
             except AwaError as exc:
                 log.warning("final snapshot failed: %s", exc)
         self.started = False
+
+
+def launch(host: RuntimeHost, migrate: Callable[[], object], parts: Callable[[], object], *, run_worker: bool,
+           lead: bool) -> Runtime:
+    """Start a client's loops: refused on a hot standby, where a runtime could write nothing
+    (S58); the schema migrated first only when it is behind (an up-to-date one needs no DDL
+    rights, which a runtime's role lacks); `parts`, what the loops' threads share, made
+    before any of them starts."""
+    from awa_tui.engine import migrations
+    from awa_tui.engine.errors import ReadOnly
+    from awa_tui.engine.standby import standby_refusal
+
+    with host.db.connection() as conn:
+        refusal = standby_refusal(conn)
+        if refusal is not None:
+            raise ReadOnly(f"cannot run: {refusal}")
+        current = migrations.current_version(conn) == migrations.code_version()
+    if not current:
+        migrate()
+    parts()
+    runtime = Runtime(host, run_worker=run_worker, lead=lead)
+    runtime.start()
+    return runtime
+
+
+def run_until_stopped(start: Callable[[], object], close: Callable[[], None], stop: threading.Event | None) -> None:
+    """Run a client until `stop` is set or SIGINT/SIGTERM/SIGHUP arrives (signals only on the
+    main thread); then close it cleanly, the previous signal handlers back."""
+    import signal
+
+    stop = stop or threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        start()
+        stop.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        close()

@@ -11,7 +11,7 @@ from collections import deque
 from datetime import datetime
 from typing import Any
 
-from awa_tui.engine.models_fleet import Blocker, PassSummary
+from awa_tui.engine.read.fleet import Blocker, PassSummary
 
 PASSES_KEPT = 10
 

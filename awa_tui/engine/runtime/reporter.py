@@ -12,9 +12,9 @@ from psycopg.types.json import Jsonb
 
 from awa_tui.engine.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.migrations import code_version
-from awa_tui.engine.models_fleet import PassSummary
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.manifest import Manifest
+from awa_tui.engine.read.fleet import PassSummary
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.engine.runtime.passes import to_json as passes_json
 

@@ -4,7 +4,7 @@ runs the handler registered for the kind, records completion or retry with backo
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -13,7 +13,8 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from awa_tui.engine.freshness import fresh_sql
+from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.read.freshness import fresh_sql
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.worker")
@@ -113,6 +114,13 @@ def fail_job(conn: psycopg.Connection[Any], job: Job, error: str, trace: str | N
     return state
 
 
+def check_kind(kind: str) -> str:
+    """A handler's kind: a non-empty string, or one line saying what is wrong."""
+    if not isinstance(kind, str) or not kind:
+        raise ValidationError(f"kind: a handler needs a non-empty kind, got {kind!r}")
+    return kind
+
+
 def work_once(
     conn: psycopg.Connection[Any],
     handlers: dict[str, Handler],
@@ -136,6 +144,14 @@ def work_once(
         else:
             complete_job(conn, job)
             outcomes.append((job, "completed"))
+    return outcomes
+
+
+def announce(outcomes: list[tuple[Job, str]], on_job: Sequence[Callable[[Job, str], None]]) -> list[tuple[Job, str]]:
+    """Tell each callback every outcome of a round (after its connection went back)."""
+    for job, state in outcomes:
+        for callback in on_job:
+            callback(job, state)
     return outcomes
 
 
@@ -166,3 +182,10 @@ RETURNING j.id, j.state
 def rescue_orphaned_jobs(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """Return stranded running jobs to the queue; returns (id, new state) rows."""
     return conn.execute(RESCUE_SQL).fetchall()
+
+
+def rescued(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rescue's rows, with one warning when there were any."""
+    if rows:
+        printable_logger("awa_tui").warning("rescued %d job(s) stranded by a dead runtime", len(rows))
+    return rows

@@ -33,7 +33,7 @@ from psycopg.types.json import Jsonb
 from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
 from awa_tui.engine.db import ConnectionSource, connect, translate
 from awa_tui.engine.errors import Conflict, NotFound, SchemaError, ValidationError
-from awa_tui.engine.ops import check_operator, require_writable
+from awa_tui.engine.operations.ops import check_operator, require_writable
 from awa_tui.engine.standby import ServerRole
 from awa_tui.engine.upstream.detect import detect_schema
 from awa_tui.engine.upstream.models import (

@@ -1,7 +1,7 @@
 """The console's backend on an upstream Awa (awa-pg) database: ConsoleBackend over
 UpstreamAdapter, so the same panels, detail screen and dialogs operate upstream's tables.
 
-Reads become the console's own read models (engine/models.py): an upstream schedule is a
+Reads become the console's own read models (engine/read/models.py): an upstream schedule is a
 SchedulePageRow with no owner, no tombstone and no fault, a runtime snapshot a RuntimeRow,
 a queue a QueueRow. Upstream has no owners, plan, retirement, fire ledger or runtime
 health: `features` leaves them out, so the console never offers those keys, and the
@@ -19,14 +19,16 @@ from typing import Any, NoReturn
 from uuid import UUID
 
 from awa_tui.config import default_operator
-from awa_tui.engine.backfill import BackfillResult
-from awa_tui.engine.bulk import BulkResult, Skipped
-from awa_tui.engine.console_api import FEATURES, OWN_SCHEMA_FEATURES
 from awa_tui.engine.cron.expression import parse_timezone, upcoming_fires
 from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
+from awa_tui.engine.firing.backfill import BackfillResult
+from awa_tui.engine.firing.preview import ResumePreview
 from awa_tui.engine.ledger.models import AuditEntry, AuditPage, JobChange, JobDetail, JobsPage, LedgerView
 from awa_tui.engine.limits import BACKFILL_LIMIT
-from awa_tui.engine.models import (
+from awa_tui.engine.operations.bulk import BulkResult, Skipped
+from awa_tui.engine.operations.ops import check_operator
+from awa_tui.engine.read.backend import FEATURES, OWN_SCHEMA_FEATURES
+from awa_tui.engine.read.models import (
     Fire,
     NextFire,
     OwnerChange,
@@ -43,10 +45,8 @@ from awa_tui.engine.models import (
     ScheduleState,
     TriggeredJob,
 )
-from awa_tui.engine.ops import check_operator
-from awa_tui.engine.overrides import OverrideRequest
-from awa_tui.engine.preview import ResumePreview
 from awa_tui.engine.runtime.leader import Leadership
+from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.engine.standby import ServerRole
 from awa_tui.engine.upstream import models as up
 from awa_tui.engine.upstream.adapter import UpstreamAdapter

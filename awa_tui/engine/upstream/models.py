@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from awa_tui.engine.models import CronDefinition
+from awa_tui.engine.read.models import CronDefinition
 
 SchemaKind = Literal["awa-tui", "upstream", "none"]
 

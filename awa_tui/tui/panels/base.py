@@ -17,7 +17,7 @@ from textual import events
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.console_api import ConsoleBackend
+from awa_tui.engine.read.backend import ConsoleBackend
 from awa_tui.tui import actions, filtering
 from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested, SortMenuRequested
 from awa_tui.tui.operations import NotPossible
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from awa_tui.tui.app import ConsoleApp
 
 Work = Callable[[ConsoleBackend, datetime | None], Any]
-Row = TypeVar("Row")  # the read model one table row shows (awa_tui/engine/models.py)
+Row = TypeVar("Row")  # the read model one table row shows (awa_tui/engine/read/models.py)
 
 
 class Panel(Vertical, Generic[Row]):

@@ -13,9 +13,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.ledger.jobs import MAX_LIMIT
 from awa_tui.engine.ledger.models import JobsPage, JobSummary
+from awa_tui.engine.read.backend import ConsoleBackend
 from awa_tui.filters import FilterError, parse
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions, operations

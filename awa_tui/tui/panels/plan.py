@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.models import OwnerPlan
+from awa_tui.engine.read.models import OwnerPlan
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.messages import InfoRequested

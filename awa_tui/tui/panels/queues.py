@@ -9,7 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.models import QueueRow
+from awa_tui.engine.read.models import QueueRow
 from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions, operations

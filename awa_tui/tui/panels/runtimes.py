@@ -19,7 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.models import RuntimeRow
+from awa_tui.engine.read.models import RuntimeRow
 from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions

@@ -17,10 +17,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
-from awa_tui.engine.console_api import ConsoleBackend
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
-from awa_tui.engine.models import AnySchedule, SchedulePage, SchedulePageRow
+from awa_tui.engine.read.backend import ConsoleBackend
+from awa_tui.engine.read.models import AnySchedule, SchedulePage, SchedulePageRow
 from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -174,7 +174,7 @@ SIGNATURE = attrgetter(
 )
 
 
-# Columns a backend feature provides (engine/console_api.FEATURES): upstream mode has no
+# Columns a backend feature provides (engine/read/backend.FEATURES): upstream mode has no
 # health judgement and no fire ledger, so it shows neither rather than blanks.
 COLUMN_NEEDS = {"health": "health", "result": "ledger", "fails": "ledger", "strip": "ledger"}
 

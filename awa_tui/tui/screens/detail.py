@@ -29,7 +29,7 @@ from awa_tui.engine.ledger.models import (
     LedgerView,
     Verdict,
 )
-from awa_tui.engine.models import Fire, ScheduleDetail, ScheduleInfo
+from awa_tui.engine.read.models import Fire, ScheduleDetail, ScheduleInfo
 from awa_tui.filters import Term
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -117,7 +117,7 @@ def excludes(row: ScheduleInfo) -> list[tuple[str, str]]:
     """S56: the dates and calendars the schedule never fires on, when it has any."""
     if row.exclude_dates is None and row.exclude_calendars is None:
         return []
-    from awa_tui.engine.exclusions import describe as describe_exclusions
+    from awa_tui.engine.schedules.exclusions import describe as describe_exclusions
 
     return [("excludes", describe_exclusions(row.exclude_dates, row.exclude_calendars))]
 

@@ -17,8 +17,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from awa_tui.engine.errors import ValidationError, short_repr
-from awa_tui.engine.models import AnySchedule
-from awa_tui.engine.overrides import OverrideRequest
+from awa_tui.engine.read.models import AnySchedule
+from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui.screens.confirm import facts
 
