@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import app, command_group
 from awa_tui.cli.common import (
     APP_HELP,
     DsnOpt,
@@ -41,12 +41,10 @@ if TYPE_CHECKING:
 # The engine, the embedded server and upstream mode are imported by the commands that use
 # them: `awa-tui audit` does not load what `awa-tui run` needs (issue 18).
 
-db_app = typer.Typer(
-    help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
-    "configured.", no_args_is_help=True)
-runtime_app = typer.Typer(help="Runtime snapshots.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(runtime_app, name="runtime")
+db_app = command_group(
+    "db", "The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
+    "configured.")
+runtime_app = command_group("runtime", "Runtime snapshots.")
 
 
 def _log_fires(result: Any) -> None:

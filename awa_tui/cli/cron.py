@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import command_group
 from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, run_named
 from awa_tui.cli.common import (
     DsnOpt,
@@ -34,8 +34,7 @@ from awa_tui.printable import printable
 if TYPE_CHECKING:
     from awa_tui.engine.read.models import AnySchedule
 
-cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
-app.add_typer(cron_app, name="cron")
+cron_app = command_group("cron", "Periodic schedules.")
 
 NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import app, command_group
 from awa_tui.cli.bulk import (
     DryRunOpt,
     FilterOpt,
@@ -36,8 +36,7 @@ from awa_tui.cli.cron import NameArg, cron_app
 if TYPE_CHECKING:
     from awa_tui.engine.read.models import OwnerChange, OwnerPlan
 
-owner_app = typer.Typer(help="Owners of schedules: authoritative declarations.", no_args_is_help=True)
-app.add_typer(owner_app, name="owner")
+owner_app = command_group("owner", "Owners of schedules: authoritative declarations.")
 
 OwnerArg = Annotated[str, typer.Argument(help="Owner name (e.g. billing).")]
 
