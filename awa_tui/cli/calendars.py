@@ -8,18 +8,8 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import command_group
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit,
-    emit_table,
-    errors_as_lines,
-    fail,
-    make_client,
-    run_action,
-    say,
-)
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, fail, make_client, run_action, say
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
 calendar_app = command_group("calendar", "Named calendars: dates schedules do not fire on.")
 

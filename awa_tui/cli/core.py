@@ -11,12 +11,6 @@ import typer
 
 from awa_tui.cli import app, command_group
 from awa_tui.cli.common import (
-    APP_HELP,
-    DsnOpt,
-    JsonOpt,
-    LeaderDsnFileOpt,
-    LeaderDsnOpt,
-    OperatorOpt,
     emit,
     emit_json,
     emit_table,
@@ -28,6 +22,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
+from awa_tui.cli.options import APP_HELP, DsnOpt, JsonOpt, LeaderDsnFileOpt, LeaderDsnOpt, OperatorOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.timeargs import parse_duration as parse_retention
 from awa_tui.config import parse_duration, resolve_dsn

@@ -12,9 +12,6 @@ import typer
 from awa_tui.cli import command_group
 from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, run_named
 from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
     emit,
     emit_table,
     errors_as_lines,
@@ -27,6 +24,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.headings import listing_line
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.instants import parse_instant as _parse_instant
 from awa_tui.printable import printable

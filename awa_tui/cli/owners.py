@@ -18,20 +18,9 @@ from awa_tui.cli.bulk import (
     run_bulk,
     run_named,
 )
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit,
-    emit_table,
-    errors_as_lines,
-    fmt,
-    make_client,
-    plain,
-    run_action,
-    say,
-)
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, fmt, make_client, plain, run_action, say
 from awa_tui.cli.cron import NameArg, cron_app
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
 if TYPE_CHECKING:
     from awa_tui.engine.read.models import OwnerChange, OwnerPlan

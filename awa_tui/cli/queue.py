@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import command_group
-from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, run_action
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, make_client, run_action
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
 queue_app = command_group("queue", "Queues and their dispatch pause.")
 
