@@ -42,6 +42,14 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
+
+def command_group(name: str, help_text: str) -> typer.Typer:
+    """A top-level command group (`awa-tui NAME ...`) with its help; bare, it shows the help."""
+    group = typer.Typer(help=help_text, no_args_is_help=True)
+    app.add_typer(group, name=name)
+    return group
+
+
 def load_commands(name: str | None) -> None:
     """Import the modules registering top-level command `name` (None: the first module of
     each, enough to list every command with its help)."""

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, errors_as_lines, make_client, say
+from awa_tui.cli.common import emit, errors_as_lines, make_client, say
 from awa_tui.cli.cron import NameArg, _parse_instant, cron_app
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.engine.limits import BACKFILL_LIMIT
 from awa_tui.printable import printable
 

@@ -7,22 +7,11 @@ from typing import Annotated
 
 import typer
 
-from awa_tui.cli import app
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit,
-    emit_table,
-    errors_as_lines,
-    fail,
-    make_client,
-    run_action,
-    say,
-)
+from awa_tui.cli import command_group
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, fail, make_client, run_action, say
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
-calendar_app = typer.Typer(help="Named calendars: dates schedules do not fire on.", no_args_is_help=True)
-app.add_typer(calendar_app, name="calendar")
+calendar_app = command_group("calendar", "Named calendars: dates schedules do not fire on.")
 
 NameArg = Annotated[str, typer.Argument(help="Calendar name (letters, digits, '.', '_', '-').")]
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a year of every day for decades is far less

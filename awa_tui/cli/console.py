@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import APP_HELP, DsnOpt, LeaderDsnFileOpt, LeaderDsnOpt, OperatorOpt, fail, leader_dsn_of
+from awa_tui.cli.common import fail, leader_dsn_of
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
+from awa_tui.cli.options import APP_HELP, DsnOpt, LeaderDsnFileOpt, LeaderDsnOpt, OperatorOpt
 from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.errors import AwaError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES

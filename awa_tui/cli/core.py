@@ -9,14 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import app, command_group
 from awa_tui.cli.common import (
-    APP_HELP,
-    DsnOpt,
-    JsonOpt,
-    LeaderDsnFileOpt,
-    LeaderDsnOpt,
-    OperatorOpt,
     emit,
     emit_json,
     emit_table,
@@ -28,6 +22,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
+from awa_tui.cli.options import APP_HELP, DsnOpt, JsonOpt, LeaderDsnFileOpt, LeaderDsnOpt, OperatorOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.timeargs import parse_duration as parse_retention
 from awa_tui.config import parse_duration, resolve_dsn
@@ -41,12 +36,10 @@ if TYPE_CHECKING:
 # The engine, the embedded server and upstream mode are imported by the commands that use
 # them: `awa-tui audit` does not load what `awa-tui run` needs (issue 18).
 
-db_app = typer.Typer(
-    help="The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
-    "configured.", no_args_is_help=True)
-runtime_app = typer.Typer(help="Runtime snapshots.", no_args_is_help=True)
-app.add_typer(db_app, name="db")
-app.add_typer(runtime_app, name="runtime")
+db_app = command_group(
+    "db", "The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
+    "configured.")
+runtime_app = command_group("runtime", "Runtime snapshots.")
 
 
 def _log_fires(result: Any) -> None:

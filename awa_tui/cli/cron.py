@@ -9,12 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import command_group
 from awa_tui.cli.bulk import DryRunOpt, FilterOpt, NamesArg, run_named
 from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
     emit,
     emit_table,
     errors_as_lines,
@@ -27,6 +24,7 @@ from awa_tui.cli.common import (
     say,
 )
 from awa_tui.cli.headings import listing_line
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.engine.errors import ValidationError, short_repr
 from awa_tui.instants import parse_instant as _parse_instant
 from awa_tui.printable import printable
@@ -34,8 +32,7 @@ from awa_tui.printable import printable
 if TYPE_CHECKING:
     from awa_tui.engine.read.models import AnySchedule
 
-cron_app = typer.Typer(help="Periodic schedules.", no_args_is_help=True)
-app.add_typer(cron_app, name="cron")
+cron_app = command_group("cron", "Periodic schedules.")
 
 NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
 

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from awa_tui.cli.common import DsnOpt, JsonOpt, emit, errors_as_lines, require_dsn, say
+from awa_tui.cli.common import emit, errors_as_lines, require_dsn, say
 from awa_tui.cli.core import db_app
+from awa_tui.cli.options import DsnOpt, JsonOpt
 from awa_tui.engine.operations import grants
 
 

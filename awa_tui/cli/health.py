@@ -6,12 +6,14 @@ runtime instead (a container's liveness and readiness)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import DsnOpt, JsonOpt, emit_json, make_client, say
+from awa_tui.cli.common import emit_json, make_client, say
+from awa_tui.cli.options import DsnOpt, JsonOpt
 from awa_tui.engine.errors import AwaError
 from awa_tui.printable import printable
 
@@ -51,6 +53,27 @@ REGISTERED_HELP = ("Only this: does the database answer, and has a runtime on th
 STUCK_HELP = "With --alive: a loop inside one step for longer than this is stuck."
 
 
+ReportT = TypeVar("ReportT")
+
+
+def _or_unknown(read: Callable[[], ReportT]) -> ReportT:
+    """The report `read` makes; any error on the way means the check cannot tell (exit 3)."""
+    try:
+        return read()
+    except AwaError as exc:
+        raise _unknown(str(exc)) from None
+
+
+def _finish(report: CheckReport | ProbeReport, as_json: bool, lines: Callable[[], list[str]]) -> NoReturn:
+    """The report as JSON or as its lines, then its exit code."""
+    if as_json:
+        emit_json(report)
+    else:
+        for line in lines():
+            say(line)
+    raise typer.Exit(report.exit_code)
+
+
 def _unknown(message: str) -> typer.Exit:
     """The status line a monitoring system reads (stdout), and the error as every command
     words one (stderr); exit 3, cannot tell."""
@@ -83,20 +106,10 @@ def check(
         _probe(dsn, as_json, alive, registered, stuck_after)
     if stuck_after is not None:
         raise _unknown("--stuck-after applies only with --alive")
-    try:
-        client = make_client(dsn, read_only=True)
-        report = client.check(owner=owner, schedule=schedule, tag=tag)
-    except AwaError as exc:
-        raise _unknown(str(exc)) from None
-    if as_json:
-        emit_json(report)
-    else:
-        for s in report.unhealthy:
-            say(_line(s))
-        for problem in report.fleet:
-            say(f"CRITICAL fleet {problem.code}: {problem.message}")
-        say(summary(report))
-    raise typer.Exit(report.exit_code)
+    report = _or_unknown(lambda: make_client(dsn, read_only=True).check(owner=owner, schedule=schedule, tag=tag))
+    _finish(report, as_json, lambda: [*map(_line, report.unhealthy),
+                                      *(f"CRITICAL fleet {p.code}: {p.message}" for p in report.fleet),
+                                      summary(report)])
 
 
 def _probe(dsn: str | None, as_json: bool, alive: str | None, registered: bool, stuck_after: float | None) -> None:
@@ -111,22 +124,17 @@ def _probe(dsn: str | None, as_json: bool, alive: str | None, registered: bool, 
         raise _unknown("--stuck-after applies only with --alive")
     if stuck_after is not None and not 1.0 <= stuck_after <= 86400.0:  # also refuses nan and inf
         raise _unknown(f"--stuck-after: must be between 1 and 86400 seconds, got {stuck_after:g}")
-    try:
+
+    def read() -> ProbeReport:
         if alive is not None:
             parse_addr(alive, "--alive")  # a malformed address is the caller's mistake: cannot tell
         # The database is opened only for --registered: --alive alone never touches it.
-        read = make_client(dsn, read_only=True).registered_runtimes if registered else None
-        report = probe(alive_at=alive, stuck_after_s=stuck_after or DEFAULT_STUCK_AFTER_S,
-                       hostname=socket.gethostname(), registered=read)
-    except AwaError as exc:
-        raise _unknown(str(exc)) from None
-    if as_json:
-        emit_json(report)
-    else:
-        for problem in report.problems:
-            say(f"CRITICAL {problem}")
-        say(probe_summary(report))
-    raise typer.Exit(report.exit_code)
+        registered_runtimes = make_client(dsn, read_only=True).registered_runtimes if registered else None
+        return probe(alive_at=alive, stuck_after_s=stuck_after or DEFAULT_STUCK_AFTER_S,
+                     hostname=socket.gethostname(), registered=registered_runtimes)
+
+    report = _or_unknown(read)
+    _finish(report, as_json, lambda: [*(f"CRITICAL {problem}" for problem in report.problems), probe_summary(report)])
 
 
 def probe_summary(report: ProbeReport) -> str:

@@ -6,23 +6,13 @@ from typing import Annotated, Any
 
 import typer
 
-from awa_tui.cli import app
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit,
-    emit_table,
-    errors_as_lines,
-    fmt,
-    make_client,
-    say,
-)
+from awa_tui.cli import command_group
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, fmt, make_client, say
 from awa_tui.cli.headings import listing_line
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.cli.timeargs import parse_duration
 
-jobs_app = typer.Typer(help="Jobs: outcomes, retry, cancel, retention.", no_args_is_help=True)
-app.add_typer(jobs_app, name="jobs")
+jobs_app = command_group("jobs", "Jobs: outcomes, retry, cancel, retention.")
 
 JobArg = Annotated[int, typer.Argument(help="Job id.", min=1)]
 JOB_COLUMNS = ["id", "schedule", "queue", "state", "result", "attempt", "fire_time", "created_at",

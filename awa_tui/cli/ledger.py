@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from awa_tui.cli.common import DsnOpt, JsonOpt, emit, emit_table, errors_as_lines, make_client, say
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, make_client, say
 from awa_tui.cli.cron import NameArg, _parse_instant, cron_app
+from awa_tui.cli.options import DsnOpt, JsonOpt
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 
 

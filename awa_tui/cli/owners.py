@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from awa_tui.cli import app
+from awa_tui.cli import app, command_group
 from awa_tui.cli.bulk import (
     DryRunOpt,
     FilterOpt,
@@ -18,26 +18,14 @@ from awa_tui.cli.bulk import (
     run_bulk,
     run_named,
 )
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit,
-    emit_table,
-    errors_as_lines,
-    fmt,
-    make_client,
-    plain,
-    run_action,
-    say,
-)
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, fmt, make_client, plain, run_action, say
 from awa_tui.cli.cron import NameArg, cron_app
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
 if TYPE_CHECKING:
     from awa_tui.engine.read.models import OwnerChange, OwnerPlan
 
-owner_app = typer.Typer(help="Owners of schedules: authoritative declarations.", no_args_is_help=True)
-app.add_typer(owner_app, name="owner")
+owner_app = command_group("owner", "Owners of schedules: authoritative declarations.")
 
 OwnerArg = Annotated[str, typer.Argument(help="Owner name (e.g. billing).")]
 

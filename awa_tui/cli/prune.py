@@ -10,18 +10,9 @@ from typing import Annotated
 
 import typer
 
-from awa_tui.cli.common import (
-    DsnOpt,
-    JsonOpt,
-    OperatorOpt,
-    emit_json,
-    emit_table,
-    errors_as_lines,
-    fmt,
-    make_client,
-    say,
-)
+from awa_tui.cli.common import emit_json, emit_table, errors_as_lines, fmt, make_client, say
 from awa_tui.cli.jobs import jobs_app
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.cli.timeargs import parse_duration
 from awa_tui.engine.limits import DEFAULT_KEEP, MANUAL_DUTY
 

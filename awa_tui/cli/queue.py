@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from awa_tui.cli import app
-from awa_tui.cli.common import DsnOpt, JsonOpt, OperatorOpt, emit, emit_table, errors_as_lines, make_client, run_action
+from awa_tui.cli import command_group
+from awa_tui.cli.common import emit, emit_table, errors_as_lines, make_client, run_action
+from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 
-queue_app = typer.Typer(help="Queues and their dispatch pause.", no_args_is_help=True)
-app.add_typer(queue_app, name="queue")
+queue_app = command_group("queue", "Queues and their dispatch pause.")
 
 QueueArg = Annotated[str, typer.Argument(help="Queue name.")]
 

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.ownership import declaration, lifecycle, reconcile
     from awa_tui.engine.ownership import manifest as manifest_of
     from awa_tui.engine.ownership.manifest import Manifest
-    from awa_tui.engine.read import results, views
+    from awa_tui.engine.read import page, results, views
     from awa_tui.engine.read.models import (
         AuditEntry,
         Fire,
@@ -124,6 +124,7 @@ else:
     reconcile = _Room("awa_tui.engine.ownership.reconcile")
     manifest_of = _Room("awa_tui.engine.ownership.manifest")
     results = _Room("awa_tui.engine.read.results")
+    page = _Room("awa_tui.engine.read.page")
     views = _Room("awa_tui.engine.read.views")
     blockers = _Room("awa_tui.engine.runtime.blockers")
     duties = _Room("awa_tui.engine.runtime.duties")
@@ -687,8 +688,7 @@ class Client:
         """One filtered, sorted page of schedules with counts (the console's schedules panel;
         None without `counts`); `where` is a parsed filter (awa_tui/filters.py) on top of the
         free text."""
-        return self._read(views.schedule_page, filter_text=filter_text, sort=sort, descending=descending, limit=limit,
-                          now=now, where=where, counts=counts)
+        return self._read(views.schedule_page, page.PageQuery(filter_text, sort, descending, limit, now, where, counts))
 
     def schedule_detail(self, name: str, *, now: datetime | None = None) -> ScheduleDetail:
         """Definition, next fires, recent fires and audit entries of one schedule."""

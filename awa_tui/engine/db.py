@@ -17,15 +17,7 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg.rows import dict_row, tuple_row
 
-from awa_tui.engine.errors import (
-    AwaError,
-    Conflict,
-    DatabaseUnavailable,
-    NotFound,
-    ReadOnly,
-    SchemaError,
-    ValidationError,
-)
+from awa_tui.engine import errors
 
 # Advisory lock keys (one 64-bit key space, ours is the 'awa' prefix).
 LEADER_LOCK_KEY = 0x617761_0001
@@ -98,7 +90,7 @@ def check_dsn(dsn: str) -> None:
     """Raise a one-line ValidationError, quoting nothing of `dsn`, when it cannot be parsed."""
     problem = dsn_problem(dsn)
     if problem is not None:
-        raise ValidationError(f"the database URL could not be parsed: {problem}")
+        raise errors.ValidationError(f"the database URL could not be parsed: {problem}")
 
 
 def _printable(text: str) -> str:
@@ -131,29 +123,30 @@ def _first_line(exc: BaseException) -> str:
     return redact(text[0]) if text else type(exc).__name__
 
 
-def translate(exc: BaseException) -> AwaError:
+def translate(exc: BaseException) -> errors.AwaError:
     """Map a psycopg error to an error users can read."""
-    if isinstance(exc, AwaError):
+    if isinstance(exc, errors.AwaError):
         return exc
     if isinstance(exc, pgerrors.InsufficientPrivilege):
-        return ReadOnly(f"permission denied: {_first_line(exc)}")
+        return errors.ReadOnly(f"permission denied: {_first_line(exc)}")
     if isinstance(exc, pgerrors.ReadOnlySqlTransaction):
-        return ReadOnly(f"the database is read-only: {_first_line(exc)}")
+        return errors.ReadOnly(f"the database is read-only: {_first_line(exc)}")
     if isinstance(exc, (pgerrors.UndefinedTable, pgerrors.InvalidSchemaName, pgerrors.UndefinedFunction)):
-        return SchemaError(f"the awa schema is missing or incomplete; run `awa-tui migrate` ({_first_line(exc)})")
+        return errors.SchemaError(
+            f"the awa schema is missing or incomplete; run `awa-tui migrate` ({_first_line(exc)})")
     if isinstance(exc, pgerrors.RaiseException) and "retired" in str(exc):
-        return Conflict(_first_line(exc))
+        return errors.Conflict(_first_line(exc))
     if isinstance(exc, pgerrors.NoDataFound):
-        return NotFound(_first_line(exc))
+        return errors.NotFound(_first_line(exc))
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
         if STATEMENT_POOLING in str(exc):  # S57
-            return DatabaseUnavailable(
+            return errors.DatabaseUnavailable(
                 "the connection pooler in front of the database is in statement pooling mode, which refuses the "
                 "transactions awa-tui needs: use its transaction or session mode")
-        return DatabaseUnavailable(f"database unavailable: {_first_line(exc)}")
+        return errors.DatabaseUnavailable(f"database unavailable: {_first_line(exc)}")
     if isinstance(exc, psycopg.Error):
-        return AwaError(f"database error: {_first_line(exc)}")
-    return AwaError(_first_line(exc))
+        return errors.AwaError(f"database error: {_first_line(exc)}")
+    return errors.AwaError(_first_line(exc))
 
 
 def connect(
@@ -167,7 +160,7 @@ def connect(
     extra = {"options": "-c default_transaction_read_only=on"} if read_only else {}
     problem = dsn_problem(dsn)
     if problem is not None:  # libpq's own message would quote the DSN's text
-        raise DatabaseUnavailable(f"cannot connect: the database URL could not be parsed: {problem}")
+        raise errors.DatabaseUnavailable(f"cannot connect: the database URL could not be parsed: {problem}")
     given = psycopg.conninfo.conninfo_to_dict(dsn)
     extra.update({k: v for k, v in TCP_LIVENESS.items() if k not in given})
     try:
@@ -182,7 +175,7 @@ def connect(
     except psycopg.Error as exc:
         if read_only and POOLER_REFUSED_OPTIONS in str(exc):
             raise PoolerRefusedOptions(f"cannot connect to {describe_dsn(dsn)}: {_first_line(exc)}") from None
-        raise DatabaseUnavailable(
+        raise errors.DatabaseUnavailable(
             f"cannot connect to {describe_dsn(dsn)}: {_first_line(exc)}"
         ) from None
     try:
@@ -202,7 +195,7 @@ POOLER_REFUSED_OPTIONS = "unsupported startup parameter: options"
 STATEMENT_POOLING = "transaction blocks not allowed in statement pooling mode"
 
 
-class PoolerRefusedOptions(DatabaseUnavailable):
+class PoolerRefusedOptions(errors.DatabaseUnavailable):
     """A pooler in front of the server refused a read-only session's startup setting."""
 
 
@@ -284,14 +277,14 @@ class ConnectionSource:
             refusal = _standby_refusal(conn) if isinstance(exc, pgerrors.ReadOnlySqlTransaction) else None
             _close_quietly(conn)
             if refusal is not None:
-                raise ReadOnly(refusal) from None
+                raise errors.ReadOnly(refusal) from None
             raise translate(exc) from None
         except UnicodeEncodeError as exc:
             # Text Postgres cannot store (invalid UTF-8 bytes in argv arrive as lone
             # surrogates): refused before anything was sent, the connection stays usable.
             self._checkin(conn)
             text = repr(exc.object)
-            raise ValidationError(
+            raise errors.ValidationError(
                 f"not valid Unicode text: {text if len(text) <= 60 else text[:57] + '...'}"
             ) from None
         except BaseException:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -9,21 +10,8 @@ import psycopg
 
 from awa_tui.engine.cron.expression import iso_utc
 from awa_tui.engine.db import db_now
-from awa_tui.engine.ledger.models import (
-    BACKFILLED,
-    COALESCED,
-    FIRED,
-    MANUAL,
-    NO_LEADER,
-    PENDING,
-    SKIPPED_EXCLUDED,
-    SKIPPED_OVERLAP,
-    SKIPPED_PAUSED,
-    SKIPPED_RETIRED,
-    LedgerView,
-    Verdict,
-    Why,
-)
+from awa_tui.engine.ledger import models
+from awa_tui.engine.ledger.models import LedgerView, Verdict, Why
 from awa_tui.engine.ledger.verdicts import (
     MAX_INSTANTS,
     definition_segments,
@@ -50,10 +38,26 @@ def _rule(reason: str | None) -> str:
     return reason if reason.startswith("calendar ") else f"the date rule {reason}"
 
 
+def _by(v: Verdict) -> str:
+    return printable(v.by or "?")
+
+
+# The verdicts said in one line from their fields alone: one template each, one lookup.
+_ONE_LINE: dict[str, Callable[[Verdict, str], str]] = {
+    models.BACKFILLED: lambda v, at: f"{at}: backfilled by {_by(v)} (job {v.job_id}, {v.result}).",
+    models.SKIPPED_OVERLAP: lambda v, at: (
+        f"{at}: not fired: skipped by the overlap policy (a previous job was still waiting or running)."),
+    models.SKIPPED_EXCLUDED: lambda v, at: f"{at}: not fired: excluded by {printable(_rule(v.reason))}.",
+    models.MANUAL: lambda v, at: f"{at}: triggered by hand by {_by(v)} (job {v.job_id}, {v.result}).",
+    models.SKIPPED_PAUSED: lambda v, at: f"{at}: not fired: the schedule was paused by {_by(v)} at {_t(v.since)}.",
+    models.SKIPPED_RETIRED: lambda v, at: f"{at}: not fired: the schedule was retired by {_by(v)} at {_t(v.since)}.",
+}
+
+
 def describe(v: Verdict) -> str:
     """The verdict of one instant, as a sentence (database strings escaped)."""
     at = _t(v.instant)
-    if v.verdict == FIRED:
+    if v.verdict == models.FIRED:
         text = f"{at}: fired (job {v.job_id}, {_s(v.lateness_s)} late)"
         if v.result == "ok":
             text += ", ok"
@@ -70,29 +74,20 @@ def describe(v: Verdict) -> str:
         if v.folded:
             text += f"; {v.folded} earlier instant{'s' if v.folded != 1 else ''} folded into it"
         return text + "."
-    if v.verdict == BACKFILLED:
-        return f"{at}: backfilled by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
-    if v.verdict == SKIPPED_OVERLAP:
-        return f"{at}: not fired: skipped by the overlap policy (a previous job was still waiting or running)."
-    if v.verdict == SKIPPED_EXCLUDED:
-        return f"{at}: not fired: excluded by {printable(_rule(v.reason))}."
-    if v.verdict == MANUAL:
-        return f"{at}: triggered by hand by {printable(v.by or '?')} (job {v.job_id}, {v.result})."
-    if v.verdict == SKIPPED_PAUSED:
-        return f"{at}: not fired: the schedule was paused by {printable(v.by or '?')} at {_t(v.since)}."
-    if v.verdict == SKIPPED_RETIRED:
-        return f"{at}: not fired: the schedule was retired by {printable(v.by or '?')} at {_t(v.since)}."
-    if v.verdict == NO_LEADER:
+    simple = _ONE_LINE.get(v.verdict)
+    if simple is not None:
+        return simple(v, at)
+    if v.verdict == models.NO_LEADER:
         since = f"from {_t(v.gap_from)}" if v.gap_from else "(since before the recorded terms)"
         until = f"until {_t(v.gap_until)}" if v.gap_until else "still now"
         text = f"{at}: not fired: no runtime held leadership {since} {until}"
         if v.into is not None:
             text += f"; coalesced into the fire at {_t(v.into)} ({v.folded} instant{'s' if v.folded != 1 else ''})"
         return text + "."
-    if v.verdict == COALESCED:
+    if v.verdict == models.COALESCED:
         return (f"{at}: not fired on its own: coalesced into the fire at {_t(v.into)} "
                 f"({v.folded} instant{'s' if v.folded != 1 else ''} folded).")
-    if v.verdict == PENDING:
+    if v.verdict == models.PENDING:
         return f"{at}: due, not fired yet (the leader's next pass decides)."
     return f"{at}: unknown ({v.reason})."
 
@@ -102,7 +97,7 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
     """Explain the last due instant at or before `at` (default: now)."""
     now = now or db_now(conn)
     asked = at if at is not None else now
-    found = [v for v in ledger(conn, name, until=min(asked, now), limit=1, now=now) if v.verdict != MANUAL]
+    found = [v for v in ledger(conn, name, until=min(asked, now), limit=1, now=now) if v.verdict != models.MANUAL]
     row, history = schedule_history(conn, name)
     segments = definition_segments(history, row["cron_expr"], row["timezone"])
     following = next_due(segments, asked)
@@ -111,7 +106,7 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
         # Read up to the fire it was folded into, so every folded instant is counted.
         between, _ = due_instants(segments, verdict.instant, verdict.into, MAX_INSTANTS - 1)
         span = ledger(conn, name, until=verdict.into, limit=len(between), now=now)
-        verdict = next((v for v in span if v.instant == verdict.instant and v.verdict != MANUAL), verdict)
+        verdict = next((v for v in span if v.instant == verdict.instant and v.verdict != models.MANUAL), verdict)
     label = printable(name)
     if verdict is None:
         text = f"{label}: not due yet at {_t(asked)} (next is {_t(following)})."

@@ -12,6 +12,21 @@ from awa_tui.engine.read.models import ScheduleRow
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
     from awa_tui.engine.read.models import Fire, NextFire, ScheduleInfo
+    from awa_tui.filters import Filter
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """What the schedules panel asks for, as `ConsoleBackend.schedule_page` takes it: one
+    value carried from the client to the SQL, so its fields are stated once below the API."""
+
+    filter_text: str | None
+    sort: str
+    descending: bool
+    limit: int
+    now: datetime | None
+    where: Filter | None
+    counts: bool
 
 
 @dataclass(frozen=True)

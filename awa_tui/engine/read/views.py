@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
     from awa_tui.engine.read.fleet import QueueRow, RuntimeRow
     from awa_tui.engine.read.models import Fire, NextFire, ScheduleInfo, ScheduleRow
-    from awa_tui.engine.read.page import Attention, ScheduleDetail, SchedulePage
+    from awa_tui.engine.read.page import Attention, PageQuery, ScheduleDetail, SchedulePage
     from awa_tui.engine.runtime.leader import Leadership
     from awa_tui.filters import Filter
 
@@ -433,17 +433,7 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
     return cache[key], False
 
 
-def schedule_page(
-    conn: psycopg.Connection[Any],
-    *,
-    filter_text: str | None = None,
-    sort: str = "name",
-    descending: bool = False,
-    limit: int = 1000,
-    now: datetime | None = None,
-    where: Filter | None = None,
-    counts: bool = True,
-) -> SchedulePage:
+def schedule_page(conn: psycopg.Connection[Any], query: PageQuery) -> SchedulePage:
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired; None without `counts`) and the
     `now` used. `where` is a parsed filter (awa_tui/filters.py), on top of the free text."""
@@ -453,9 +443,11 @@ def schedule_page(
     from awa_tui.engine.read.page import SchedulePage, SchedulePageRow
     from awa_tui.engine.schedules.definition import row_fault
 
+    filter_text, sort, descending, limit, where, counts = (
+        query.filter_text, query.sort, query.descending, query.limit, query.where, query.counts)
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
-    now = now or db_time(conn)
+    now = query.now or db_time(conn)
     condition = schedule_condition(conn, where, now)
     text, text_params = _text_filter(filter_text)
     params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24)}

@@ -10,12 +10,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
 from awa_tui.printable import printable
 from awa_tui.tui.operations import Operation
+from awa_tui.tui.screens.dialog import YesNoDialog
 
 
 def facts(rows: list[tuple[str, str]]) -> Table:
@@ -27,7 +27,7 @@ def facts(rows: list[tuple[str, str]]) -> Table:
     return table
 
 
-class ConfirmScreen(ModalScreen[str | None]):
+class ConfirmScreen(YesNoDialog[str]):
     """Dismisses with the typed value ("" when nothing is asked) or None when cancelled."""
 
     BINDINGS = [
@@ -120,9 +120,6 @@ class ConfirmScreen(ModalScreen[str | None]):
             return
         self.dismiss(value)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
     @on(Input.Changed, "#answer")
     def _typed(self, event: Input.Changed) -> None:
         if self.declared_owners is None:
@@ -140,11 +137,3 @@ class ConfirmScreen(ModalScreen[str | None]):
     @on(Input.Submitted, "#answer")
     def _submitted(self) -> None:
         self.action_confirm()
-
-    @on(Button.Pressed, "#yes")
-    def _yes(self) -> None:
-        self.action_confirm()
-
-    @on(Button.Pressed, "#no")
-    def _no(self) -> None:
-        self.action_cancel()

@@ -13,7 +13,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from awa_tui.engine.errors import ValidationError, short_repr
@@ -21,6 +20,7 @@ from awa_tui.engine.read.models import AnySchedule
 from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui.screens.confirm import facts
+from awa_tui.tui.screens.dialog import YesNoDialog
 
 # (input id, label)
 FIELDS = (
@@ -39,7 +39,7 @@ def start_values(row: AnySchedule) -> dict[str, str]:
             "priority": str(row.priority), "args": ""}
 
 
-class OverrideScreen(ModalScreen[OverrideRequest | None]):
+class OverrideScreen(YesNoDialog[OverrideRequest]):
     """Dismisses with the request (only the changed values) or None when cancelled."""
 
     BINDINGS = [Binding("escape", "cancel", "cancel", key_display="esc")]
@@ -103,17 +103,6 @@ class OverrideScreen(ModalScreen[OverrideRequest | None]):
             return
         self.dismiss(request)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
     @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_confirm()
-
-    @on(Button.Pressed, "#yes")
-    def _yes(self) -> None:
-        self.action_confirm()
-
-    @on(Button.Pressed, "#no")
-    def _no(self) -> None:
-        self.action_cancel()
