@@ -107,7 +107,7 @@ class OwnersPanel(Panel[OwnerSummary]):
         unsynced = sum(1 for r in data if not r.certified)
         self.title_line(Text.assemble(
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
-            "PENDING: +insert ~update -retire",
+            "PENDING: +new ~changed -retired",
         ).append_text(self.filter_note()))
         self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
         self.post_message(OwnersSeen(tuple(printable(r.owner) for r in everyone)))
