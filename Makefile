@@ -9,7 +9,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-.PHONY: install run run-headless test test-tools lint screenshots bench schema-doc
+.PHONY: install run run-headless test test-tools lint screenshots bench image-check schema-doc
 install: $(BIN)/.installed
 
 # The console, leading an in-process scheduler on the demo schedules.
@@ -34,6 +34,11 @@ schema-doc: install
 # BENCH_ARGS="--full" for the 100k targets, "--compare" to run awa-pg side by side.
 bench: install
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# The container image built and run (deploy/image-check.sh): needs a Docker daemon that can
+# pull the base image, so it is not part of `make test`, whose Dockerfile tests need none.
+image-check:
+	bash deploy/image-check.sh
 
 lint: install
 	$(BIN)/ruff check awa_tui tests bench
