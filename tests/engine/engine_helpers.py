@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
+
+if TYPE_CHECKING:
+    from awa_tui import Client
+    from awa_tui.engine.firing.evaluator import PassResult
 
 
 def at(text: str) -> datetime:
@@ -46,3 +51,30 @@ def job_count(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute("SELECT count(*) AS n FROM awa.jobs").fetchone()
     assert row is not None
     return int(row["n"])
+
+
+def race(clients: list[Client], nows: list[Any]) -> list[PassResult]:
+    """Every client evaluates each `now` at the same moment (a barrier per instant)."""
+    barrier = threading.Barrier(len(clients))
+    results: list[PassResult] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(client: Client) -> None:
+        try:
+            for now in nows:
+                barrier.wait(30)
+                result = client.evaluate(now=now)
+                with lock:
+                    results.append(result)
+        except BaseException as exc:  # surfaced by the assertion below
+            failures.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    return results

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from engine_helpers import at, fire_times, force, schedule_row
+from engine_helpers import at, fire_times, force, race, schedule_row
 from helpers import wait_for
 
 from awa_tui import Client, ValidationError
@@ -219,24 +219,7 @@ def test_racing_evaluators_never_double_or_lose_around_excluded_instants(
             client.sync()
         force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, created_at = %s, next_fire_at = NULL",
               (at("2026-12-22T09:00:00"), at("2026-12-01T00:00:00")))
-        barrier = threading.Barrier(len(clients))
-        failures: list[BaseException] = []
-
-        def run(client: Client) -> None:
-            try:
-                for day in (23, 24, 25, 26, 27, 28):
-                    barrier.wait(30)
-                    client.evaluate(now=at(f"2026-12-{day}T09:00:00"))
-            except BaseException as exc:  # surfaced by the assertion below
-                failures.append(exc)
-                barrier.abort()
-
-        threads = [threading.Thread(target=run, args=(c,)) for c in clients]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-        assert failures == []
+        race(clients, [at(f"2026-12-{day}T09:00:00") for day in (23, 24, 25, 26, 27, 28)])
         assert fire_times(conn, "nightly") == ["2026-12-23T09:00:00Z", "2026-12-24T09:00:00Z",
                                                "2026-12-26T09:00:00Z", "2026-12-28T09:00:00Z"]
         assert schedule_row(conn, "nightly")["last_enqueued_at"] == at("2026-12-28T09:00:00")

@@ -2,45 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 import psycopg
-from engine_helpers import at, fire_times, force, job_count, schedule_row
+from engine_helpers import at, fire_times, force, job_count, race, schedule_row
 
 from awa_tui import Client
-from awa_tui.engine.firing.evaluator import PassResult
 
 BASE = "2025-01-01T00:00:00"
-
-
-def _race(clients: list[Client], nows: list[Any]) -> list[PassResult]:
-    """Every client evaluates each `now` at the same moment (a barrier per instant)."""
-    barrier = threading.Barrier(len(clients))
-    results: list[PassResult] = []
-    failures: list[BaseException] = []
-    lock = threading.Lock()
-
-    def run(client: Client) -> None:
-        try:
-            for now in nows:
-                barrier.wait(30)
-                result = client.evaluate(now=now)
-                with lock:
-                    results.append(result)
-        except BaseException as exc:  # surfaced by the assertion below
-            failures.append(exc)
-            barrier.abort()
-
-    threads = [threading.Thread(target=run, args=(c,)) for c in clients]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert failures == []
-    return results
 
 
 def test_racing_evaluators_write_exactly_one_job_per_fire(dsn: str, conn: psycopg.Connection[Any]) -> None:
@@ -53,7 +24,7 @@ def test_racing_evaluators_write_exactly_one_job_per_fire(dsn: str, conn: psycop
     force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, created_at = %s, next_fire_at = NULL",
           (at(BASE), at(BASE)))
     nows = [at(BASE) + timedelta(seconds=s, milliseconds=100) for s in range(1, 41)]
-    results = _race(clients, nows)
+    results = race(clients, nows)
     per_fire = Counter(
         (r["name"], r["fire"])
         for r in conn.execute(
@@ -80,7 +51,7 @@ def test_racing_catch_up_batches_never_double(dsn: str, conn: psycopg.Connection
         client.sync()
     force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, next_fire_at = NULL", (at(BASE),))
     now = at(BASE) + timedelta(seconds=1000)
-    _race(clients, [now] * 12)
+    race(clients, [now] * 12)
     assert fire_times(conn, "replay") == [
         (at(BASE) + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%SZ") for s in range(1, 1001)
     ]
