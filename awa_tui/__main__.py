@@ -1,3 +1,3 @@
-from awa_tui.cli import main
+from awa_tui.entry import main
 
 main()

@@ -6,12 +6,13 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from awa_tui import embedded
 from awa_tui.config import resolve_dsn
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 
 
 def load_app(ref: str) -> Callable[[Any], None]:
@@ -45,7 +46,7 @@ def dsn_or_embedded(flag: str | None, say: Callable[[str], None]) -> tuple[str, 
     """
     dsn = resolve_dsn(flag)
     if dsn is not None:
-        from awa_tui.engine.db import check_dsn
+        from awa_tui.engine.core.db import check_dsn
 
         check_dsn(dsn)  # one line naming the problem, never the text (it may hold the password)
         return dsn, False
@@ -70,11 +71,15 @@ def running_embedded_dsn(home: Path | None = None) -> str | None:
     return embedded.EmbeddedServer(home=home, bindir=Path(), port=port, tcp=False).dsn()
 
 
-def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, **kwargs: Any) -> Any:
-    """A Client with the demo set and/or the app's schedules and handlers registered."""
+def build_client(dsn: str, app_ref: str | None, demo: bool, operator: str | None, *,
+                 sql_jobs: timedelta | None = None, **kwargs: Any) -> Any:
+    """A Client with the demo set and/or the app's schedules and handlers registered, and
+    the built-in SQL job kind when `sql_jobs` (its statement timeout) is given."""
     from awa_tui.engine.client import Client
 
     client = Client(dsn, operator=operator, **kwargs)
+    if sql_jobs is not None:
+        client.enable_sql_jobs(sql_jobs)
     if demo:
         from awa_tui.demo import setup
 

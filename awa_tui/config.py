@@ -5,11 +5,12 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import shlex
 import socket
+import stat
 from datetime import timedelta
-from pathlib import Path
 
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 
 # The console's --refresh: faster only loads the database; slower is not a live view.
 REFRESH_MIN_S = 0.1
@@ -18,26 +19,50 @@ REFRESH_MAX_S = 600.0
 PG_ENV = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
 
 
+DSN_FILE_MAX_BYTES = 64 * 1024  # a URL, with room for a long multi-host one
+
+
 def read_dsn_file(path: str, option: str = "--dsn-file") -> str:
-    """The DSN kept in a file (--dsn-file): its text, stripped. Errors name the path, never
-    the content."""
+    """The DSN kept in a file (--dsn-file): its one line, stripped. Errors name the path,
+    never the content. A file every user of the host may read is refused (the password
+    in it is then no secret), and so is one that is not a regular file (a FIFO would
+    hang, a device never end) or holds more than one line."""
     shown = repr(path)  # repr: a control byte in the path cannot reach the terminal
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise AwaError(f"{option} {shown}: no such file") from None
     except PermissionError:
         raise AwaError(f"{option} {shown}: not readable (permission denied)") from None
-    except IsADirectoryError:
-        raise AwaError(f"{option} {shown}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise AwaError(f"{option} {shown}: not UTF-8 text") from None
     except OSError as exc:
         raise AwaError(f"{option} {shown}: cannot be read ({exc.strerror})") from None
-    dsn = text.strip()
-    if not dsn:
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise AwaError(f"{option} {shown}: is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise AwaError(f"{option} {shown}: not a regular file")
+        if info.st_mode & stat.S_IROTH:
+            raise AwaError(f"{option} {shown}: readable by every user of this host; "
+                           f"make it private first (chmod o-r {shlex.quote(path)})")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            raw = handle.read(DSN_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise AwaError(f"{option} {shown}: cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    if len(raw) > DSN_FILE_MAX_BYTES:
+        raise AwaError(f"{option} {shown}: larger than {DSN_FILE_MAX_BYTES // 1024} KiB; it must hold one URL")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AwaError(f"{option} {shown}: not UTF-8 text") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
         raise AwaError(f"{option} {shown}: the file is empty")
-    return dsn
+    if len(lines) > 1:
+        raise AwaError(f"{option} {shown}: {len(lines)} lines; it must hold the database URL alone, on one line")
+    return lines[0]
 
 
 def resolve_dsn(flag: str | None = None, dsn_file: str | None = None) -> str | None:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
-    from awa_tui.engine.runtime.worker import Job
+    from awa_tui.engine.jobs.context import Job
 
 from awa_tui.printable import printable_logger
 

@@ -31,9 +31,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 
 DEFAULT_PORT = 5432
 DEFAULT_DB = "awa"
@@ -136,7 +136,15 @@ def _bindir_for(home: Path, user: pwd.struct_passwd | None) -> Path:
     return dest / "pginstall" / "bin"
 
 
-def _as_user(user: pwd.struct_passwd | None) -> dict[str, object]:
+class _RunAs(TypedDict, total=False):
+    """subprocess.run's arguments that drop to another user."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
+def _as_user(user: pwd.struct_passwd | None) -> _RunAs:
     if user is None:
         return {}
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
@@ -230,8 +238,16 @@ def _os_user_name() -> str:
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
+# Never mapped to role postgres: other daemons run as it too, and would reach the socket
+# (its directory is the server account's) as superuser.
+SHARED_ACCOUNTS = frozenset({"nobody"})
+
+
 def _ident_conf(user: pwd.struct_passwd | None) -> str:
-    names = dict.fromkeys([_os_user_name(), *([user.pw_name] if user else [])])
+    """The OS users that connect as role postgres over the socket: the one who started the
+    server, and the server's own account unless it is a shared one (`nobody`)."""
+    account = [user.pw_name] if user and user.pw_name not in SHARED_ACCOUNTS else []
+    names = dict.fromkeys([_os_user_name(), *account])
     for name in names:
         if not name or any(c in name for c in '"\n\r'):  # cannot be quoted in pg_ident.conf
             raise AwaError(f"embedded Postgres: unusable OS user name {name!r}")
@@ -285,7 +301,7 @@ def _initdb(server: EmbeddedServer, user: pwd.struct_passwd | None) -> None:
         # No trust even for a moment; the real rules are written before the first start.
         [str(server.bindir / "initdb"), "--no-sync", "-U", "postgres", "--auth-local=peer", "--auth-host=reject",
          "-E", "UTF8", "--locale=C", "-D", str(server.data_dir)],
-        capture_output=True, text=True, **_as_user(user),  # type: ignore[arg-type]
+        capture_output=True, text=True, **_as_user(user),
     )
     if result.returncode != 0:
         raise AwaError(f"initdb failed: {(result.stderr or result.stdout).strip().splitlines()[-1:]}")
@@ -305,7 +321,7 @@ def _start(server: EmbeddedServer, user: pwd.struct_passwd | None, flags: Sequen
          "-l", str(log), "-o", options, "start"],
         capture_output=True, text=True, stdin=subprocess.DEVNULL,
         start_new_session=True,  # the server must not die with our terminal
-        **_as_user(user),  # type: ignore[arg-type]
+        **_as_user(user),
     )
     if result.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
@@ -387,7 +403,7 @@ def stop(home: Path | None = None) -> bool:
         return False
     subprocess.run(
         [str(server.bindir / "pg_ctl"), "-w", "-D", str(data), "-m", "fast", "stop"],
-        capture_output=True, text=True, **_as_user(user),  # type: ignore[arg-type]
+        capture_output=True, text=True, **_as_user(user),
     )
     return True
 

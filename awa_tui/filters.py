@@ -15,7 +15,7 @@ Space-separated terms, all of which must hold (AND). A term is
   A quoted word is always free text, never a flag or a field.
 
 Parsing is pure: no database, no SQL. The engine compiles a parsed `Filter` to a
-parameterised WHERE clause (awa_tui/engine/read/filter_sql.py); user text only ever travels
+parameterised WHERE clause (awa_tui/engine/filtering/sql.py); user text only ever travels
 as a parameter.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.health.vocabulary import HEALTHS
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.health_words import HEALTHS
 from awa_tui.engine.ledger.states import JOB_STATES
 from awa_tui.instants import parse_point
 
@@ -52,7 +52,7 @@ class PanelGrammar:
 
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
-        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result"),
+        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result", "paused_by"),
         flags=("active", "paused", "retired", "broken", "late", "unowned", "finished", "overridden"),
         states=("active", "paused", "retired", "broken", "finished"),
         substring_fields=("name", "kind"),

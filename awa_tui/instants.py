@@ -7,12 +7,25 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"^(?:\d{1,9}[wdhms])+$")
 _PART = re.compile(r"(\d+)([wdhms])")
 MAX_DURATION = timedelta(days=3650)
+
+
+def span_precise(seconds: float) -> str:
+    """A duration with two units (1h05m, 3m20s), for countdowns that matter (the console's
+    and the CLI's)."""
+    seconds = int(abs(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
 
 
 def parse_instant(text: str, option: str = "--after") -> datetime:
@@ -44,15 +57,36 @@ def parse_duration(text: str, option: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+DAY_WORDS = {"today": 0, "yesterday": 1}  # midnight UTC of `now`'s day, or of the day before
+
+
 def parse_point(text: str, option: str, now: datetime) -> datetime:
-    """A duration ago (`2h`: two hours before `now`) or an ISO-8601 instant."""
+    """A duration ago (`2h`: two hours before `now`), `today` or `yesterday` (the start of
+    that day in UTC, the zone every instant is shown in), or an ISO-8601 instant."""
+    word = text.strip().lower()
+    if word in DAY_WORDS:
+        midnight = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        return midnight - timedelta(days=DAY_WORDS[word])
     if text.strip() and text.strip()[0].isdigit() and _DURATION.match(text.strip().lower()):
         return now - parse_duration(text, option)
     try:
         return parse_instant(text, option)
     except ValidationError:
         raise ValidationError(
-            f"{option}: expected a duration (90s, 2h, 14d) or an ISO-8601 instant, got {text!r}"
+            f"{option}: expected a duration (90s, 2h, 14d), today, yesterday or an ISO-8601 instant, got {text!r}"
+        ) from None
+
+
+def parse_ahead(text: str, option: str) -> datetime | timedelta:
+    """A duration from now (`2h`: kept as a duration, which the engine adds to the
+    database's clock) or an ISO-8601 instant (a bare one is UTC)."""
+    if text.strip() and text.strip()[0].isdigit() and _DURATION.match(text.strip().lower()):
+        return parse_duration(text, option)
+    try:
+        return parse_instant(text, option)
+    except ValidationError:
+        raise ValidationError(
+            f"{option}: expected a duration (90s, 2h, 1d) or an ISO-8601 instant, got {text!r}"
         ) from None
 
 

@@ -34,7 +34,8 @@ import functools
 import logging
 import re
 import uuid
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, cast
 
 # One character class: every code point that must not reach a terminal as itself.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
@@ -87,7 +88,7 @@ def printable_row(value: Any) -> Any:
     if hasattr(kind, "__dataclass_fields__") and not isinstance(value, type):
         # A read model (awa_tui/engine/read/models.py): a copy of the same type, fields escaped.
         changed = {}
-        for name in _field_names(type(value)):
+        for name in _field_names(cast(Hashable, kind)):
             before = getattr(value, name)
             after = printable_row(before)
             if after is not before:
@@ -102,8 +103,8 @@ _KEPT = frozenset({int, float, bool, type(None), datetime.datetime, datetime.dat
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def _field_names(cls: Hashable) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cast(type, cls)))
 
 
 # --- logging ------------------------------------------------------------------------------

@@ -99,16 +99,16 @@ def main() -> None:
             stat = server.stat_statements
             with Client(dsn) as client:
                 began = time.perf_counter()
-                first = client.evaluate_health()
+                first = client.runtime.evaluate_health()
                 result["duty_first_pass_s"] = round(time.perf_counter() - began, 3)
                 result["transitions_first_pass"] = len(first.transitions)
-                result["duty_steady"] = _timed(client.evaluate_health, args.runs, dsn, stat)
-                result["duty_steady_judged"] = client.evaluate_health().judged
+                result["duty_steady"] = _timed(client.runtime.evaluate_health, args.runs, dsn, stat)
+                result["duty_steady_judged"] = client.runtime.evaluate_health().judged
                 if args.duty_only:
                     return _finish(result)
-                report = client.check()
+                report = client.reads.check()
                 result["check_found"] = {h: report.unhealthy_count(h) for h in ("late", "failing", "broken")}
-                result["check_engine"] = _timed(client.check, args.runs, dsn, stat)
+                result["check_engine"] = _timed(client.reads.check, args.runs, dsn, stat)
                 cli = [sys.executable, "-m", "awa_tui", "check", "--dsn", dsn]
                 result["check_cli"] = _timed(lambda: subprocess.run(cli, capture_output=True, check=False),
                                              args.runs, dsn, False)
@@ -127,9 +127,9 @@ def main() -> None:
                         "'cron_fire_time', (now() - interval '1 minute')::text) FROM awa.cron_jobs",
                         (BENCH_KIND, BENCH_QUEUE))
                     conn.execute("ANALYZE awa.jobs")
-                client.evaluate_health()
-                result["duty_steady_expectations_on"] = _timed(client.evaluate_health, args.runs, dsn, stat)
-                result["duty_steady_expectations_on_judged"] = client.evaluate_health().judged
+                client.runtime.evaluate_health()
+                result["duty_steady_expectations_on"] = _timed(client.runtime.evaluate_health, args.runs, dsn, stat)
+                result["duty_steady_expectations_on_judged"] = client.runtime.evaluate_health().judged
         result["check_target_met"] = result["check_cli"]["median_s"] < CHECK_TARGET_S
         _finish(result)
     finally:

@@ -445,7 +445,7 @@ def next_whole_second(now: datetime, lead: float) -> datetime:
     return t.replace(microsecond=0) + timedelta(seconds=1)
 
 
-# --- processes and scale curves (issue 18) ------------------------------------------------------
+# --- processes and scale curves -----------------------------------------------------------------
 
 
 def proc_memory_mb(pid: int) -> dict[str, float | None]:

@@ -105,11 +105,11 @@ def main() -> int:
         print(f"seeded {name} in {time.perf_counter() - started:.0f} s")
     try:
         with Client(dsn) as client:
-            client.schedule_page(limit=1000, now=NOW)  # warm: plans, caches
+            client.reads.schedule_page(limit=1000, now=NOW)  # warm: plans, caches
             times = []
             for _ in range(args.runs):
                 started = time.perf_counter()
-                page = client.schedule_page(limit=1000, now=NOW)
+                page = client.reads.schedule_page(limit=1000, now=NOW)
                 times.append((time.perf_counter() - started) * 1000)
             strips = sum(1 for r in page.rows if r.outcomes)
         print(f"page of {len(page.rows)} rows ({strips} with a strip): median {statistics.median(times):.1f} ms, "

@@ -119,7 +119,7 @@ def render(data: dict[str, Any], source: str) -> str:
 
 
 def _scale_tables(data: dict[str, Any]) -> list[str]:
-    """A --scale run's extra tables (issue 18): the 1M targets and the cost curve."""
+    """A --scale run's extra tables: the 1M targets and the cost curve."""
     out: list[str] = []
     targets = data.get("targets_1m")
     if targets:

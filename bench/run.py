@@ -2,11 +2,11 @@
 
 Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durability
 (fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
-server, runs every scenario at quick sizes (or the issue's full sizes with --full), prints
+server, runs every scenario at quick sizes (or the full sizes with --full), prints
 one table and writes it as JSON to bench/results/. With --save-reference the JSON is also
 kept as the committed reference (bench/results/reference.json and bench/RESULTS.md; with
 --scale, reference-scale.json and RESULTS-scale.md).
---scale (issue 18) runs the fleet-size scenarios at 10k, 100k and 1M instead and adds three
+--scale runs the fleet-size scenarios at 10k, 100k and 1M instead and adds three
 tables: the 1M targets, the cost curve (each figure at every size) and the CLI at 1M.
 """
 
@@ -38,6 +38,7 @@ from bench.common import (
 )
 from bench.engines import Engine, Ours, Upstream
 from bench.scenarios import (
+    alert_outage,
     calendar_mix,
     cli_latency,
     console,
@@ -53,7 +54,7 @@ from bench.scenarios import (
     sync,
 )
 
-# Sizes per scenario: quick (the default, minutes in all) and full (the issue's targets).
+# Sizes per scenario: quick (the default, minutes in all) and full (the 100k targets).
 QUICK = {
     "cron_math": [10000],
     "sync": [10000],
@@ -66,6 +67,7 @@ QUICK = {
     "overlap": [10000],
     "fresh_start": [10000],
     "calendar_mix": [10000],
+    "alert_outage": [1000],
 }
 FULL = {
     "cron_math": [100000],
@@ -79,8 +81,9 @@ FULL = {
     "overlap": [10000, 100000],
     "fresh_start": [100000],
     "calendar_mix": [100000],
+    "alert_outage": [10000],
 }
-# --scale (issue 18): each figure at 10k, 100k and 1M, so the cost curve shows. The
+# --scale: each figure at 10k, 100k and 1M, so the cost curve shows. The
 # smaller sizes run the same code on smaller fleets; the 1M targets are judged on 1M.
 SCALE_SIZES = [10000, 100000, 1000000]
 SCALE = {
@@ -90,7 +93,7 @@ SCALE = {
     "console": SCALE_SIZES,
     "cli_latency": SCALE_SIZES,
 }
-# Side-by-side sizes (issue 6): the same scenarios against awa-pg.
+# Side-by-side sizes: the same scenarios against awa-pg.
 COMPARE = {
     "sync": [10000],
     "idle": [10000],
@@ -120,6 +123,7 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "fresh_start": fresh_start.run,
         "scale": scale.run,
         "calendar_mix": calendar_mix.run,
+        "alert_outage": lambda s, e, sizes, r, u: alert_outage.run(s, e, sizes, r, u, window_s),
         "saturation": saturation.run,
     }
 
@@ -155,7 +159,7 @@ def print_cells(title: str, headers: list[str], lines: list[list[str]]) -> None:
 
 
 def scale_tables(report: Report) -> dict[str, object]:
-    """The --scale tables (issue 18): the 1M targets, the cost curve, the CLI at 1M; printed
+    """The --scale tables: the 1M targets, the cost curve, the CLI at 1M; printed
     here and returned for the JSON (bench/results_md.py renders them the same way)."""
     targets = scale.targets_1m(report.rows)
     print_cells("1M targets", ["target", "limit", "measured", "pass", "figure"], [
@@ -175,9 +179,9 @@ def scale_tables(report: Report) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     sizes_group = parser.add_mutually_exclusive_group()
-    sizes_group.add_argument("--full", action="store_true", help="the issue's full sizes (100k; tens of minutes)")
+    sizes_group.add_argument("--full", action="store_true", help="the full sizes (100k; tens of minutes)")
     sizes_group.add_argument("--scale", action="store_true",
-                             help="issue 18: the fleet-size scenarios at 10k, 100k and 1M, the 1M targets and "
+                             help="the fleet-size scenarios at 10k, 100k and 1M, the 1M targets and "
                                   "the cost curve (under 20 minutes on 2 cores)")
     parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")

@@ -133,3 +133,33 @@ def standby_pair() -> Iterator[Any]:
         yield pair
     finally:
         pair.close()
+
+
+@pytest.fixture(scope="session")
+def pg_cron_server() -> Iterator[Any]:
+    """A server of our own with the real pg_cron loaded (tests/reliability/replication.py),
+    shared by the pg_cron import tests; each clears `cron.job` and uses its own awa database."""
+    from reliability.replication import PgCronServer
+
+    server = PgCronServer().start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_cron(pg_cron_server: Any) -> Iterator[tuple[str, str]]:
+    """(pg_cron's DSN, a fresh migrated awa database's DSN on the same server); no pg_cron jobs."""
+    source = pg_cron_server.dsn()
+    with psycopg.connect(source, autocommit=True) as conn:
+        conn.execute("DELETE FROM cron.job")
+        conn.execute("DELETE FROM cron.job_run_details")
+    admin = pg_cron_server.primary.dsn("postgres")
+    name = f"awa_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    awa_dsn = pg_cron_server.primary.dsn(name)
+    migrate(awa_dsn)
+    yield source, awa_dsn
+    drop_database(admin, name)

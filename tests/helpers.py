@@ -48,3 +48,17 @@ async def until(pilot: Any, predicate: Callable[[], Any], timeout: float = 10.0,
             return value
         deadline.check()
         await pilot.pause(0.02)
+
+
+async def drained(pilot: Any, app: Any) -> None:
+    """Everything the keys pressed so far set going has finished: their handlers ran, the
+    database work they queued (the reader's and the writer's queues are FIFO: a marker job
+    answers after every job queued before it) was answered on the UI thread, and what those
+    answers did (a dialog pushed after a preview) was processed. A deterministic point at
+    which to assert that nothing happened."""
+    await pilot.pause()
+    answered: list[str] = []
+    for thread in (app.reader, app.writer):
+        thread.submit(lambda: None, lambda value, error, name=thread.name: answered.append(name))
+    await until(pilot, lambda: sorted(answered) == ["reader", "writer"], what="the console's database work")
+    await pilot.pause()

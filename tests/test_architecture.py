@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_engine_import_does_not_load_textual():
     code = (
         "import sys, awa_tui.engine.client, awa_tui.engine.runtime.loops, awa_tui.engine.read.views,"
-        " awa_tui.engine.operations.ops;"
+        " awa_tui.engine.actions.ops;"
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -36,7 +36,7 @@ def test_console_sources_contain_no_sql():
 
 def test_no_private_textual_or_rich_api_is_used():
     """No `_name` of a Textual or Rich object is read, called, overridden or imported in
-    awa_tui: such names change in any patch release (the textual pin is for snapshots,
+    awa_tui: such names change in any patch release (constraints.txt fixes textual for snapshots,
     not a licence to use internals). Our own `_names` are fine, unless they collide with
     a framework one (that would silently override or clobber it).
 
@@ -148,13 +148,15 @@ def test_runtime_dependencies_are_the_ones_awa_tui_imports():
 
 # --- typed read models at the engine/console boundary --------------------------------------
 
-# Client's reads and operator actions: what the console and the CLI consume.
+# The reads and operator actions the console and the CLI consume (client.reads, client.actions).
 CLIENT_READS = (
     "list_schedules", "get_schedule", "next_fires", "recent_fires", "list_queues", "list_runtimes",
     "leadership", "schedule_page", "schedule_detail", "list_audit", "list_owners", "plan", "resume_preview",
+    "jobs_page", "job_detail", "ledger_view", "search_audit",
+)
+CLIENT_ACTIONS = (
     "pause", "resume", "trigger", "remove", "adopt", "transfer", "retire", "restore", "retire_owner",
-    "restore_owner", "queue_pause", "queue_resume", "queue_drain",
-    "jobs_page", "job_detail", "ledger_view", "search_audit", "retry_job", "cancel_job",
+    "restore_owner", "queue_pause", "queue_resume", "queue_drain", "retry_job", "cancel_job",
 )
 
 
@@ -167,8 +169,6 @@ def test_views_and_client_reads_return_typed_models():
     import ast
     import inspect
 
-    from awa_tui.engine.client import Client
-
     tree = ast.parse((ROOT / "awa_tui" / "engine" / "read" / "views.py").read_text())
     views = {
         node.name: ast.unparse(node.returns) if node.returns else "Any"
@@ -176,7 +176,11 @@ def test_views_and_client_reads_return_typed_models():
     }
     assert {name: r for name, r in views.items() if _untyped(r)} == {}
     assert {"list_schedules", "get_schedule", "schedule_page", "schedule_detail", "list_runtimes"} <= set(views)
-    client = {name: inspect.signature(getattr(Client, name)).return_annotation for name in CLIENT_READS}
+    from awa_tui.engine.actions.operator import Actions
+    from awa_tui.engine.backend.reads import Reads
+
+    client = {name: inspect.signature(getattr(Reads, name)).return_annotation for name in CLIENT_READS}
+    client |= {name: inspect.signature(getattr(Actions, name)).return_annotation for name in CLIENT_ACTIONS}
     assert {name: r for name, r in client.items() if _untyped(r)} == {}
 
 
@@ -200,43 +204,87 @@ def test_console_and_cli_never_reach_the_client_through_getattr():
 def test_console_config_client_is_the_console_backend_protocol():
     import dataclasses
 
-    from awa_tui.engine.read.backend import ConsoleBackend
+    from awa_tui.engine.backend.protocol import ConsoleBackend
     from awa_tui.tui import config
 
     types = {f.name: f.type for f in dataclasses.fields(config.ConsoleConfig)}
     assert types["client"] == "ConsoleBackend" and config.ConsoleBackend is ConsoleBackend
 
 
-def test_client_satisfies_the_console_backend_protocol():
+def _mismatched(protocol: type, implementation: type) -> list[str]:
+    """Protocol methods whose implementation differs in parameter names, kinds, defaults or
+    the read model returned (isinstance only checks names)."""
     import inspect
 
-    from awa_tui.engine.client import Client
-    from awa_tui.engine.read.backend import ConsoleBackend
-
-    backend: ConsoleBackend = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")  # typed assignment
-    try:
-        assert isinstance(backend, ConsoleBackend)
-    finally:
-        backend.close()
-    # isinstance only checks names: the signatures must agree too (parameter names, kinds,
-    # defaults, and the read model returned).
     mismatched = []
-    for name, member in vars(ConsoleBackend).items():
+    for name, member in vars(protocol).items():
         if name.startswith("_") or not callable(member):
             continue
-        wanted, got = inspect.signature(member), inspect.signature(getattr(Client, name))
+        wanted, got = inspect.signature(member), inspect.signature(getattr(implementation, name))
         shape = [(p.name, p.kind, p.default) for p in wanted.parameters.values()]
         if shape != [(p.name, p.kind, p.default) for p in got.parameters.values()][: len(shape)] or (
             wanted.return_annotation != got.return_annotation
         ):
             mismatched.append(f"{name}{got} vs {wanted}")
-    assert mismatched == []
+    return mismatched
+
+
+def test_client_satisfies_the_console_backend_protocols():
+    from awa_tui.engine.actions.operator import Actions
+    from awa_tui.engine.backend.protocol import ActionBackend, ConsoleBackend, ReadBackend
+    from awa_tui.engine.backend.reads import Reads
+    from awa_tui.engine.client import Client
+
+    backend: ConsoleBackend = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")  # typed assignment
+    try:
+        assert isinstance(backend, ConsoleBackend)
+        assert isinstance(backend.reads, ReadBackend) and isinstance(backend.actions, ActionBackend)
+    finally:
+        backend.close()
+    assert _mismatched(ReadBackend, Reads) == []
+    assert _mismatched(ActionBackend, Actions) == []
+
+
+def test_upstream_mode_implements_the_same_protocols():
+    """Upstream mode's reads and actions (the console's and the CLI's alike) have every
+    protocol method, with the signatures and read models of awa-tui's own schema."""
+    from awa_tui.engine.backend.protocol import ActionBackend, ReadBackend
+    from awa_tui.engine.upstream.actions import UpstreamActions
+    from awa_tui.engine.upstream.reads import UpstreamReads
+
+    assert _mismatched(ReadBackend, UpstreamReads) == []
+    assert _mismatched(ActionBackend, UpstreamActions) == []
+
+
+def test_the_client_is_the_app_authors_api_plus_three_entry_points():
+    """What an app author calls, and `reads`, `actions`, `runtime` for the other audiences
+    (the console and the CLI, operators, the running process); settings given to the
+    constructor stay readable."""
+    import inspect
+
+    from awa_tui.engine.client import Client
+
+    client = Client("postgresql://nobody@127.0.0.1:1/none", operator="arch@test")
+    try:
+        settings = set(inspect.signature(Client).parameters) | {"db", "identity", "handlers", "slots", "policies"}
+        members = {n for n in dir(client) if not n.startswith("_")} - settings
+    finally:
+        client.close()
+    assert members == {
+        "periodic", "schedules", "registry", "register_handler", "handler", "job_policy", "enqueue", "migrate",
+        "sync",
+        # S64: schedules made at run time, one or many, in the app's transaction
+        "create_schedule", "create_schedules", "update_schedule", "update_schedules", "delete_schedule",
+        "delete_schedules", "enable_sql_jobs",
+        "evaluate", "work_once", "start", "run", "is_leader", "serve_metrics", "close",
+        "reads", "actions", "runtime", "features", "features_note"}
 
 
 def test_runtime_loops_depend_on_an_interface_not_on_the_client():
     """engine/client.py starts the runtime loops; engine/runtime/ never imports it back (not
     even for type checking): the loops and the leader's duties see the client through the
-    narrow protocols RuntimeHost and LeaderHost, which Client satisfies."""
+    narrow protocols RuntimeHost, LeaderHost and PassHost, which the Client's runtime
+    (runtime/process.RuntimeProcess) satisfies."""
     runtime = ROOT / "awa_tui" / "engine" / "runtime"
     client_import = re.compile(r"^\s*(from\s+awa_tui\.engine\.client\b|from\s+awa_tui\.engine\s+import\s+.*\bclient\b"
                                r"|import\s+awa_tui\.engine\.client\b)", re.MULTILINE)
@@ -250,94 +298,94 @@ def test_runtime_loops_depend_on_an_interface_not_on_the_client():
 
     from awa_tui.engine.client import Client
     from awa_tui.engine.runtime.duties import LeaderHost
+    from awa_tui.engine.runtime.evaluation import PassHost
     from awa_tui.engine.runtime.host import RuntimeHost
 
     client = Client("postgresql://nobody@localhost/none")  # connects lazily: nothing is opened
-    for protocol in (RuntimeHost, LeaderHost):
+    for protocol in (RuntimeHost, LeaderHost, PassHost):
         members = [n for n in vars(protocol) if not n.startswith("_")]
-        assert members and [n for n in members if not hasattr(client, n)] == [], protocol.__name__
+        assert members and [n for n in members if not hasattr(client.runtime, n)] == [], protocol.__name__
 
 
 def test_engine_folders_show_its_parts():
-    """The engine's parts are folders (rooms), one per concept; the modules left flat in
-    engine/ are the facade and what every room shares."""
+    """The engine's parts are folders (rooms), one per concept, ordered in LAYERS; the only
+    module left flat in engine/ is the facade."""
     engine = ROOT / "awa_tui" / "engine"
     expected = {
+        "core": {"errors.py", "db.py", "standby.py", "limits.py", "audit.py", "guards.py", "freshness.py",
+                 "health_words.py", "session.py"},
         "cron": {"vocabulary.py", "fields.py", "zones.py", "expression.py", "describe.py"},
-        "schedules": {"definition.py", "columns.py", "sync.py", "first_hints.py", "overrides.py", "exclusions.py"},
+        "schedules": {"definition.py", "columns.py", "exclusions.py"},
         "calendars": {"store.py", "files.py", "models.py"},
-        "firing": {"evaluator.py", "hints.py", "preview.py", "backfill.py", "arrays.py"},
-        "operations": {"ops.py", "bulk.py", "audit.py", "grants.py"},
-        "read": {"views.py", "filter_sql.py", "freshness.py", "models.py", "page.py", "fleet.py", "owners.py",
-                 "results.py", "backend.py"},
-        "ownership": {"declaration.py", "manifest.py", "agreement.py", "reconcile.py", "lifecycle.py"},
-        "runtime": {"host.py", "loops.py", "leader.py", "duties.py", "reporter.py", "worker.py"},
+        "filtering": {"sql.py"},
+        "firing": {"evaluator.py", "hints.py", "preview.py", "arrays.py"},
+        "sync": {"writer.py", "first_hints.py"},
+        "ownership": {"declaration.py", "manifest.py", "agreement.py", "reconcile.py", "plans.py"},
+        "read": {"views.py", "models.py", "page.py", "fleet.py", "passes.py", "results.py"},
+        "actions": {"ops.py", "bulk.py", "grants.py", "backfill.py", "overrides.py", "lifecycle.py", "operator.py"},
+        "backend": {"protocol.py", "reads.py"},
+        "jobs": {"context.py", "handlers.py", "store.py", "executor.py", "worker.py", "enqueue.py", "sql.py"},
+        "imports": {"pg_cron.py"},
+        "alerts": {"models.py", "sinks.py", "outbox.py", "payloads.py", "deliver.py"},
+        "runtime": {"host.py", "loops.py", "leader.py", "duties.py", "reporter.py", "alive.py",
+                    "metrics.py", "probe.py", "process.py", "alerting.py"},
     }
     found = {folder: {p.name for p in (engine / folder).glob("*.py")} for folder in expected}
     assert {folder: names - found[folder] for folder, names in expected.items()} == {f: set() for f in expected}
-    flat = sorted(p.name for p in engine.glob("*.py"))
-    assert flat == ["__init__.py", "client.py", "db.py", "errors.py", "limits.py", "standby.py"]
-    assert len(flat) <= 8
+    assert sorted(p.name for p in engine.glob("*.py")) == ["__init__.py", "client.py"]
 
 
-# --- the rooms of the engine and who may enter them -----------------------------------------
+# --- the layers of the engine ------------------------------------------------------------------
 #
-# A room is a package of awa_tui/engine; the flat modules (client, db, errors, limits, standby)
-# are rooms of their own. Each row names every room the room's modules may import: at the top
-# of a module, inside a function (lazily), under TYPE_CHECKING, or as a module path string
-# (importlib, the lazy names of read/models.py). The table is the graph as the code stands;
-# an edge not in it fails the test, so a new one is a deliberate change made here.
-ENGINE_ROOMS: dict[str, frozenset[str]] = {
-    # what every room shares
-    "errors": frozenset(),
-    "standby": frozenset(),
-    "limits": frozenset({"errors"}),
-    "db": frozenset({"errors", "standby"}),
-    # the cron arithmetic: no other room
-    "cron": frozenset({"errors"}),
-    # definitions; sync and overrides write through the audit gate, first hints use the
-    # evaluator's first candidate
-    "schedules": frozenset({"cron", "errors", "limits", "firing", "operations"}),
-    "calendars": frozenset({"errors", "schedules", "operations"}),
-    # the fire path: never the read models, the runtime or the facade
-    "firing": frozenset({"calendars", "cron", "db", "errors", "ledger", "limits", "operations", "schedules"}),
-    # operator actions: their results are read models
-    "operations": frozenset({"db", "errors", "limits", "ownership", "read", "schedules", "standby"}),
-    # the declaration's sync refuses names of unknown calendars
-    "ownership": frozenset({"calendars", "db", "errors", "operations", "read", "schedules"}),
-    # read models: never an operator action; firing for a type and runtime for the leader's
-    # lease and a snapshot's passes
-    "read": frozenset({"calendars", "cron", "db", "errors", "firing", "health", "ledger", "limits", "runtime",
-                       "schedules", "standby"}),
-    "ledger": frozenset({"calendars", "cron", "db", "errors", "firing", "limits", "operations", "read", "schedules"}),
-    "health": frozenset({"db", "errors", "limits", "migrations", "read", "runtime", "schedules"}),
-    # the loops see the client through RuntimeHost, never the facade itself
-    "runtime": frozenset({"db", "errors", "firing", "health", "limits", "migrations", "ownership", "read",
-                          "standby"}),
-    "migrations": frozenset({"db", "errors", "standby", "upstream"}),
-    "upstream": frozenset({"cron", "db", "errors", "firing", "ledger", "limits", "migrations", "operations", "read",
-                           "runtime", "schedules", "standby"}),
-    # the facade: every room but cron (reached through schedules), upstream (its own backend)
-    "client": frozenset({"calendars", "db", "errors", "firing", "health", "ledger", "limits", "migrations",
-                         "operations", "ownership", "read", "runtime", "schedules", "standby"}),
-}
+# A room is a package of awa_tui/engine (or its one flat module, the client).
+# The rooms are layers, bottom first: a module may import its own room and the rooms below it,
+# never one above; at the top of a module, inside a function, under TYPE_CHECKING or as a
+# module path string alike. So every import points one way and no two rooms can need each
+# other, which the cycle test below checks again from the code alone.
+LAYERS: list[str] = [
+    "core",        # what every room shares: errors, connections, limits, the audit gate, guards
+    "cron",        # the cron arithmetic
+    "migrations",  # the schema, and telling ours from upstream's
+    "schedules",   # a schedule's definition, its columns, exclusions
+    "calendars",   # named sets of excluded dates
+    "filtering",   # the filter grammar as SQL
+    "firing",      # the evaluator: due instants, hints, previews
+    "sync",        # declared schedules written to the database
+    "ledger",      # fires, jobs and their outcomes, the audit trail, why
+    "jobs",        # the job runner: a job's context, handlers, claim and outcomes, executor, worker, enqueue
+    "ownership",   # owners, manifests, agreement, reconciliation
+    "read",        # the read models the console and the CLI show
+    "health",      # health rules, `check`, health notifications
+    "alerts",      # alert sinks, the delivery outbox, silences, each sink's payloads (S63)
+    "actions",     # every operator action (pause ... backfill, overrides, lifecycle, bulk, grants)
+    "imports",     # schedules carried over from another scheduler (pg_cron), through ownership's API
+    "runtime",     # the process: leader election, loops, duties, worker, /alive, /metrics
+    "backend",     # what the console and the CLI drive: the protocols, and the reads of our own schema
+    "upstream",    # operating a database whose schema upstream Awa made
+    "client",      # the public face
+]
 
 # Outside the engine, the modules each part may name, one by one: the console and the CLI
 # reach the engine through the facade, the read models and plain values (vocabularies,
 # limits, errors), plus the few entry points listed (a CLI command per module it drives).
 OUTSIDE: dict[str, frozenset[str]] = {
     "tui": frozenset({
-        "client", "db", "errors", "standby", "read.backend", "read.models", "cron.describe", "health.listen",
-        "health.models", "ledger.jobs", "ledger.models", "runtime.heap", "runtime.leader", "schedules.exclusions",
-        "schedules.overrides", "upstream.console", "upstream.detect"}),
+        "actions.made", "actions.overrides", "backend.protocol", "client", "core.db", "core.errors", "core.limits",
+        "core.standby",
+        "cron.describe",
+        "health.listen", "health.models", "ledger.jobs", "ledger.models", "migrations.detect", "read.fleet",
+        "read.models", "runtime.heap", "schedules.exclusions", "upstream.backend"}),
     "cli": frozenset({
-        "client", "db", "errors", "limits", "read.models", "calendars.files", "cron.expression", "firing.backfill",
-        "health.alive", "health.listen", "health.models", "health.probe", "ledger.why", "migrations",
-        "operations.grants", "ownership.manifest", "runtime.heap", "runtime.leader", "schedules.overrides",
-        "upstream.adapter", "upstream.detect", "upstream.models"}),
+        "actions.backfill", "actions.grants", "actions.overrides", "backend.protocol", "calendars.files", "client",
+        "core.db", "core.errors", "core.limits", "cron.expression", "health.listen", "health.models", "imports.pg_cron",
+        "jobs.worker", "ledger.why",
+        "migrations", "migrations.detect", "ownership.api_schedules", "ownership.manifest",
+        "read.fleet", "read.models", "runtime.alive", "runtime.identity",
+        "runtime.heap", "runtime.probe", "upstream.adapter", "upstream.backend", "upstream.models"}),
     # awa_tui/*.py: the package's face, start-up, the demo app, the filter grammar
     "awa_tui": frozenset({
-        "client", "db", "errors", "schedules.definition", "runtime.worker", "health.vocabulary", "ledger.states"}),
+        "client", "core.db", "core.errors", "core.health_words", "jobs.context", "jobs.handlers", "ledger.states",
+        "schedules.definition"}),
 }
 
 
@@ -368,25 +416,82 @@ def _engine_imports(source: str) -> set[str]:
     return {_engine_target(n) for n in found if n == "awa_tui.engine" or n.startswith("awa_tui.engine.")} - {""}
 
 
-def room_violations(sources: dict[str, str]) -> list[str]:
-    """Edges of `sources` ({dotted module name: its text}) the room tables do not allow."""
-    out = []
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return (parts[2] if len(parts) > 2 else "engine") if parts[:2] == ["awa_tui", "engine"] else None
+
+
+def room_edges(sources: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(room, room it imports) -> the modules that do, for every engine module of `sources`."""
+    edges: dict[tuple[str, str], list[str]] = {}
     for module, source in sorted(sources.items()):
-        parts = module.split(".")
+        own = _room(module)
+        if own is None:
+            continue
         for target in sorted(_engine_imports(source)):
             room = target.split(".")[0]
-            if parts[:2] == ["awa_tui", "engine"]:
-                own = parts[2] if len(parts) > 2 else "engine"
-                if room != own and room not in ENGINE_ROOMS.get(own, frozenset()):
-                    out.append(f"{module} -> {target}")
-            else:
-                part = parts[1] if len(parts) > 2 else "awa_tui"
-                if target not in OUTSIDE.get(part, frozenset()):
-                    out.append(f"{module} -> {target}")
-        if parts[:2] == ["awa_tui", "engine"] and re.search(r"^\s*(from|import)\s+awa_tui\.(tui|cli)\b",
-                                                           source, re.MULTILINE):
-            out.append(f"{module} -> the console or the CLI")
-    return out
+            if room != own:
+                edges.setdefault((own, room), []).append(f"{module} -> {target}")
+    return edges
+
+
+def room_violations(sources: dict[str, str]) -> list[str]:
+    """Imports of `sources` ({dotted module name: its text}) that point up the layers, and
+    console/CLI imports the OUTSIDE table does not allow."""
+    out = []
+    rank = {room: i for i, room in enumerate(LAYERS)}
+    for (own, room), where in room_edges(sources).items():
+        if own not in rank or room not in rank or rank[room] > rank[own]:
+            out += [f"{w} (up from {own} to {room})" for w in where]
+    for module, source in sorted(sources.items()):
+        parts = module.split(".")
+        if _room(module) is not None:
+            if re.search(r"^\s*(from|import)\s+awa_tui\.(tui|cli)\b", source, re.MULTILINE):
+                out.append(f"{module} -> the console or the CLI")
+            continue
+        part = parts[1] if len(parts) > 2 else "awa_tui"
+        out += [f"{module} -> {t}" for t in sorted(_engine_imports(source)) if t not in OUTSIDE.get(part, frozenset())]
+    return sorted(out)
+
+
+def import_cycles(sources: dict[str, str]) -> list[list[str]]:
+    """Strongly connected components of more than one room in the room import graph
+    (Tarjan's algorithm), each sorted: rooms that reach each other through imports."""
+    graph: dict[str, set[str]] = {}
+    for own, room in room_edges(sources):
+        graph.setdefault(own, set()).add(room)
+        graph.setdefault(room, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
 
 
 def _sources() -> dict[str, str]:
@@ -394,51 +499,69 @@ def _sources() -> dict[str, str]:
             for p in sorted((ROOT / "awa_tui").rglob("*.py"))}
 
 
-def test_every_import_stays_within_the_room_tables():
-    sources = _sources()
-    assert set(ENGINE_ROOMS) == {p.stem if p.is_file() else p.name for p in (ROOT / "awa_tui" / "engine").iterdir()
-                                 if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
-    assert room_violations(sources) == []
-    # Every allowed edge is used: the tables are the graph, not a wish list.
+def test_engine_tests_mirror_the_rooms():
+    """tests/engine/<room>/ holds the tests of that room: every folder there is a room."""
+    folders = {p.name for p in (ROOT / "tests" / "engine").iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert folders - set(LAYERS) == set()
+    assert set(LAYERS) - folders == {"backend", "client"}  # exercised through every other room's tests
+
+
+def test_the_layers_name_every_room_once():
+    rooms = {p.stem if p.is_file() else p.name for p in (ROOT / "awa_tui" / "engine").iterdir()
+             if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert sorted(LAYERS) == sorted(rooms) and len(set(LAYERS)) == len(LAYERS)
+
+
+def test_every_import_points_down_the_layers():
+    assert room_violations(_sources()) == []
+
+
+def test_no_two_rooms_import_each_other():
+    """Computed from the code alone, whatever LAYERS says: every strongly connected
+    component of the room graph is a single room."""
+    assert import_cycles(_sources()) == []
+
+
+def test_the_outside_table_is_the_graph():
+    """Every allowed console/CLI edge is used: the table is the graph, not a wish list."""
     used: dict[str, set[str]] = {}
-    for module, source in sources.items():
+    for module, source in _sources().items():
         parts = module.split(".")
-        key = (parts[2] if len(parts) > 2 else "engine") if parts[:2] == ["awa_tui", "engine"] else (
-            parts[1] if len(parts) > 2 else "awa_tui")
-        targets = _engine_imports(source)
-        used.setdefault(key, set()).update(
-            targets if key in OUTSIDE else {t.split(".")[0] for t in targets} - {key})
-    assert {room: set(allowed) - used.get(room, set()) for room, allowed in ENGINE_ROOMS.items()} == {
-        room: set() for room in ENGINE_ROOMS}
+        if _room(module) is None:
+            used.setdefault(parts[1] if len(parts) > 2 else "awa_tui", set()).update(_engine_imports(source))
     assert {part: set(allowed) - used.get(part, set()) for part, allowed in OUTSIDE.items()} == {
         part: set() for part in OUTSIDE}
 
 
-def test_the_room_check_fails_on_a_forbidden_edge():
-    """Negative control: synthetic modules with edges the tables forbid are each reported,
-    whether the import is at the top, in a function, under TYPE_CHECKING or a string."""
+def test_the_layer_check_fails_on_an_upward_edge_and_on_a_cycle():
+    """Negative control: synthetic modules with edges up the layers are each reported,
+    whether the import is at the top, in a function, under TYPE_CHECKING or a string; and a
+    planted pair of rooms importing each other is found as a cycle, named."""
     forbidden = {
         "awa_tui.engine.cron.fields": "from awa_tui.engine.read import views\n",
-        "awa_tui.engine.read.views": "def f():\n    from awa_tui.engine.operations import ops\n",
+        "awa_tui.engine.read.views": "def f():\n    from awa_tui.engine.actions import ops\n",
         "awa_tui.engine.firing.evaluator": "if TYPE_CHECKING:\n    from awa_tui.engine.runtime.loops import Runtime\n",
         "awa_tui.engine.runtime.loops": "import awa_tui.engine.client\n",
-        "awa_tui.engine.schedules.sync": "LAZY = 'awa_tui.engine.read.models'\n",
+        "awa_tui.engine.sync.writer": "LAZY = 'awa_tui.engine.read.models'\n",
         "awa_tui.engine.ledger.why": "from awa_tui.tui import app\n",
         "awa_tui.tui.panels.schedules": "from awa_tui.engine.firing import evaluator\n",
         "awa_tui.cli.cron": "from awa_tui.engine.read.views import list_schedules\n",
     }
     assert room_violations(forbidden) == [
         "awa_tui.cli.cron -> read.views",
-        "awa_tui.engine.cron.fields -> read.views",
-        "awa_tui.engine.firing.evaluator -> runtime.loops",
+        "awa_tui.engine.cron.fields -> read.views (up from cron to read)",
+        "awa_tui.engine.firing.evaluator -> runtime.loops (up from firing to runtime)",
         "awa_tui.engine.ledger.why -> the console or the CLI",
-        "awa_tui.engine.read.views -> operations.ops",
-        "awa_tui.engine.runtime.loops -> client",
-        "awa_tui.engine.schedules.sync -> read.models",
+        "awa_tui.engine.read.views -> actions.ops (up from read to actions)",
+        "awa_tui.engine.runtime.loops -> client (up from runtime to client)",
+        "awa_tui.engine.sync.writer -> read.models (up from sync to read)",
         "awa_tui.tui.panels.schedules -> firing.evaluator",
     ]
-    # The same edges inside an allowed room pass: the check is the table, not the text.
+    # The same edge pointing down is allowed: the check is the layers, not the text.
     assert room_violations({"awa_tui.engine.client": "from awa_tui.engine.read import views\n"}) == []
+    planted = {**_sources(), "awa_tui.engine.core.planted": "from awa_tui.engine.ledger import why\n"}
+    cycles = import_cycles(planted)
+    assert len(cycles) == 1 and {"core", "ledger"} <= set(cycles[0]), cycles
 
 
 def test_engine_defines_the_cron_vocabulary_and_the_schedule_columns_once():
@@ -473,3 +596,10 @@ def test_every_public_method_of_the_client_is_one_statement():
         if len(body := [s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]) > 1
     }
     assert longer == {"handler": 2, "close": 2}
+    # The reads and the operator actions are thin the same way: one statement each.
+    for path, name in (("backend/reads.py", "Reads"), ("actions/operator.py", "Actions")):
+        tree = ast.parse((ROOT / "awa_tui" / "engine" / path).read_text())
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+        assert [f.name for f in cls.body if isinstance(f, ast.FunctionDef) and not f.name.startswith("_")
+                and len([s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]) > 1
+                ] == [], name

@@ -15,7 +15,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "deplo
 # Where rule ids are cited, and which files there are text worth reading.
 CITING_DIRS = ("awa_tui", "tests", "bench")
 TEXT_SUFFIXES = {".py", ".sql", ".md", ".tcss", ".toml", ".txt"}
-SKIP_DIRS = {"__pycache__", "__snapshots__", ".pg", "results", ".venv-awa-pg", ".hypothesis"}
+SKIP_DIRS = {"__pycache__", "__snapshots__", ".pg", "results", ".venv-awa-pg", ".venv-procrastinate", ".hypothesis"}
 
 # `S11`, and ranges such as `S26-S33` or `S26..S33` (each id in between is cited too).
 RULE_CITE = re.compile(r"\bS(\d+)(?:\s?(?:-|\.\.|\u2013)\s?S(\d+))?\b")
@@ -26,6 +26,13 @@ FORBIDDEN = re.compile(
     "|".join([r"\.\./" + "shared", "shared" + "/spec", "SPEC" + r"\.md", "NOTES" + r"\.md", "DESIGN" + r"\.md"])
     .encode()
 )
+
+# A pointer into an issue tracker ("issue 18"), which a reader of the repository cannot
+# follow: the reason is written out, or a rule id of docs/behaviour.md cited, instead.
+TRACKER_POINTER = re.compile(r"\bissue\s+#?\d+\b", re.IGNORECASE)
+# Where such pointers are not allowed: the product, its docs, deploy files and the bench.
+# CHANGELOG.md and tests/ are history and may keep them.
+POINTER_FREE = ("awa_tui/", "docs/", "README.md", "deploy/", "bench/")
 
 
 def rule_ids(text: str) -> set[int]:
@@ -143,3 +150,40 @@ def test_nothing_points_outside_the_repository() -> None:
         if path.is_file():
             offenders += [f"{name}: {m.group().decode()}" for m in FORBIDDEN.finditer(path.read_bytes())]
     assert offenders == []
+
+
+def tracker_pointers(name: str, text: str) -> list[str]:
+    return [f"{name}:{text.count(chr(10), 0, m.start()) + 1}: {m.group()}" for m in TRACKER_POINTER.finditer(text)]
+
+
+OLD_MIGRATION = r"awa_tui/engine/migrations/v0(0\d|1[0-8])_\w+\.sql"
+
+
+def test_no_issue_tracker_pointers() -> None:
+    offenders = []
+    # An undoing (migrations/down/) restores an old migration's function word for word: a
+    # line it shares with one of those keeps that migration's words.
+    old_lines = {line for name in tracked_files() if re.fullmatch(OLD_MIGRATION, name)
+                 for line in (ROOT / name).read_text().splitlines()}
+    for name in tracked_files():
+        path = ROOT / name
+        # A migration file is history databases have applied: never edited, so an old one
+        # keeps its words (a new one must not add any); docs/schema.md prints their functions.
+        if re.fullmatch(OLD_MIGRATION, name) or name == "docs/schema.md":
+            continue
+        if name.startswith(POINTER_FREE) and path.is_file():
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue  # not text
+            lines = text.splitlines()
+            offenders += [o for o in tracker_pointers(name, text)
+                          if not (name.startswith("awa_tui/engine/migrations/down/")
+                                  and lines[int(o.split(":")[1]) - 1] in old_lines)]
+    assert offenders == []
+
+
+def test_a_tracker_pointer_is_found_and_words_about_issues_are_not() -> None:
+    """Negative control of the check above."""
+    text = '# why (issue 18)\n"""Issue 16: the form"""\nsee ISSUE #7\nthe `issues` command; an issue 2x worse\n'
+    assert tracker_pointers("f.py", text) == ["f.py:1: issue 18", "f.py:2: Issue 16", "f.py:3: ISSUE #7"]

@@ -21,6 +21,8 @@ app = typer.Typer(
     no_args_is_help=False,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # -h as well as --help, at every level (click hands the names down to each subcommand).
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 # Every top-level command, in the order `awa-tui --help` lists them, with the modules that
@@ -32,13 +34,15 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "migrate": ("core",),
     "audit": ("core",),
     "plan": ("owners",),
-    "cron": ("cron", "backfill", "ledger", "owners"),
+    "cron": ("cron", "backfill", "ledger", "owners", "made"),
     "db": ("core", "grants"),
     "runtime": ("core",),
     "jobs": ("jobs", "prune"),
     "owner": ("owners",),
     "queue": ("queue",),
     "calendar": ("calendars",),
+    "alerts": ("alerts",),
+    "import": ("imports",),
 }
 
 

@@ -9,13 +9,13 @@ import typer
 from awa_tui.cli.common import emit, errors_as_lines, make_client, say
 from awa_tui.cli.cron import NameArg, _parse_instant, cron_app
 from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
-from awa_tui.engine.limits import BACKFILL_LIMIT
+from awa_tui.engine.core.limits import BACKFILL_LIMIT
 from awa_tui.printable import printable
 
 # Every `cron` command imports this module (it registers `cron backfill`): the engine's
 # backfill loads only when one runs.
 if TYPE_CHECKING:
-    from awa_tui.engine.firing.backfill import BackfillResult
+    from awa_tui.engine.actions.backfill import BackfillResult
 
 
 def backfill_summary(result: BackfillResult) -> str:
@@ -51,7 +51,7 @@ def cron_backfill(
     with errors_as_lines():
         start, end = _parse_instant(from_text, "--from"), _parse_instant(to_text, "--to")
         client = make_client(dsn, operator, read_only=dry_run)
-        result = client.backfill(name, start, end, dry_run=dry_run, max_count=max_count)
+        result = client.actions.backfill(name, start, end, dry_run=dry_run, max_count=max_count)
 
         def render() -> None:
             say(backfill_summary(result))

@@ -1,5 +1,5 @@
 """The CLI's bulk forms: `cron pause|resume|trigger|retire|restore NAME... [--filter EXPR]
-[--dry-run]` and `cron adopt --declared-by OWNER [--dry-run]` (engine/operations/bulk.py).
+[--dry-run]` and `cron adopt --declared-by OWNER [--dry-run]` (engine/actions/bulk.py).
 
 A command given exactly one name and neither option keeps its single-action behaviour
 (a refusal is an error); any other selection runs as a bulk action, where a schedule
@@ -17,7 +17,7 @@ import typer
 from awa_tui.cli.common import emit, errors_as_lines, make_client, run_action, say
 
 if TYPE_CHECKING:
-    from awa_tui.engine.client import Client
+    from awa_tui.engine.backend.protocol import ConsoleBackend
 
 NamesArg = Annotated[list[str] | None, typer.Argument(help="Schedule names (or use --filter).", show_default=False)]
 FilterOpt = Annotated[str | None, typer.Option(
@@ -51,7 +51,7 @@ def is_single(names: list[str] | None, filter_expr: str | None, dry_run: bool) -
 
 def run_bulk(
     verb: str, names: list[str] | None, filter_expr: str | None, dry_run: bool, dsn: str | None,
-    operator: str | None, as_json: bool, owner: str | None = None,
+    operator: str | None, as_json: bool, owner: str | None = None, options: dict[str, Any] | None = None,
 ) -> None:
     from awa_tui.filters import parse
 
@@ -59,28 +59,29 @@ def run_bulk(
     with errors_as_lines():
         where = parse(filter_expr) if filter_expr is not None else None  # refused before any connection
         client = make_client(dsn, operator, read_only=dry_run)
-        result = client.bulk(verb, names, where=where, owner=owner, dry_run=dry_run)
+        result = client.actions.bulk(verb, names, where=where, owner=owner, dry_run=dry_run, **(options or {}))
         emit(_as_data(result), as_json, lambda: _render(result))
 
 
 def run_named(
     verb: str, names: list[str] | None, filter_expr: str | None, dry_run: bool, dsn: str | None,
-    operator: str | None, as_json: bool, act: Callable[[Client, str], Any],
-    detail: Callable[[Any], str] = lambda _: "",
+    operator: str | None, as_json: bool, act: Callable[[ConsoleBackend, str], Any],
+    detail: Callable[[Any], str] = lambda _: "", options: dict[str, Any] | None = None,
 ) -> None:
     """`cron VERB NAME...`: the single action on one name (its summary "VERB-ed NAME" and
-    `detail` of the result), any other selection in bulk."""
+    `detail` of the result), any other selection in bulk (with `options`, the bulk action's
+    own keywords)."""
     if is_single(names, filter_expr, dry_run):
         name = names[0]  # type: ignore[index]
         run_action(dsn, operator, as_json, lambda client: act(client, name),
                    lambda result: f"{PAST[verb]} {name}{detail(result)}")
     else:
-        run_bulk(verb, names, filter_expr, dry_run, dsn, operator, as_json)
+        run_bulk(verb, names, filter_expr, dry_run, dsn, operator, as_json, options=options)
 
 
 def run_adopt_declared(owner: str, dry_run: bool, dsn: str | None, operator: str | None, as_json: bool) -> None:
     with errors_as_lines():
-        result = make_client(dsn, operator, read_only=dry_run).adopt_declared(owner, dry_run=dry_run)
+        result = make_client(dsn, operator, read_only=dry_run).actions.adopt_declared(owner, dry_run=dry_run)
         emit(_as_data(result), as_json, lambda: _render(result))
 
 

@@ -14,17 +14,17 @@ from uuid import UUID
 
 import typer
 
-from awa_tui.cli.options import DsnFileOpt
+from awa_tui.cli.options import SQL_TIMEOUT_DEFAULT, DsnFileOpt
 from awa_tui.config import resolve_dsn
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
-    from awa_tui.engine.client import Client
+    from awa_tui.engine.backend.protocol import ConsoleBackend
 
 # Imported here: typer, and light modules of our own. The engine (psycopg) loads when a
 # command first connects: `awa-tui --help` needs none of it (tests/cli/test_cli_lazy.py).
-# Output is plain text written to the streams: no Rich on a command's path (issue 18).
+# Output is plain text written to the streams: no Rich on a command's path (start-up time).
 
 
 def say(text: str) -> None:
@@ -63,7 +63,7 @@ def leader_dsn_of(flag: str | None, dsn_file: str | None) -> str | None:
     """The leader connection's own DSN from --leader-dsn, --leader-dsn-file or
     AWA_LEADER_DATABASE_URL, checked (one line quoting none of it); None when not set."""
     from awa_tui.config import resolve_leader_dsn
-    from awa_tui.engine.db import dsn_problem
+    from awa_tui.engine.core.db import dsn_problem
 
     try:
         dsn = resolve_leader_dsn(flag, dsn_file)
@@ -79,21 +79,32 @@ def require_dsn(flag: str | None) -> str:
     Postgres already running (started by the console or `awa-tui db start`). It is never
     started here: a forgotten variable on a bastion must fail, not point the command at
     a new, empty database."""
-    from awa_tui.engine.db import check_dsn
+    try:
+        return resolved_dsn(flag)
+    except AwaError as exc:
+        fail(str(exc))
+
+
+def resolved_dsn(flag: str | None) -> str:
+    """require_dsn's answer, or AwaError saying why there is none (`check` turns it into
+    UNKNOWN, exit 3, where every other command exits 1)."""
+    from awa_tui.engine.core.db import check_dsn
 
     dsn = resolve_dsn(flag)
     if dsn is None:
+        from awa_tui import embedded
         from awa_tui.bootstrap import running_embedded_dsn
 
         dsn = running_embedded_dsn()
         if dsn is None:
-            fail(NO_DATABASE)
+            state = embedded.status()
+            if state["initialised"]:  # it was started once: say it is stopped, not absent
+                raise AwaError(f"no database configured, and the embedded Postgres at {state['home']} is stopped: "
+                               "start it with `awa-tui db start`, or pass --dsn (or set AWA_DATABASE_URL)")
+            raise AwaError(NO_DATABASE)
         warn(f"no database configured: using the running embedded Postgres: {dsn}")
         return dsn
-    try:
-        check_dsn(dsn)  # libpq's own parse errors would quote the password
-    except AwaError as exc:
-        fail(str(exc))
+    check_dsn(dsn)  # libpq's own parse errors would quote the password
     return dsn
 
 
@@ -183,20 +194,29 @@ def prepare_command(command: Any, path: str) -> None:
         command.callback = _with_options(command.callback, path, leaf=not hasattr(command, "commands"))
 
 
-def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> Client:
+def make_client(dsn_flag: str | None, operator: str | None = None, *, read_only: bool = False) -> ConsoleBackend:
+    """What a command reads and acts through (`.reads`, `.actions`): a Client on awa-tui's
+    own schema (or none: its own errors say what to do), upstream mode's backend on an
+    upstream Awa schema (cli/upstream.py), with the same operator and read-only flag."""
     from awa_tui.engine.client import Client
-    from awa_tui.engine.upstream.detect import has_upstream_table
+    from awa_tui.engine.migrations.detect import detect_schema, has_upstream_table
 
     client = Client(require_dsn(dsn_flag), operator=operator, read_only=read_only, application_name="awa-tui cli")
-    # On an upstream Awa schema the same commands run in upstream mode (cli/upstream.py).
-    # Only a database with upstream's version table can be one: for every other (awa-tui's
-    # own schema, or none) this one catalog read decides, and that mode is never loaded.
+    # Only a database with upstream's version table can be upstream's: for every other (awa-tui's
+    # own schema, or none) this one catalog read decides, and upstream mode is never loaded.
     with client.db.connection() as conn:
-        if not has_upstream_table(conn):
-            return client
-    from awa_tui.cli.upstream import client_for
+        upstream = has_upstream_table(conn) and detect_schema(conn).kind == "upstream"
+    backend: ConsoleBackend = client
+    if upstream:
+        client.close()
+        from awa_tui.cli.upstream import upstream_backend
 
-    return client_for(client)
+        backend = upstream_backend(client.dsn, operator=client.operator, read_only=read_only)
+    if read_only:  # a read from a standby says so, and how far behind (a write is refused anyway)
+        standby = backend.reads.server_role().describe()
+        if standby:
+            warn(standby)
+    return backend
 
 
 def _default(value: Any) -> Any:
@@ -281,17 +301,29 @@ def emit_table(rows: Sequence[Any], columns: Sequence[str], title: str | None = 
     sys.stdout.write(render([printable(heading(c)) for c in columns], cells, printable(title) if title else None))
 
 
-def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
+def emit(data: Any, as_json: bool, render: Callable[[], object]) -> None:
     if as_json:
         emit_json(data)
     else:
         render()
 
 
-def run_action(dsn: str | None, operator: str | None, as_json: bool, act: Callable[[Client], Any],
+def run_action(dsn: str | None, operator: str | None, as_json: bool, act: Callable[[ConsoleBackend], Any],
                summary: Callable[[Any], str]) -> None:
     """An operator action: `act` on a writable client, then its result as JSON or the
     one line `summary` makes of it."""
     with errors_as_lines():
         result = act(make_client(dsn, operator))
         emit(result, as_json, lambda: say(summary(result)))
+
+
+SQL_TIMEOUT_MAX_S = 86400.0  # a day: a statement longer than that is not a scheduled job's
+
+
+def sql_timeout_of(sql_jobs: bool, seconds: float) -> timedelta | None:
+    """--sql-jobs' statement timeout (None: no SQL jobs), refused in one line."""
+    if seconds != SQL_TIMEOUT_DEFAULT and not sql_jobs:
+        fail("--sql-timeout applies only with --sql-jobs")
+    if not 0 < seconds <= SQL_TIMEOUT_MAX_S:  # nan too
+        fail(f"--sql-timeout: more than 0 and at most {SQL_TIMEOUT_MAX_S:g} seconds, got {seconds:g}")
+    return timedelta(seconds=seconds) if sql_jobs else None

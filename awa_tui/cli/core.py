@@ -20,21 +20,32 @@ from awa_tui.cli.common import (
     make_client,
     require_dsn,
     say,
+    sql_timeout_of,
 )
 from awa_tui.cli.health import MetricsAddrOpt, ScheduleSeriesOpt
-from awa_tui.cli.options import APP_HELP, DsnOpt, JsonOpt, LeaderDsnFileOpt, LeaderDsnOpt, OperatorOpt
+from awa_tui.cli.options import (
+    APP_HELP,
+    SQL_TIMEOUT_DEFAULT,
+    DsnOpt,
+    JsonOpt,
+    LeaderDsnFileOpt,
+    LeaderDsnOpt,
+    OperatorOpt,
+    SqlJobsOpt,
+    SqlTimeoutOpt,
+)
 from awa_tui.cli.timeargs import SinceOpt, UntilOpt, check_range, parse_point
 from awa_tui.cli.timeargs import parse_duration as parse_retention
 from awa_tui.config import parse_duration, resolve_dsn
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES, parse_addr
 from awa_tui.printable import PrintableFormatter, printable_logger
 
 if TYPE_CHECKING:
-    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.read.fleet import Leadership
 
 # The engine, the embedded server and upstream mode are imported by the commands that use
-# them: `awa-tui audit` does not load what `awa-tui run` needs (issue 18).
+# them: `awa-tui audit` does not load what `awa-tui run` needs.
 
 db_app = command_group(
     "db", "The database: its schema, the audit trail of upstream mode, the embedded Postgres used when none is "
@@ -83,6 +94,21 @@ def run(
         "Finished jobs kept per schedule whatever their age, for its history (default 50; 0 keeps none)."))] = None,
     leader_dsn: LeaderDsnOpt = None,
     leader_dsn_file: LeaderDsnFileOpt = None,
+    no_migrate: Annotated[bool, typer.Option("--no-migrate", envvar="AWA_NO_MIGRATE", help=(
+        "Never migrate at start: a schema behind is refused in one line. For deploys that run "
+        "`awa-tui migrate` as a step of their own (a Kubernetes Job, systemd ExecStartPre=)."))] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", metavar="N", help=(
+        "Jobs run at once by this process (async handlers on its event loop, sync ones on its threads)."))] = 10,
+    queues: Annotated[str | None, typer.Option("--queues", metavar="A,B=N", help=(
+        "Only these queues (all when omitted); `name=N` gives a queue at most N of the slots, so a slow "
+        "queue cannot take them all."))] = None,
+    shutdown_grace: Annotated[float, typer.Option("--shutdown-grace", metavar="SECONDS", help=(
+        "On SIGTERM, how long running jobs get to finish before they are released to run again "
+        "(a second signal releases them at once)."))] = 25.0,
+    log_level: Annotated[str, typer.Option("--log-level", metavar="LEVEL", help=(
+        "debug, info, warning or error. One line per finished job is at info; failures at warning."))] = "info",
+    sql_jobs: SqlJobsOpt = False,
+    sql_timeout: SqlTimeoutOpt = SQL_TIMEOUT_DEFAULT,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     from awa_tui.bootstrap import build_client, dsn_or_embedded
@@ -92,13 +118,19 @@ def run(
     # whichever logger wrote it (the engine's own loggers escape at the source too).
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler])
-    logging.getLogger("awa_tui.evaluator").setLevel(logging.INFO)
+    level = logging.getLevelName(log_level.upper())
+    logging.basicConfig(level=level if isinstance(level, int) else logging.INFO, handlers=[handler])
+    logging.getLogger("awa_tui.evaluator").setLevel(level if isinstance(level, int) else logging.INFO)
     with errors_as_lines():
-        if not demo and not app_ref:
-            fail("nothing to run: pass --demo or --app module:attribute")
+        if not isinstance(level, int) or log_level.lower() not in ("debug", "info", "warning", "error"):
+            fail(f"--log-level: debug, info, warning or error, got {log_level!r}")
+        if not demo and not app_ref and not sql_jobs:
+            fail("nothing to run: pass --demo, --app module:attribute or --sql-jobs")
+        sql_statement_timeout = sql_timeout_of(sql_jobs, sql_timeout)
+        ownership_jobs = _jobs(concurrency, queues, shutdown_grace)
         ownership = _ownership(owner, authoritative, retire_grace)  # refused before any database is touched
         ownership.update(_retention(job_retention, job_keep))
+        ownership.update(ownership_jobs)
         log = printable_logger("awa_tui")
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
@@ -111,10 +143,9 @@ def run(
         # cycle collector is off while it registers and skips it afterwards (runtime/heap.py).
         client, frozen = registered_then_frozen(lambda: build_client(
             dsn_value, app_ref, demo, operator, application_name="awa-tui run",
-            leader_lease=timedelta(seconds=leader_lease), leader_dsn=leader, **ownership))
-        client.on_pass.append(_log_fires)
-        jobs_log = printable_logger("awa_tui.jobs")
-        client.on_job.append(lambda job, state: jobs_log.info("job %s %s -> %s", job.id, job.kind, state))
+            leader_lease=timedelta(seconds=leader_lease), leader_dsn=leader, sql_jobs=sql_statement_timeout,
+            **ownership))
+        client.runtime.on_pass.append(_log_fires)
         log.info("%d schedules registered (%d objects frozen); Ctrl-C stops", len(client.schedules), frozen)
         if metrics_addr is not None:
             try:
@@ -123,15 +154,16 @@ def run(
                 client.close()
                 raise
             log.info("serving /metrics on %s:%d", served.host, served.bound_port)
-        client.run()
-        log.info("stopped cleanly (leader lock released)")
+        client.run(migrate=not no_migrate)
+        refusal = client.runtime.leader_refusal  # a runtime that never competed held no lock to release
+        log.info("stopped cleanly (%s)", f"it never led: {refusal}" if refusal else "leader lock released")
 
 
 def _pass_timeouts(lock_s: float | None, statement_s: float, lease_s: float) -> dict[str, Any]:
     """The Client's pass timeouts from run's options (S59), refused in one line that names
     the option, before any database is touched."""
-    from awa_tui.engine.errors import ValidationError
-    from awa_tui.engine.limits import pass_timeouts
+    from awa_tui.engine.core.errors import ValidationError
+    from awa_tui.engine.core.limits import pass_timeouts
 
     for option, value in (("--lock-timeout", lock_s), ("--statement-timeout", statement_s)):
         if value is not None and not 0 < value < 86400 * 366:  # nan, inf, negative: no timedelta
@@ -148,10 +180,10 @@ def _pass_timeouts(lock_s: float | None, statement_s: float, lease_s: float) -> 
 
 def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None) -> dict[str, Any]:
     """The Client's owner arguments from run's options, each misuse refused in one line."""
-    from awa_tui.engine.ownership.manifest import check_owner
+    from awa_tui.engine.ownership.manifest import check_new_owner
 
     if owner is not None:
-        check_owner(owner)
+        check_new_owner(owner)
     if authoritative and owner is None:
         fail("--authoritative needs --owner OWNER: the owner whose complete manifest this runtime declares")
     if retire_grace is not None and not authoritative:
@@ -162,9 +194,24 @@ def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None)
     return ownership
 
 
+def _jobs(concurrency: int, queues: str | None, grace_s: float) -> dict[str, Any]:
+    """The Client's worker arguments from run's options, refused in one line before any
+    database is touched."""
+    from datetime import timedelta
+
+    from awa_tui.engine.core.limits import check_grace
+    from awa_tui.engine.jobs.worker import Slots
+
+    names = [q.strip() for q in queues.split(",")] if queues is not None else None
+    Slots.parse(concurrency, names)
+    if not 0 <= grace_s <= 3600:  # NaN too
+        fail(f"--shutdown-grace: from 0 to 3600 seconds, got {grace_s:g}")
+    return {"concurrency": concurrency, "queues": names, "shutdown_grace": check_grace(timedelta(seconds=grace_s))}
+
+
 def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any]:
     """The Client's retention arguments (the leader's housekeeping, S40), refused in one line."""
-    from awa_tui.engine.limits import MAX_KEEP
+    from awa_tui.engine.core.limits import MAX_KEEP
 
     retention: dict[str, Any] = {}
     if job_retention is not None:
@@ -177,17 +224,80 @@ def _retention(job_retention: str | None, job_keep: int | None) -> dict[str, Any
 
 
 @app.command()
-def migrate(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
-    """Apply pending schema migrations."""
+def migrate(
+    what: Annotated[str | None, typer.Argument(
+        metavar="[status]", help="`status`: list the applied, pending and unknown migrations; change nothing.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="List what would run, in order, and what each locks; change nothing.")] = False,
+    down_to: Annotated[int | None, typer.Option(
+        "--down-to", metavar="VERSION", min=0, help=(
+            "Undo the migrations above VERSION, newest first (only those that ship their undoing: "
+            "docs/operations.md, Upgrading)."))] = None,
+    leaders_from: Annotated[int | None, typer.Option(
+        "--leaders-from", metavar="PROTOCOL", min=1, help=(
+            "Set the lowest runtime protocol that may lead (`awa-tui --version` names a release's): 1 lets "
+            "the previous release lead again before a rollback; migrate nothing else."))] = None,
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply every migration the database lacks, in order, each in its own transaction."""
     from awa_tui.bootstrap import dsn_or_embedded
     from awa_tui.engine import migrations
 
+    if what not in (None, "status"):
+        fail(f"migrate: unknown argument {what!r}: the only one is `status`", 2)
     with errors_as_lines():
-        applied = migrations.migrate(dsn_or_embedded(dsn, say)[0])
+        target = dsn_or_embedded(dsn, say)[0]
+        if down_to is not None:
+            undone = migrations.migrate_down(target, down_to)
+            emit({"undone": undone, "version": down_to}, as_json, lambda: say(
+                f"undone {', '.join(f'v{v:03d}' for v in undone)}" if undone else f"nothing above {down_to}"))
+            return
+        if leaders_from is not None:
+            before = migrations.set_leader_floor(target, leaders_from)
+            emit({"leaders_from": leaders_from, "before": before}, as_json, lambda: say(
+                f"runtimes of protocol {leaders_from} and above may lead (it was {before})"))
+            return
+        if what == "status" or dry_run:
+            found = migrations.status_at(target)
+            if found.foreign:
+                fail(migrations.foreign_refusal(found.foreign))
+            _show_status(found, as_json, plan_only=dry_run and what is None)
+            return
+        applied = migrations.migrate(target)
         data = {"applied": applied, "version": migrations.code_version()}
         emit(data, as_json, lambda: say(
             f"applied {', '.join(f'v{v:03d}' for v in applied)}" if applied else
             f"up to date (schema version {data['version']})"))
+
+
+def _show_status(found: Any, as_json: bool, *, plan_only: bool) -> None:
+    """`migrate status` (everything) or `migrate --dry-run` (what would run)."""
+    renumbered = [{"name": r.name, "recorded": r.recorded, "version": r.current} for r in found.renumbered]
+    pending = [{"version": s.version, "name": s.name, "locks": list(s.locks)} for s in found.pending]
+    data: dict[str, Any] = {"version": found.code_version, "database": found.newest, "renumbered": renumbered,
+                            "pending": pending}
+    if not plan_only:
+        data["applied"] = [{"version": v, "name": n} for v, n in found.applied]
+        data["unknown"] = [{"version": v, "name": n} for v, n in found.unknown]
+
+    def render() -> None:
+        if not plan_only:
+            say(f"this awa-tui needs schema {found.code_version}; the database "
+                + (f"is at {found.newest}" if found.newest is not None else "has no awa schema"))
+            say("applied: " + (", ".join(f"v{v:03d} {n}" for v, n in found.applied) or "none"))
+            if found.unknown:
+                say("unknown (a newer awa-tui's): " + ", ".join(f"v{v:03d} {n}" for v, n in found.unknown))
+        for r in found.renumbered:
+            say(f"to record again: {r.describe()} (applied under its old number)")
+        if not found.pending:
+            say("nothing to apply" if plan_only else "pending: none")
+            return
+        say("would apply, in order:" if plan_only else "pending, in order:")
+        for step in found.pending:
+            say(f"  {step.label}: locks {', '.join(step.locks)} (ACCESS EXCLUSIVE on the first two)")
+
+    emit(data, as_json, render)
 
 
 @db_app.command("status")
@@ -201,6 +311,12 @@ def db_status(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     with errors_as_lines():
         if resolve_dsn(dsn) is not None:
             found = database_status(require_dsn(dsn))
+            backend = make_client(dsn, read_only=True)  # on a standby it says so on stderr
+            try:
+                role = backend.reads.server_role()
+            finally:
+                backend.close()
+            found.update(standby=role.standby, replay_lag_s=role.replay_lag_s)
             emit(found, as_json, lambda: emit_table([found], list(found), title="database"))
             return
         data = embedded.status()
@@ -270,14 +386,14 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     (leader, or stalled when its lease expired), not the snapshots' is_leader flags."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
-        rows = client.list_runtimes()
+        rows = client.reads.list_runtimes()
         if as_json:
             emit_json(rows)
             return
         emit_table(rows, [
-            "instance_id", "hostname", "pid", "version", "protocol_version", "role", "fresh",
+            "instance_id", "hostname", "pid", "version", "schema_version", "leader_protocol", "role", "fresh",
             "health", "last_seen_at", "owner", "manifest_hash"])
-        leadership = client.leadership()
+        leadership = client.reads.leadership()
         if leadership is not None:  # upstream Awa has no leader lock of ours to name
             say(leader_line(leadership))
 
@@ -306,11 +422,11 @@ def audit(
     """The operator audit trail, newest first, filtered and paged."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
-        now = client.db_time() if since is not None or until is not None else None
+        now = client.reads.db_time() if since is not None or until is not None else None
         start = parse_point(since, "--since", now) if since is not None and now is not None else None
         end = parse_point(until, "--until", now) if until is not None and now is not None else None
         check_range(start, end)
-        page = client.search_audit(operator=operator, action=action, target=target, since=start, until=end,
+        page = client.reads.search_audit(operator=operator, action=action, target=target, since=start, until=end,
                                    limit=limit, before_id=before_id)
         rows = [e.to_dict() for e in page.entries]
         if as_json:

@@ -1,11 +1,11 @@
 """`awa-tui cron ...`: list, show, next, pause, resume, trigger, remove (S38), override and
-reset (issue 16)."""
+reset (S49)."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,8 +25,9 @@ from awa_tui.cli.common import (
 )
 from awa_tui.cli.headings import listing_line
 from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
-from awa_tui.engine.errors import ValidationError, short_repr
+from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.instants import parse_instant as _parse_instant
+from awa_tui.instants import span_precise
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
@@ -41,8 +42,11 @@ NameArg = Annotated[str, typer.Argument(help="Schedule name.")]
 LIST_LIMIT = 1000
 ALL_ROWS = 2**63 - 1  # LIMIT's largest value: no cut
 LIST_COLUMNS = ("name", "cron_expr", "timezone", "kind", "queue", "missed_fire_policy", "state_text",
-                "last_enqueued_at", "next_fire_at", "owner")
-LIST_FIELDS = tuple(c for c in LIST_COLUMNS if c != "state_text")
+                "last_enqueued_at", "next_fire_at", "overdue", "owner", "origin_text")
+LIST_FIELDS = tuple(c for c in LIST_COLUMNS if c not in ("state_text", "overdue", "origin_text"))
+# S64: where a schedule's definition comes from, in an operator's words.
+ORIGIN_WORDS = {"code": "in code", "api": "at run time"}
+SHOW_ORIGIN_WORDS = {"code": "declared in code", "api": "made at run time"}
 
 
 @cron_app.command("list")
@@ -67,19 +71,39 @@ def cron_list(
         # A script reading --json gets every row unless it asks for a limit (its output
         # then says whether it was cut); the table stops at its first page and says so.
         cap = limit if limit is not None else (ALL_ROWS if show_all or as_json else LIST_LIMIT)
-        rows = make_client(dsn, read_only=True).list_schedules(where=where, limit=cap if cap == ALL_ROWS else cap + 1)
+        client = make_client(dsn, read_only=True)
+        rows = client.reads.list_schedules(where=where, limit=cap if cap == ALL_ROWS else cap + 1)
         truncated = len(rows) > cap
         rows = rows[:cap]
 
+        now = client.reads.db_time()  # OVERDUE by the database's clock, never this host's
+
         def render() -> None:
             # Only the shown fields are read off each row (copying whole rows was most of the time).
-            shown = [{**{f: field_of(row, f) for f in LIST_FIELDS}, "state_text": _state_text(row)} for row in rows]
+            shown = [{**{f: field_of(row, f) for f in LIST_FIELDS}, "state_text": _state_text(row),
+                      "overdue": _overdue_text(row, now),
+                      "origin_text": ORIGIN_WORDS.get(row.origin, row.origin)} for row in rows]
             emit_table(shown, LIST_COLUMNS)
             if truncated:
                 say(f"first {cap} schedules shown, more match: --limit N for more, --all for every one")
 
-        emit({"schedules": plain(rows), "limit": cap, "truncated": truncated} if limit is not None else rows,
+        # --json: each row's fields, then `overdue_s` (null unless OVERDUE), as the table's column.
+        listed = [{**plain(row), "overdue_s": _overdue(row, now)} for row in rows] if as_json else []
+        emit({"schedules": listed, "limit": cap, "truncated": truncated} if limit is not None else listed,
              as_json, render)
+
+
+def _overdue(row: AnySchedule, now: datetime) -> float | None:
+    """Seconds an active schedule's due fire has waited once it is OVERDUE (a fleet that
+    stopped firing), else None; a faulty row's hint is not a due fire."""
+    from awa_tui.engine.read.models import overdue_s
+
+    return overdue_s(row.state, row.next_fire_at, not row.fault, now)
+
+
+def _overdue_text(row: AnySchedule, now: datetime) -> str:
+    waited = _overdue(row, now)
+    return "-" if waited is None else span_precise(waited)
 
 
 def _state_text(row: AnySchedule) -> str:
@@ -89,11 +113,15 @@ def _state_text(row: AnySchedule) -> str:
         # Past end_at or max_fires (v009): nothing more fires; not broken, not late.
         text = f"FINISHED at {fmt(row.finished_at)}"
     elif row.state == "paused":
-        text = f"PAUSED by {row.paused_by} since {fmt(row.paused_at)}"
+        # S65: "PAUSED until 14:00 by alice since 12:00: db migration"
+        until = f" until {fmt(row.paused_until)}" if row.paused_until is not None else ""
+        text = f"PAUSED{until} by {row.paused_by} since {fmt(row.paused_at)}"
+        if row.pause_reason:
+            text += f": {row.pause_reason}"
     else:
         text = "active"
     if row.overridden:
-        # Issue 16: an operator's values are in force; `cron show` lists the code's.
+        # S49: an operator's values are in force; `cron show` lists the code's.
         text += f" OVERRIDDEN ({', '.join(sorted(row.overridden))})"
     if row.fault:
         # S15: the row cannot fire until repaired; the reason is the evaluator's own words.
@@ -108,11 +136,13 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
     """One schedule: definition, state, recent fires."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
-        row = client.get_schedule(name)
-        fires = client.recent_fires(name)
+        row = client.reads.get_schedule(name)
+        fires = client.reads.recent_fires(name)
         def render() -> None:
             for key, value in plain(row).items():
-                say(listing_line(key, fmt(value)))
+                if key != "origin":
+                    say(listing_line(key, fmt(value)))
+            say(listing_line("origin_text", SHOW_ORIGIN_WORDS.get(row.origin, row.origin)))
             say(listing_line("status", _state_text(row)))
             emit_table(fires, ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
         emit({**plain(row), "recent_fires": plain(fires)}, as_json, render)
@@ -143,11 +173,11 @@ def cron_next(
     with errors_as_lines():
         start = _parse_instant(after) if after is not None else None
         client = make_client(dsn, read_only=True)
-        fires = client.next_fires(name, count, after=start)
-        row = client.get_schedule(name)
+        fires = client.reads.next_fires(name, count, after=start)
+        row = client.reads.get_schedule(name)
 
         def render() -> None:
-            if row.cron_written:  # issue 16: H, resolved for this name
+            if row.cron_written:  # S48: H, resolved for this name
                 say(f"{name}: {row.cron_written} resolves to {row.cron_expr}")
             if fires:
                 say(f"next fires of {name} (zone {fires[0].timezone}; local time, then UTC):")
@@ -164,10 +194,29 @@ def cron_next(
 
 
 @cron_app.command("pause")
-def cron_pause(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
-               dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
-    """Pause automatic fires; several names or --filter pause in bulk."""
-    run_named("pause", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.pause(name))
+def cron_pause(
+    names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
+    until: Annotated[str | None, typer.Option("--until", metavar="INSTANT|DURATION", help=(
+        "End the pause by itself then (an ISO-8601 instant, or a duration from now: 2h, 1d): the leader "
+        "resumes it and the missed-fire policy applies. Pausing a paused schedule again changes it."))] = None,
+    reason: Annotated[str | None, typer.Option("--reason", metavar="TEXT", help=(
+        "Why, shown beside the pause everywhere (one line, up to 500 characters)."))] = None,
+    dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Pause automatic fires, optionally until a time and with a reason; several names or --filter pause in bulk."""
+    from awa_tui.instants import parse_ahead
+
+    with errors_as_lines():
+        end = parse_ahead(until, "--until") if until is not None else None  # refused before any connection
+    run_named("pause", names, filter_expr, dry_run, dsn, operator, as_json,
+              lambda client, name: client.actions.pause(name, until=end, reason=reason), _pause_detail,
+              options={"until": end, "reason": reason} if end is not None or reason is not None else None)
+
+
+def _pause_detail(state: Any) -> str:
+    """S65: ' until T: reason' after `paused NAME`."""
+    text = f" until {fmt(state.paused_until)}" if state.paused_until is not None else ""
+    return text + (f": {state.pause_reason}" if state.pause_reason else "")
 
 
 @cron_app.command("resume")
@@ -183,12 +232,12 @@ def cron_resume(
         _resume_preview(names[0], dsn, as_json)
     else:
         run_named("resume", names, filter_expr, dry_run, dsn, operator, as_json,
-                  lambda client, name: client.resume(name))
+                  lambda client, name: client.actions.resume(name))
 
 
 def _resume_preview(name: str, dsn: str | None, as_json: bool) -> None:
     with errors_as_lines():
-        preview = make_client(dsn, read_only=True).resume_preview(name)
+        preview = make_client(dsn, read_only=True).reads.resume_preview(name)
 
         def render() -> None:
             say(f"{name}: {preview.explanation}")
@@ -202,13 +251,13 @@ def cron_trigger(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
                  dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Insert one job now, even while paused; several names or --filter trigger in bulk."""
     run_named("trigger", names, filter_expr, dry_run, dsn, operator, as_json,
-              lambda client, name: client.trigger(name), lambda job: f": job {job.id}")
+              lambda client, name: client.actions.trigger(name), lambda job: f": job {job.id}")
 
 
 @cron_app.command("remove")
 def cron_remove(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Delete a schedule row; code that registers it brings it back at the next sync."""
-    run_action(dsn, operator, as_json, lambda client: client.remove(name), lambda _: f"removed {name}")
+    run_action(dsn, operator, as_json, lambda client: client.actions.remove(name), lambda _: f"removed {name}")
 
 
 def _args_json(text: str | None) -> dict[str, object] | None:
@@ -216,7 +265,7 @@ def _args_json(text: str | None) -> dict[str, object] | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise ValidationError(f"--args: not valid JSON ({exc.msg}): {short_repr(text)}") from None
     return value  # Schedule validation names a value that is not an object
 
@@ -232,14 +281,14 @@ def cron_override(
     dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Override a schedule's definition without a deploy (audited; sync keeps it; `cron reset` ends it)."""
-    from awa_tui.engine.schedules.overrides import OverrideRequest
+    from awa_tui.engine.actions.overrides import OverrideRequest
 
     with errors_as_lines():
         # Bad JSON is refused before any connection; "nothing to change" by the engine,
         # after the schema check (a database without it says to migrate, like every command).
         request = OverrideRequest(cron=cron, timezone=timezone, args=_args_json(args), queue=queue,  # type: ignore[arg-type]
                                   priority=priority)
-    run_action(dsn, operator, as_json, lambda client: client.override(name, request),
+    run_action(dsn, operator, as_json, lambda client: client.actions.override(name, request),
                lambda row: f"overridden {name}: {', '.join(sorted(row.overridden or {}))} "
                            f"(effective: {row.cron_expr} {row.timezone}, queue {row.queue}, priority {row.priority})")
 
@@ -247,6 +296,6 @@ def cron_override(
 @cron_app.command("reset")
 def cron_reset(name: NameArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """End an override: the schedule returns to its code definition."""
-    run_action(dsn, operator, as_json, lambda client: client.reset_override(name),
+    run_action(dsn, operator, as_json, lambda client: client.actions.reset_override(name),
                lambda row: f"reset {name} to its code definition ({row.cron_expr} {row.timezone}, "
                            f"queue {row.queue}, priority {row.priority})")

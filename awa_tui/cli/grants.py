@@ -10,7 +10,7 @@ import typer
 from awa_tui.cli.common import emit, errors_as_lines, require_dsn, say
 from awa_tui.cli.core import db_app
 from awa_tui.cli.options import DsnOpt, JsonOpt
-from awa_tui.engine.operations import grants
+from awa_tui.engine.actions import grants
 
 
 @db_app.command("grants")

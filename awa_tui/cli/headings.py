@@ -14,11 +14,15 @@ HEADINGS: dict[str, str] = {
     "timezone": "ZONE",
     "missed_fire_policy": "POLICY",
     "state_text": "STATE",
+    "overdue": "OVERDUE",
     "last_enqueued_at": "LAST FIRE",
     "next_fire_at": "NEXT FIRE",
     "created_at": "CREATED",
     "updated_at": "UPDATED",
     "paused_at": "PAUSED AT",
+    "paused_until": "PAUSED UNTIL",
+    "pause_reason": "PAUSE REASON",
+    "catchup_window": "CATCH-UP WINDOW (S)",
     "retired_at": "RETIRED AT",
     "start_at": "STARTS",
     "end_at": "ENDS",
@@ -28,6 +32,7 @@ HEADINGS: dict[str, str] = {
     "cron_written": "CRON AS WRITTEN",
     "jitter_ms": "JITTER (MS)",
     "queue_paused": "QUEUE PAUSED",
+    "origin_text": "ORIGIN",  # S64: declared in code, or made at run time
     # Jobs and the ledger.
     "fire_time": "FIRE TIME",
     "attempt": "TRY",
@@ -42,7 +47,8 @@ HEADINGS: dict[str, str] = {
     # Runtimes.
     "instance_id": "INSTANCE",
     "hostname": "HOST",
-    "protocol_version": "PROTOCOL",
+    "leader_protocol": "PROTOCOL",
+    "schema_version": "SCHEMA",
     "last_seen_at": "LAST SEEN",
     "manifest_hash": "MANIFEST",
     # Owners.
@@ -52,9 +58,19 @@ HEADINGS: dict[str, str] = {
     "agreement_since": "AGREED SINCE",
     # Queues.
     "available": "WAITING",
+    # Alerts (`alerts list`, `alerts sinks list`).
+    "from_health": "WAS",
+    "to_health": "NOW",
+    "open": "FIRING",
+    "next_attempt_at": "NEXT TRY",
+    "attempts": "TRIES",
+    "key_from": "KEY FROM",
+    "target": "SENDS TO",
     # `db status` and the embedded Postgres.
     "upstream_mode": "UPSTREAM MODE",
     "audit_trail": "AUDIT TRAIL",
+    "standby": "STANDBY",
+    "replay_lag_s": "REPLAY LAG (S)",
     "data_dir": "DATA DIRECTORY",
     "dsn": "CONNECT WITH",
 }

@@ -7,14 +7,16 @@ runtime instead (a container's liveness and readiness)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 
 from awa_tui.cli import app
-from awa_tui.cli.common import emit_json, make_client, say
+from awa_tui.cli.common import emit_json, make_client, resolved_dsn, say
 from awa_tui.cli.options import DsnOpt, JsonOpt
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.core.limits import CHECK_TIMEOUT
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
@@ -51,6 +53,9 @@ ALIVE_HELP = ("Only this: is the runtime serving /metrics on HOST:PORT (its --me
 REGISTERED_HELP = ("Only this: does the database answer, and has a runtime on this host (its hostname: in "
                    "Kubernetes the pod's name) a fresh snapshot? For a readiness probe.")
 STUCK_HELP = "With --alive: a loop inside one step for longer than this is stuck."
+CHECK_TIMEOUT_S = CHECK_TIMEOUT.total_seconds()
+TIMEOUT_HELP = ("Answer within this: a lock or a statement the check waits on longer makes it UNKNOWN (exit 3), "
+                "naming the session in the way.")
 
 
 ReportT = TypeVar("ReportT")
@@ -81,8 +86,23 @@ def _unknown(message: str) -> typer.Exit:
 
     message = printable(" ".join(message.split()))
     typer.echo(f"UNKNOWN: {message}")
-    typer.echo(f"error: {message}", err=True)
+    if not _same_terminal():  # on one terminal the two lines would say the same thing twice
+        typer.echo(f"error: {message}", err=True)
     return typer.Exit(EXIT_UNKNOWN)
+
+
+def _same_terminal() -> bool:
+    """stdout and stderr are one terminal (an operator typing `check`), not a pipe or a log."""
+    import os
+    import sys
+
+    try:
+        if not (sys.stdout.isatty() and sys.stderr.isatty()):
+            return False
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError):
+        return False
+    return (out.st_dev, out.st_ino, out.st_rdev) == (err.st_dev, err.st_ino, err.st_rdev)
 
 
 @app.command()
@@ -95,6 +115,7 @@ def check(
     alive: Annotated[str | None, typer.Option("--alive", metavar="HOST:PORT", help=ALIVE_HELP)] = None,
     registered: Annotated[bool, typer.Option("--registered", help=REGISTERED_HELP)] = False,
     stuck_after: Annotated[float | None, typer.Option("--stuck-after", metavar="SECONDS", help=STUCK_HELP)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help=TIMEOUT_HELP)] = CHECK_TIMEOUT_S,
 ) -> None:
     """Health of the schedules and of the runtime fleet, with an exit code for cron,
     Nagios/Icinga and CI: 0 ok, 1 warning, 2 critical, 3 cannot tell. With --alive or
@@ -106,9 +127,14 @@ def check(
         _probe(dsn, as_json, alive, registered, stuck_after)
     if stuck_after is not None:
         raise _unknown("--stuck-after applies only with --alive")
-    report = _or_unknown(lambda: make_client(dsn, read_only=True).check(owner=owner, schedule=schedule, tag=tag))
+    if not 0.1 <= timeout <= 3600.0:  # also refuses nan and inf
+        raise _unknown(f"--timeout: must be between 0.1 and 3600 seconds, got {timeout:g}")
+    target = _or_unknown(lambda: resolved_dsn(dsn))  # none configured: cannot tell (3), not a usage error
+    report = _or_unknown(lambda: make_client(target, read_only=True).reads.check(
+        owner=owner, schedule=schedule, tag=tag, timeout=timedelta(seconds=timeout)))
     _finish(report, as_json, lambda: [*map(_line, report.unhealthy),
-                                      *(f"CRITICAL fleet {p.code}: {p.message}" for p in report.fleet),
+                                      *(f"{'WARNING' if p.warning else 'CRITICAL'} fleet {p.code}: {p.message}"
+                                        for p in report.fleet),
                                       summary(report)])
 
 
@@ -116,9 +142,9 @@ def _probe(dsn: str | None, as_json: bool, alive: str | None, registered: bool, 
     """`--alive` / `--registered`: one line per problem, then a summary line; exit 0 or 2."""
     import socket
 
-    from awa_tui.engine.health.alive import DEFAULT_STUCK_AFTER_S
     from awa_tui.engine.health.listen import parse_addr
-    from awa_tui.engine.health.probe import probe
+    from awa_tui.engine.runtime.alive import DEFAULT_STUCK_AFTER_S
+    from awa_tui.engine.runtime.probe import probe
 
     if stuck_after is not None and alive is None:
         raise _unknown("--stuck-after applies only with --alive")
@@ -129,7 +155,7 @@ def _probe(dsn: str | None, as_json: bool, alive: str | None, registered: bool, 
         if alive is not None:
             parse_addr(alive, "--alive")  # a malformed address is the caller's mistake: cannot tell
         # The database is opened only for --registered: --alive alone never touches it.
-        registered_runtimes = make_client(dsn, read_only=True).registered_runtimes if registered else None
+        registered_runtimes = make_client(dsn, read_only=True).reads.registered_runtimes if registered else None
         return probe(alive_at=alive, stuck_after_s=stuck_after or DEFAULT_STUCK_AFTER_S,
                      hostname=socket.gethostname(), registered=registered_runtimes)
 

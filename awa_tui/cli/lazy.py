@@ -1,4 +1,4 @@
-"""The command tree built on demand: an operator's command pays only for itself (issue 18).
+"""The command tree built on demand: an operator's command pays only for itself.
 
 Typer builds the click object of every command of an app at once (each parameter's
 annotation resolved, each option made), and registering them means importing every

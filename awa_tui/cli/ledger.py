@@ -23,7 +23,7 @@ def cron_why(
     """One paragraph: did the last due instant (or --at) fire, and if not, why."""
     with errors_as_lines():
         instant = _parse_instant(at, "--at") if at is not None else None
-        answer = make_client(dsn, read_only=True).why(name, at=instant)
+        answer = make_client(dsn, read_only=True).reads.why(name, at=instant)
         emit(answer.to_dict(), as_json, lambda: say(answer.text))
 
 
@@ -46,11 +46,11 @@ def cron_history(
     """The verdict of every due instant (fired, coalesced, skipped_paused, no_leader...)."""
     with errors_as_lines():
         client = make_client(dsn, read_only=True)
-        now = client.db_time()
+        now = client.reads.db_time()
         start = parse_point(since, "--since", now) if since is not None else None
         end = parse_point(until, "--until", now) if until is not None else None
         check_range(start, end)
-        verdicts = client.ledger(name, since=start, until=end, limit=limit, now=now)
+        verdicts = client.reads.ledger(name, since=start, until=end, limit=limit, now=now)
         rows = [{**v.to_dict(), "detail": _detail(v)} for v in verdicts]
         emit([v.to_dict() for v in verdicts], as_json,
              lambda: emit_table(rows, ["instant", "verdict", "job_id", "result", "lateness_s", "detail"]))

@@ -17,7 +17,8 @@ DsnOpt = Annotated[
 DsnFileOpt = Annotated[
     str | None,
     typer.Option("--dsn-file", metavar="PATH", help=(
-        "Read the database URL from this file (keep it 0600); its content is never shown.")),
+        "Read the database URL from this file, one line (0600, or 0640 for a service's group; a file "
+        "every user may read is refused); its content is never shown.")),
 ]
 LeaderDsnOpt = Annotated[
     str | None,
@@ -40,3 +41,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 OperatorOpt = Annotated[
     str | None, typer.Option("--operator", help="Operator label recorded in the audit trail (default user@host).")
 ]
+
+# The built-in SQL job kind (imported pg_cron jobs): off unless asked for, since it runs
+# whatever SQL a schedule's args hold.
+SQL_TIMEOUT_DEFAULT = 600.0
+SqlJobsOpt = Annotated[bool, typer.Option("--sql-jobs", help=(
+    "Also run jobs of the built-in SQL kind (awa.sql: imported pg_cron jobs), each on its recorded database of "
+    "this runtime's server, as its recorded role (SET ROLE)."))]
+SqlTimeoutOpt = Annotated[float, typer.Option("--sql-timeout", metavar="SECONDS", help=(
+    "The statement timeout of each SQL job (default 600). Only with --sql-jobs."))]

@@ -44,7 +44,7 @@ def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
     from awa_tui.engine.ownership.manifest import short_hash
 
     with errors_as_lines():
-        owners = make_client(dsn, read_only=True).list_owners()
+        owners = make_client(dsn, read_only=True).reads.list_owners()
 
         def render() -> None:
             rows = [
@@ -70,13 +70,14 @@ def _owner_summary(past: str, owner: str) -> Callable[[OwnerChange], str]:
 @owner_app.command("retire")
 def owner_retire(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Retire every active schedule of an owner; no live runtime needed."""
-    run_action(dsn, operator, as_json, lambda client: client.retire_owner(owner), _owner_summary("retired", owner))
+    run_action(dsn, operator, as_json, lambda client: client.actions.retire_owner(owner), _owner_summary("retired",
+                                                                                                         owner))
 
 
 @owner_app.command("restore")
 def owner_restore(owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Restore every retired schedule of an owner, each from now: nothing replays."""
-    run_action(dsn, operator, as_json, lambda client: client.restore_owner(owner),
+    run_action(dsn, operator, as_json, lambda client: client.actions.restore_owner(owner),
                _owner_summary("restored", owner))
 
 
@@ -88,7 +89,7 @@ def plan(
 ) -> None:
     """Preview what reconciliation would do, per owner, and what blocks it. Changes nothing."""
     with errors_as_lines():
-        plans = make_client(dsn, read_only=True).plan(owner)
+        plans = make_client(dsn, read_only=True).reads.plan(owner)
         emit(plans, as_json, lambda: _render_plans(plans))
 
 
@@ -117,7 +118,8 @@ def _render_plans(plans: list[OwnerPlan]) -> None:
 def cron_retire(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run: DryRunOpt = False,
                 dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False) -> None:
     """Retire a schedule: a tombstone that never fires, distinct from pause; several or --filter in bulk."""
-    run_named("retire", names, filter_expr, dry_run, dsn, operator, as_json, lambda client, name: client.retire(name))
+    run_named("retire", names, filter_expr, dry_run, dsn, operator, as_json, lambda client,
+              name: client.actions.retire(name))
 
 
 @cron_app.command("restore")
@@ -126,7 +128,7 @@ def cron_restore(names: NamesArg = None, filter_expr: FilterOpt = None, dry_run:
     """Restore a retired schedule from now; nothing from the retired period replays; several or --filter
     in bulk."""
     run_named("restore", names, filter_expr, dry_run, dsn, operator, as_json,
-              lambda client, name: client.restore(name))
+              lambda client, name: client.actions.restore(name))
 
 
 @cron_app.command("adopt")
@@ -147,7 +149,7 @@ def cron_adopt(
     elif dry_run:
         run_bulk("adopt", [name], None, True, dsn, operator, as_json, owner=owner)
     else:
-        run_action(dsn, operator, as_json, lambda client: client.adopt(name, owner),
+        run_action(dsn, operator, as_json, lambda client: client.actions.adopt(name, owner),
                    lambda _: f"adopted {name} for owner {owner}")
 
 
@@ -155,5 +157,5 @@ def cron_adopt(
 def cron_transfer(name: NameArg, owner: OwnerArg, dsn: DsnOpt = None, operator: OperatorOpt = None,
                   as_json: JsonOpt = False) -> None:
     """Move an owned schedule to another owner."""
-    run_action(dsn, operator, as_json, lambda client: client.transfer(name, owner),
+    run_action(dsn, operator, as_json, lambda client: client.actions.transfer(name, owner),
                lambda _: f"transferred {name} to owner {owner}")

@@ -1,7 +1,7 @@
 """`awa-tui jobs prune`: finished jobs deleted past a horizon (S40).
 
 Apart from the other `jobs` commands because its defaults are the engine's retention
-constants: importing them loads psycopg, which listing the commands must not (issue 18).
+constants: importing them loads psycopg, which listing the commands must not.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from awa_tui.cli.common import emit_json, emit_table, errors_as_lines, fmt, make
 from awa_tui.cli.jobs import jobs_app
 from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.cli.timeargs import parse_duration
-from awa_tui.engine.limits import DEFAULT_KEEP, MANUAL_DUTY
+from awa_tui.engine.core.limits import DEFAULT_KEEP, MANUAL_DUTY
 
 
 @jobs_app.command("prune")
@@ -35,7 +35,7 @@ def jobs_prune(
     with errors_as_lines():
         horizon = parse_duration(older_than, "--older-than")
         client = make_client(dsn, operator, read_only=dry_run)
-        result = client.prune_jobs(horizon, keep=keep, dry_run=dry_run, duty=MANUAL_DUTY,
+        result = client.actions.prune_jobs(horizon, keep=keep, dry_run=dry_run, duty=MANUAL_DUTY,
                                    operator=None if dry_run else client.operator)
         verb = "would prune" if dry_run else "pruned"
         if as_json:

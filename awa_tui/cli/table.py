@@ -3,7 +3,7 @@ left-aligned and padded to its widest value.
 
 Nothing is folded, cut or ellipsised: a wide table is simply wider than the terminal (a
 pipe or a log must see whole values, and `less -S` scrolls). Rich's Table measured and
-wrapped every cell, ~2 s for `cron list`'s 1000 rows on a slow core (issue 18); this is
+wrapped every cell, ~2 s for `cron list`'s 1000 rows on a slow core; this is
 string padding.
 
 Every cell arrives as text that went through `printable()` (cli/common.py emit_table):

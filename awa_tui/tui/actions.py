@@ -4,11 +4,11 @@ mutation removed in read-only mode disappears from all of them together."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-from awa_tui.tui.keymap import ACTS, PANELS, Act
+from awa_tui.tui.keymap import ACTS, ALL_PANELS, PANELS, Act
 
-__all__ = ["ACTS", "PANELS", "Act", "acts", "bindings", "is_mutation", "needs"]
+__all__ = ["ACTS", "ALL_PANELS", "PANELS", "Act", "acts", "bindings", "is_mutation", "needs"]
 
 MUTATIONS = frozenset((a.scope, a.action) for a in ACTS if a.mutation)
 NEEDS = {(a.scope, a.action): a.needs for a in ACTS if a.needs}
@@ -18,9 +18,9 @@ def acts(scope: str) -> list[Act]:
     return [a for a in ACTS if a.scope == scope]
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     return [
-        Binding(a.key, a.action, a.label, show=a.footer, id=a.id, key_display=a.key_label)
+        Binding(a.key, a.action, a.label, show=a.footer, id=a.id, key_display=a.key_label, priority=a.priority)
         for a in acts(scope) if a.bound
     ]
 

@@ -6,11 +6,13 @@ two DbThreads."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,10 +21,10 @@ from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
+from awa_tui.engine.core.standby import ServerRole
+from awa_tui.engine.read.fleet import Leadership
 from awa_tui.engine.read.models import RuntimeRow
 from awa_tui.engine.runtime.heap import freeze_once
-from awa_tui.engine.runtime.leader import Leadership
-from awa_tui.engine.standby import ServerRole
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.commands import ConsoleCommands, system_commands
@@ -32,6 +34,9 @@ from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import standby_text, utc
 from awa_tui.tui.messages import (
     AuditDataRequested,
+    AuditEntryRequested,
+    AuditRecordRequested,
+    CalendarRequested,
     CopyRequested,
     DetailDataRequested,
     DetailRequested,
@@ -41,11 +46,14 @@ from awa_tui.tui.messages import (
     JobsFilterRequested,
     LedgerDataRequested,
     MutationKeyPressed,
+    NextFiresRequested,
     OperationRequested,
     OverrideFormRequested,
     OwnersSeen,
     PanelsResumed,
     RefreshRequested,
+    ScheduleCheckRequested,
+    ScheduleFormRequested,
     SchedulesFilterRequested,
     SortMenuRequested,
 )
@@ -55,6 +63,7 @@ from awa_tui.tui.panels.runtimes import RuntimesView, attention
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.audit import AuditScreen
+from awa_tui.tui.screens.audit_entry import AuditEntryScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import LEDGER_SIZE, DetailScreen
 from awa_tui.tui.screens.help import HelpScreen
@@ -63,12 +72,17 @@ from awa_tui.tui.screens.job_detail import JobDetailScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.screens.override import OverrideScreen
+from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
 from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 READ_ONLY_TOAST_S = 5.0
 APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
+
+
+# How the engine's one-line errors about the schema's version begin (migrations: mismatch).
+SCHEMA_MISMATCH = ("this database is at schema", "this database lacks", "the database has no awa schema")
 
 
 @dataclass
@@ -81,6 +95,20 @@ class PollData:
     leadership: Leadership | None = None  # the leader lock's holder and its lease
     audit_gap: str | None = None  # why actions would not be audited (upstream Awa without init-audit)
     server: ServerRole | None = None  # a primary, or a hot standby and its replay lag
+
+
+EXIT_WATCHDOG_S = 15.0  # after a stop signal, the process exits whatever still runs
+
+
+def _exit_if_still_here(sig: int) -> None:
+    time.sleep(EXIT_WATCHDOG_S)
+    try:
+        sys.stderr.write(f"awa-tui: still stopping {EXIT_WATCHDOG_S:g} s after {signal.Signals(sig).name}; "
+                         "exiting now (the server ends this process's sessions, and a leader lock with them)\n")
+        sys.stderr.flush()
+    except OSError:  # the terminal is gone: nobody to tell
+        pass
+    os.kill(os.getpid(), signal.SIGKILL)  # no handler, no unwinding: nothing left can hold it
 
 
 class ConsoleApp(App[None]):
@@ -97,7 +125,7 @@ class ConsoleApp(App[None]):
         self.read_only: bool = bool(config.client.read_only)
         self.read_only_reason: str | None = None  # set when the database, not --read-only, says so
         self.operator: str = config.client.operator
-        self.features: frozenset[str] = config.client.features  # what the backend can do (read/backend.FEATURES)
+        self.features: frozenset[str] = config.client.features  # type: ignore[assignment]  # Textual's own name  # what the backend can do (read/backend.FEATURES)
         self.audit_gap: str | None = None  # from the last poll: why an action would not be audited
         self.database = config.database
         self.known_owners: tuple[str, ...] = ()
@@ -112,6 +140,11 @@ class ConsoleApp(App[None]):
         self.exit_reason: str | None = None
         self.engine_log = EngineLog(self) if config.engine is not None else None
         self._read_only_said_at = -READ_ONLY_TOAST_S
+        # Set before the header mounts: set later, the header's title watcher could still be
+        # queued when a short session (a test) tears the header down, and fail on its children.
+        where = f"embedded Postgres at {config.embedded_at}" if config.embedded_at else self.database
+        schema = f" · {config.schema_label}" if config.schema_label else ""
+        self.sub_title = f"{where}{schema} · operator {self.operator}"
 
     # --- composition -------------------------------------------------------------------------
 
@@ -125,9 +158,6 @@ class ConsoleApp(App[None]):
         return screen
 
     def on_mount(self) -> None:
-        where = f"embedded Postgres at {self.config.embedded_at}" if self.config.embedded_at else self.database
-        schema = f" · {self.config.schema_label}" if self.config.schema_label else ""
-        self.sub_title = f"{where}{schema} · operator {self.operator}"
         self.freshness.leader = self._leader_badge()
         self._status()
         self.poller.start()
@@ -136,12 +166,16 @@ class ConsoleApp(App[None]):
             self.engine_log.install()
         if self.config.handle_signals:
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
+            for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self._exit_on_signal, sig)
 
     def _exit_on_signal(self, sig: int) -> None:
         # The terminal is gone or we are told to stop: no question, leave cleanly.
         self.exit_reason = signal.Signals(sig).name
+        # The last resort: Textual's own shutdown can wait for ever on its output thread when
+        # the terminal went away (seen with SIGHUP: a queue put that never returns). The clean
+        # stop (engine bounded at 10 s, launch.py) has had its chance by then.
+        threading.Thread(target=_exit_if_still_here, args=(sig,), name="awa-exit-watchdog", daemon=True).start()
         if self.engine is not None:
             # Release leadership now rather than after the UI's teardown, which can stall
             # when the terminal is gone; other runtimes are waiting for the lock. The
@@ -178,12 +212,12 @@ class ConsoleApp(App[None]):
         client, clock = self.client, self.config.clock
 
         def work() -> PollData:
-            now = clock() if clock else client.db_time()
-            runtimes = client.list_runtimes(now=now)
-            leadership = client.leadership(now=now)
-            refusal = None if client.read_only else client.write_refusal()
+            now = clock() if clock else client.reads.db_time()
+            runtimes = client.reads.list_runtimes(now=now)
+            leadership = client.reads.leadership(now=now)
+            refusal = None if client.read_only else client.reads.write_refusal()
             return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
-                            audit_gap=client.audit_gap(), server=client.server_role())
+                            audit_gap=client.reads.audit_gap(), server=client.reads.server_role())
 
         return work
 
@@ -229,12 +263,13 @@ class ConsoleApp(App[None]):
         started = time.perf_counter()
         runtimes = data.runtimes
         leadership = data.leadership or Leadership(now=data.now)
-        self.freshness.attention = attention(leadership)
+        refusal = self.engine.runtime.leader_refusal if self.engine is not None else None
+        self.freshness.attention = attention(leadership, refusal)
         self.remember_owners(r.owner for r in runtimes)
         self.declared_owners = frozenset(
             r.owner for r in runtimes if r.owner and r.fresh and r.manifest_hash)
         self.freshness.leader = self._leader_badge()
-        view = RuntimesView(runtimes, leadership, self.own_instance)
+        view = RuntimesView(runtimes, leadership, self.own_instance, refusal)
         shown: list[tuple[Any, Any]] = [(self.main.panel("runtimes"), view)]
         if data.panel_id != "runtimes":
             shown.append((self.main.panel(data.panel_id), data.data))
@@ -251,10 +286,14 @@ class ConsoleApp(App[None]):
         self.apply_times.append(time.perf_counter() - started)
 
     def _poll_error(self, error: str, elapsed: float) -> None:
+        # A schema behind or ahead of this awa-tui answers fine: it is said as it is (the
+        # engine's one line names what to run), not as a database that does not answer.
+        schema = error.startswith(SCHEMA_MISMATCH)
         if not self.freshness.stale:
-            self.notify(f"database not answering: {error}", severity="error", markup=False, timeout=8)
+            self.notify(error if schema else f"database not answering: {error}", severity="error", markup=False,
+                        timeout=8)
         self.freshness.stale = True
-        self.freshness.stale_reason = "database not answering; reconnecting with backoff"
+        self.freshness.stale_reason = error if schema else "database not answering; reconnecting with backoff"
         self._status()
 
     def _watchdog(self) -> None:
@@ -276,6 +315,9 @@ class ConsoleApp(App[None]):
     def _leader_badge(self) -> str | None:
         if self.engine is None:
             return None
+        refusal = self.engine.runtime.leader_refusal
+        if refusal is not None:  # for as long as it runs: it is no standby for the leader
+            return f"NOT LEADING: {refusal}"
         return "LEADER" if self.engine.is_leader else "FOLLOWER"
 
     def _status(self) -> None:
@@ -354,7 +396,7 @@ class ConsoleApp(App[None]):
         return system_commands(super().get_system_commands(screen), self.read_only)
 
     def palette_allowed(self, act: actions.Act) -> bool:
-        return act.scope in ("app", *actions.PANELS) and self.action_allowed(act.scope, act.action)
+        return act.scope in ("app", *actions.ALL_PANELS) and self.action_allowed(act.scope, act.action)
 
     async def run_palette_act(self, act: actions.Act) -> None:
         if act.scope == "app":
@@ -412,12 +454,19 @@ class ConsoleApp(App[None]):
         if self.engine is None:
             self.exit()
             return
-        role = "the LEADER" if self.engine.is_leader else "running the engine (follower)"
+        refusal = self.engine.runtime.leader_refusal
+        if self.engine.is_leader:
+            role = "the LEADER"
+            consequence = ("The in-process engine stops and releases the leader lock; schedules fire only if "
+                           "another runtime takes over (within about 2 s when one is running).")
+        else:
+            role = (f"running the engine, NOT LEADING ({refusal})" if refusal
+                    else "running the engine (follower)")
+            consequence = ("The in-process engine stops. It holds no leader lock, so firing is unchanged: "
+                           "whichever runtime leads goes on leading.")
         dialog = ConfirmScreen(
             "Quit the console?", "Quit",
-            [("Database", self.database), ("This process", role),
-             ("Consequence", "The in-process engine stops and releases the leader lock; schedules fire "
-              "only if another runtime takes over (within about 2 s when one is running).")],
+            [("Database", self.database), ("This process", role), ("Consequence", consequence)],
         )
 
         def answered(value: str | None) -> None:
@@ -436,12 +485,19 @@ class ConsoleApp(App[None]):
         if self.read_only:  # defence in depth: the keys are gone, and the engine refuses too
             self.notify("read-only console: no action can change anything", severity="warning", markup=False)
             return
+        if op.choices_need is not None and op.choices_need not in self.features:
+            op = replace(op, choices=(), run_chosen=None)  # the plain action: the backend has no such values
+
+        asked: list[ConfirmScreen] = []  # the dialog, once shown: its optional values (a pause's end)
 
         def answered(value: str | None) -> None:
             if value is None:
-                self.notify(f"cancelled: {op.title.lower()} {op.target}", markup=False, timeout=3)
+                # The verb and the target ("cancelled: trigger schedule x"); the title already
+                # names the kind ("Trigger schedule"), which doubled it.
+                self.notify(f"cancelled: {op.verb.lower()} {op.target}, nothing was done", markup=False, timeout=3)
                 return
-            self.writer.submit(lambda: op.execute(self.client, value), done)
+            chosen = dict(asked[-1].chosen) if asked else {}
+            self.writer.submit(lambda: op.execute(self.client, value, chosen), done)
 
         def done(result: str | None, error: str | None) -> None:
             if error:
@@ -453,18 +509,28 @@ class ConsoleApp(App[None]):
                 after()
 
         def ask(note: Text | None = None) -> None:
-            self.push_screen(ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners,
-                                                         note, audit_gap=self.audit_gap), answered)
+            dialog = ConfirmScreen.for_operation(op, self.database, self.operator, self.declared_owners,
+                                                 note, audit_gap=self.audit_gap)
+            asked.append(dialog)
+            self.push_screen(dialog, answered)
+            if op.preview is not None:
+                # Kept live while the dialog is open: a resume opened at :02 and confirmed at
+                # :10 fires what the clock says at :10, and the dialog must say that number.
+                dialog.set_interval(self.poller.interval, lambda: read_preview(dialog.show_note))
+
+        def read_preview(then: Callable[[Text], None]) -> None:
+            preview = op.preview
+            assert preview is not None
+            client, clock = self.client, self.config.clock
+            self.reader.submit(lambda: preview(client, clock() if clock else None),
+                               lambda value, error: then(Text(printable(value if error is None else
+                                                                        f"preview failed: {error}"))))
 
         if op.preview is None:
             ask()
             return
-        preview = op.preview
-        client, clock = self.client, self.config.clock
         # What it would do (a resume's fires, the schedules an adoption takes), read first.
-        self.reader.submit(lambda: preview(client, clock() if clock else None),
-                           lambda value, error: ask(Text(printable(value if error is None else
-                                                                   f"preview failed: {error}"))))
+        read_preview(ask)
 
     # --- screens that load on demand -------------------------------------------------------------
 
@@ -480,6 +546,23 @@ class ConsoleApp(App[None]):
     def on_override_form_requested(self, message: OverrideFormRequested) -> None:
         self.push_screen(OverrideScreen(message.row), message.filled)
 
+    def on_schedule_form_requested(self, message: ScheduleFormRequested) -> None:
+        self.push_screen(ScheduleFormScreen(message.row), message.filled)
+
+    def on_schedule_check_requested(self, message: ScheduleCheckRequested) -> None:
+        """The form's dry run: what the create (or edit) would make, its next fires, the clock."""
+        clock, client, m = self.config.clock, self.client, message
+
+        def work() -> tuple[Any, Any, datetime]:
+            if m.edit_of is None:
+                made = client.actions.create_schedule(m.name, m.request, owner=m.owner, dry_run=True)
+            else:
+                made = client.actions.edit_schedule(m.edit_of, m.request, dry_run=True)
+            now = clock() if clock else client.reads.db_time()
+            return made, client.reads.definition_fires(made, m.count, after=now), now
+
+        self.reader.submit(work, m.show)
+
     def on_sort_menu_requested(self, message: SortMenuRequested) -> None:
         self.push_screen(SortScreen(message.options, message.current), message.chosen)
 
@@ -492,24 +575,39 @@ class ConsoleApp(App[None]):
 
     def on_detail_data_requested(self, message: DetailDataRequested) -> None:
         clock, client, name = self.config.clock, self.client, message.name
-        self.reader.submit(lambda: client.schedule_detail(name, now=clock() if clock else None), message.show)
+        self.reader.submit(lambda: client.reads.schedule_detail(name, now=clock() if clock else None), message.show)
 
     def on_audit_data_requested(self, message: AuditDataRequested) -> None:
         clock, client, m = self.config.clock, self.client, message
-        self.reader.submit(lambda: client.search_audit(where=m.where, before_id=m.before_id, limit=m.limit,
-                                                       now=clock() if clock else None), m.show)
+        self.reader.submit(lambda: client.reads.search_audit(where=m.where, before_id=m.before_id, limit=m.limit,
+                                                       now=clock() if clock else None, oldest=m.oldest), m.show)
+
+    def on_audit_record_requested(self, message: AuditRecordRequested) -> None:
+        client, entry_id = self.client, message.entry_id
+        self.reader.submit(lambda: client.reads.audit_record(entry_id), message.show)
+
+    def on_next_fires_requested(self, message: NextFiresRequested) -> None:
+        client, m = self.client, message
+        self.reader.submit(lambda: client.reads.next_fires(m.name, m.count, after=m.after), m.show)
+
+    def on_calendar_requested(self, message: CalendarRequested) -> None:
+        client, name = self.client, message.name
+        self.reader.submit(lambda: client.reads.get_calendar(name), message.show)
 
     def on_ledger_data_requested(self, message: LedgerDataRequested) -> None:
         clock, client, m = self.config.clock, self.client, message
-        self.reader.submit(lambda: client.ledger_view(m.name, at=m.at, limit=LEDGER_SIZE,
+        self.reader.submit(lambda: client.reads.ledger_view(m.name, at=m.at, limit=LEDGER_SIZE,
                                                       now=clock() if clock else None), m.show)
+
+    def on_audit_entry_requested(self, message: AuditEntryRequested) -> None:
+        self.push_screen(AuditEntryScreen(message.entry_id))
 
     def on_job_detail_requested(self, message: JobDetailRequested) -> None:
         self.push_screen(JobDetailScreen(message.job_id, self.poller.interval))
 
     def on_job_data_requested(self, message: JobDataRequested) -> None:
         client, job_id = self.client, message.job_id
-        self.reader.submit(lambda: client.job_detail(job_id), message.show)
+        self.reader.submit(lambda: client.reads.job_detail(job_id), message.show)
 
     def on_jobs_filter_requested(self, message: JobsFilterRequested) -> None:
         """v on a schedule: its jobs, on the jobs panel (from a detail screen too: back to the panels)."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from awa_tui.engine.db import describe_dsn
-from awa_tui.engine.read.backend import ConsoleBackend
+from awa_tui.engine.backend.protocol import ConsoleBackend
+from awa_tui.engine.core.db import describe_dsn
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 # Schedules fetched per page (the end of the list asks for the next). Every refresh reads
 # the page, its outcome strips and diffs its rows, and the first paint builds them all:
-# 1,000 rows were ~0.25 s of the UI thread before anything showed (issue 18); 250 fill ten
+# 1,000 rows were ~0.25 s of the UI thread before anything showed (measured); 250 fill ten
 # screens of a 25-row terminal.
 PAGE_SIZE = 250
 

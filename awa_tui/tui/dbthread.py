@@ -20,8 +20,8 @@ from typing import Any
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from awa_tui.engine.db import redact
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.db import redact
+from awa_tui.engine.core.errors import AwaError
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.tui")

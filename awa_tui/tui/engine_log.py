@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from textual.app import App
 from textual.message import Message
 
-from awa_tui.engine.db import redact
+from awa_tui.engine.core.db import redact
 from awa_tui.printable import printable
 
 QUIET = ("awa_tui.worker", "awa_tui.demo", "awa_tui.tui")
@@ -27,7 +28,7 @@ class EngineWarning(Message):
 
 
 class EngineLog(logging.Handler):
-    def __init__(self, app: App[object]) -> None:
+    def __init__(self, app: App[Any]) -> None:
         super().__init__(logging.WARNING)
         self.app = app
         self.logger = logging.getLogger("awa_tui")

@@ -8,8 +8,11 @@ from typing import Any
 
 from rich.text import Text
 
+from awa_tui.engine.core.standby import ServerRole
 from awa_tui.engine.read.models import AnySchedule
-from awa_tui.engine.standby import ServerRole
+from awa_tui.instants import span_precise
+
+__all__ = ["span_precise"]  # the console reads durations from here; the CLI from awa_tui.instants
 
 
 def clip(text: str, width: int) -> str:
@@ -27,18 +30,6 @@ def span(seconds: float) -> str:
     if seconds < 86400 * 2:
         return f"{int(seconds // 3600)}h"
     return f"{int(seconds // 86400)}d"
-
-
-def span_precise(seconds: float) -> str:
-    """A duration with two units (1h05m, 3m20s), for countdowns that matter."""
-    seconds = int(abs(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    if seconds < 86400:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
-    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
 
 
 def relative(at: datetime | None, now: datetime) -> str:
@@ -106,7 +97,8 @@ def state_by(row: AnySchedule) -> tuple[str | None, datetime | None]:
 
 
 def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
-    """'PAUSED by ops since 2026-03-08 12:00:00Z (3m ago)', 'RETIRED by ops at ... (...)' or 'active'."""
+    """'PAUSED by ops since 2026-03-08 12:00:00Z (3m ago)', 'RETIRED by ops at ... (...)' or 'active';
+    a pause with an end and a reason (S65): 'PAUSED until 14:00:00Z (in 2h) by alice since ...: db migration'."""
     word = state_word(row.state)
     if row.state == "finished" and row.finished_at is not None:
         return Text(word, style=style).append(f" at {utc(row.finished_at)} ({relative(row.finished_at, now)})")
@@ -114,7 +106,12 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
         return Text(word)
     by, at = state_by(row)
     text = Text(word, style=style)
-    text.append(f" by {by} {'at' if row.state == 'retired' else 'since'} {utc(at)} ({relative(at, now)})")
+    paused = row.state == "paused"
+    if paused and row.paused_until is not None:
+        text.append(f" until {utc(row.paused_until)} ({relative(row.paused_until, now)})")
+    text.append(f" by {by} {'since' if paused else 'at'} {utc(at)} ({relative(at, now)})")
+    if paused and row.pause_reason:
+        text.append(f": {row.pause_reason}")
     return text
 
 
@@ -123,6 +120,7 @@ def state_text(row: AnySchedule, now: datetime, style: str = "bold") -> Text:
 OUTCOME_GLYPHS = {
     "completed": ".", "discarded": "x", "retryable": "r", "running": ">", "available": "w", "cancelled": "c",
     "skipped_paused": "-", "skipped_retired": "-", "skipped_overlap": "-", "skipped_excluded": "-",
+    "skipped_too_old": "-",
     "no_leader": "?",
     "coalesced": "~", "pending": "_", "unknown": "#",
 }
@@ -130,7 +128,8 @@ UNKNOWN_GLYPH = "!"  # a job state the console does not know (a hand-written row
 # The legend, a character and its meaning each (the help, docs/keys.md, the summary line).
 OUTCOME_MEANINGS = (
     (".", "ok"), ("x", "failed"), ("r", "retrying"), (">", "running"), ("w", "waiting"), ("c", "cancelled"),
-    ("-", "skipped (paused, retired, overlap, excluded)"), ("?", "no leader"), ("~", "coalesced into a later fire"),
+    ("-", "skipped (paused, retired, overlap, excluded, too old)"), ("?", "no leader"),
+    ("~", "coalesced into a later fire"),
     ("_", "not fired yet"), ("#", "unknown (no history left)"),
     (UNKNOWN_GLYPH, "a job state not known"),
 )

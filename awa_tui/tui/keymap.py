@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from awa_tui.engine.read.backend import OWN_SCHEMA_FEATURES
+from awa_tui.engine.backend.protocol import OWN_SCHEMA_FEATURES
 
 PANELS = ("schedules", "owners", "runtimes", "plan", "queues", "jobs")
-PANEL_NEEDS = {"owners": "owners", "plan": "plan", "jobs": "ledger"}  # panels a backend feature provides
+# Panels without a number key (k9s habit): reached by `:` and the palette only, shown in the
+# panel bar while they are open. A rarely visited list, so the numbered bar stays as it is.
+JUMP_PANELS = ("calendars",)
+ALL_PANELS = (*PANELS, *JUMP_PANELS)
+PANEL_NEEDS = {"owners": "owners", "plan": "plan", "jobs": "ledger",  # panels a backend feature provides
+               "calendars": "calendars"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,9 @@ class Act:
     # The backend feature the key needs (engine/read/backend.FEATURES): a backend without it
     # (upstream Awa) has the key left out of footer, help and palette.
     needs: str | None = None
+    # Checked when the app reads the key, before it hands the key to the focused widget:
+    # `/` must take the keyboard before the next key arrives (a paste, a burst over SSH).
+    priority: bool = False
 
     @property
     def id(self) -> str:
@@ -57,6 +65,11 @@ ACTS: tuple[Act, ...] = (
             palette=f"panel: {name}", needs=PANEL_NEEDS.get(name))
         for i, name in enumerate(PANELS, start=1)
     ),
+    *(
+        Act("app", f":{name}", f"show_panel('{name}')", name, f"{name} panel (no number key: type :{name}, or use "
+            "the palette)", footer=False, palette=f"panel: {name}", needs=PANEL_NEEDS.get(name), bound=False)
+        for name in JUMP_PANELS
+    ),
     Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
     Act("app", "r", "refresh_now", "refresh", "refresh now", footer=False, palette="console: refresh now"),
     Act("app", "plus", "faster", "faster", "refresh more often", footer=False),
@@ -66,7 +79,8 @@ ACTS: tuple[Act, ...] = (
     Act("table", "j,down", "cursor_down", "down", "next row", footer=False),
     Act("table", "k,up", "cursor_up", "up", "previous row", footer=False),
     Act("table", "g,home", "first_row", "first", "first row", footer=False),
-    Act("table", "G,end", "last_row", "last", "last row (on schedules, jobs and the audit log, loads the next page)",
+    Act("table", "G,end", "last_row", "last",
+        "last row of the whole list (on schedules, jobs and the audit log, reads the last page; g the first again)",
         footer=False),
     Act("table", "pageup", "page_up", "page up", "one screen up", footer=False),
     Act("table", "pagedown", "page_down", "page down", "one screen down", footer=False),
@@ -74,7 +88,7 @@ ACTS: tuple[Act, ...] = (
         bound=False),
     # Every panel.
     Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
-        "esc clears)", footer=False),
+        "esc clears)", footer=False, priority=True),
     Act("panel", "o", "sort_menu", "sort", "sort menu: any column (or click its header; again: reversed)",
         footer=False),
     Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
@@ -85,19 +99,21 @@ ACTS: tuple[Act, ...] = (
         palette="schedule: details"),
     Act("schedules", "slash", "filter", "filter",
         "filter: owner:X state:paused late, free text (grammar: docs/keys.md; esc clears)",
-        palette="schedule: filter"),
+        palette="schedule: filter", priority=True),
     Act("schedules", "o", "sort_menu", "sort", "sort menu: name, next, last, state, queue, owner or health (or click a "
         "header; the header marks the sort)", footer=False, palette="schedule: sort by"),
     Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("schedules", "space", "toggle_select", "select", "select or unselect the row: s, t, a, ctrl+d and u then "
         "act on every selected schedule, with one confirmation", footer=False),
-    Act("schedules", "asterisk,ctrl+a", "select_all", "select all", "select every listed (filtered) schedule",
+    Act("schedules", "asterisk,ctrl+a", "select_all", "select all",
+        "select every listed (filtered) schedule, added to the selection (esc clears)",
         footer=False, palette="schedule: select all listed"),
     Act("schedules", "escape", "", "", "clear the selection; again, clear the filter", bound=False),
     Act("schedules", "v", "show_jobs", "jobs", "the schedule's jobs (the jobs panel, filter schedule:NAME)",
         needs="ledger",
         footer=False, palette="schedule: show its jobs"),
-    Act("schedules", "s", "toggle_pause", "pause/resume", "pause or resume the selected schedule",
+    Act("schedules", "s", "toggle_pause", "pause/resume", "pause (optionally until a time, with a reason: tab in "
+        "the dialog) or resume the selected schedule",
         mutation=True, palette="schedule: pause / resume", needs="schedule_pause"),
     Act("schedules", "t", "trigger", "trigger", "trigger one job of the selected schedule now",
         mutation=True, palette="schedule: trigger now", needs="trigger"),
@@ -110,9 +126,15 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "b", "backfill", "backfill", "backfill the last 24 hours: one job per instant that never fired "
         "(the dialog shows the count first)", mutation=True, footer=False, palette="schedule: backfill",
         needs="backfill"),
-    Act("schedules", "e", "override", "override", "override the expression, zone, queue, priority or args "
-        "without a deploy (a form; sync keeps it)", mutation=True, footer=False, palette="schedule: override",
-        needs="override"),
+    Act("schedules", "e", "override", "edit/override", "edit: one made at run time in the schedule form; one declared "
+        "in code by an override (a form; sync keeps it)", mutation=True,
+        footer=False, palette="schedule: edit / override", needs="override"),
+    Act("schedules", "n", "new_schedule", "new", "new schedule made at run time (a form: checked as you type, next "
+        "fires shown)", mutation=True, footer=False,
+        palette="schedule: new (made at run time)", needs="runtime_schedules"),
+    Act("schedules", "D", "delete_schedule", "delete", "delete a schedule made at run time (type its name; its jobs "
+        "and history stay)", mutation=True, footer=False,
+        palette="schedule: delete (made at run time)", needs="runtime_schedules"),
     Act("schedules", "E", "reset_override", "reset", "reset an OVERRIDDEN schedule to its code definition",
         mutation=True, footer=False, palette="schedule: reset override", needs="override"),
     # Owners panel.
@@ -136,22 +158,26 @@ ACTS: tuple[Act, ...] = (
         footer=False, palette="queue: show its schedules"),
     Act("queues", "s", "toggle_pause", "pause/resume", "pause or resume the selected queue (dispatch only)",
         mutation=True, palette="queue: pause / resume", needs="queue_pause"),
+    # Calendars panel (`:calendars`; awa-tui's own schema only).
+    Act("calendars", "enter", "details", "dates", "the calendar's dates (upcoming first) and the schedules that "
+        "exclude them", footer=False, palette="calendar: dates and schedules", needs="calendars"),
     # Jobs panel (the fire ledger's jobs: awa-tui's own schema only).
     Act("jobs", "enter", "details", "detail", "the job in full: each attempt's error and traceback, args, metadata",
         footer=False, palette="job: details", needs="ledger"),
     Act("jobs", "slash", "filter", "filter",
         "filter: schedule:X queue:Q state:running result:failed kind:K failed manual (esc clears)",
-        palette="job: filter", needs="ledger"),
+        palette="job: filter", needs="ledger", priority=True),
     Act("jobs", "v", "show_schedule", "schedule", "the job's schedule (its detail screen)",
         palette="job: show its schedule", needs="ledger"),
     Act("jobs", "t", "retry", "retry", "retry the selected job now (a failed, discarded or cancelled one)",
         mutation=True, palette="job: retry", needs="ledger"),
-    Act("jobs", "x", "cancel_job", "cancel", "cancel the selected job (waiting jobs only; a running one is refused)",
+    Act("jobs", "x", "cancel_job", "cancel", "cancel the selected job (a running one is stopped by its runtime)",
         mutation=True, palette="job: cancel", needs="ledger"),
     # Schedule detail screen.
     Act("detail", "escape", "close", "back", "back to the panels"),
     Act("detail", "q", "close", "back", "back to the panels", footer=False),
-    Act("detail", "s", "toggle_pause", "pause/resume", "pause or resume this schedule", mutation=True,
+    Act("detail", "s", "toggle_pause", "pause/resume", "pause (optionally until a time, with a reason) or resume "
+        "this schedule", mutation=True,
         needs="schedule_pause"),
     Act("detail", "t", "trigger", "trigger", "trigger one job now", mutation=True, needs="trigger"),
     Act("detail", "a", "adopt", "adopt", "adopt / transfer", mutation=True, footer=False, needs="owners"),
@@ -160,7 +186,10 @@ ACTS: tuple[Act, ...] = (
     Act("detail", "u", "restore", "restore", "restore", mutation=True, footer=False, needs="lifecycle"),
     Act("detail", "b", "backfill", "backfill", "backfill the last 24 hours (shows the count first)", mutation=True,
         footer=False, needs="backfill"),
-    Act("detail", "e", "override", "override", "override (a form)", mutation=True, footer=False, needs="override"),
+    Act("detail", "e", "override", "edit/override", "edit (made at run time: the schedule form) or override "
+        "(declared in code: a form)", mutation=True, footer=False, needs="override"),
+    Act("detail", "D", "delete_schedule", "delete", "delete (made at run time only; type the name)", mutation=True,
+        footer=False, needs="runtime_schedules"),
     Act("detail", "E", "reset_override", "reset", "reset an override to the code definition", mutation=True,
         footer=False, needs="override"),
     Act("detail", "c", "copy", "copy", "copy the schedule's name", footer=False),
@@ -172,21 +201,31 @@ ACTS: tuple[Act, ...] = (
         "ledger", footer=False, needs="ledger"),
     Act("detail", "right_square_bracket", "newer_instant", "newer", "why: the next (newer) due instant of the ledger",
         footer=False, needs="ledger"),
+    Act("detail", "n", "later_fires", "later fires", "next fires: the page after (excluded instants listed and "
+        "marked, with the rule that skips them)", footer=False),
+    Act("detail", "p", "earlier_fires", "earlier fires", "next fires: the page before (back to the first)",
+        footer=False),
     # Job detail screen.
     Act("job", "escape", "close", "back", "back to where it was opened from"),
     Act("job", "q", "close", "back", "back", footer=False),
     Act("job", "v", "show_schedule", "schedule", "its schedule's detail screen"),
     Act("job", "t", "retry", "retry", "retry this job now (a failed, discarded or cancelled one)", mutation=True),
-    Act("job", "x", "cancel_job", "cancel", "cancel this job (waiting only)", mutation=True),
+    Act("job", "x", "cancel_job", "cancel", "cancel this job (a running one is stopped by its runtime)", mutation=True),
     Act("job", "c", "copy", "copy", "copy the job's id", footer=False),
     Act("job", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
     # Audit log screen.
     Act("audit", "slash", "filter", "filter",
         "filter: operator:X action:pause target:NAME since:2h until:2025-03-08T12:00Z, every row searched "
-        "(esc clears)"),
+        "(esc clears)", priority=True),
     Act("audit", "escape", "back", "back", "back to the panels (first clears the filter)"),
     Act("audit", "q", "close", "back", "back to the panels", footer=False),
     Act("audit", "r", "reload", "reload", "reload the audit log"),
+    Act("audit", "enter", "details", "entry", "the entry in full: before and after whole, the database user, "
+        "client address and application of the session that wrote it", footer=False),
+    # Audit entry screen.
+    Act("audit-entry", "escape", "close", "back", "back to the audit log"),
+    Act("audit-entry", "q", "close", "back", "back to the audit log", footer=False),
+    Act("audit-entry", "c", "copy", "copy", "copy the entry's target", footer=False),
     # Pages over the panels (a plan entry, a runtime).
     Act("info", "escape,q,enter", "", "", "close the page", bound=False),
     # Every confirmation dialog.
@@ -194,8 +233,8 @@ ACTS: tuple[Act, ...] = (
     Act("dialog", "n,escape", "", "", "no: cancel, nothing is done", bound=False),
     Act("dialog", "enter", "", "", "confirm what was typed (a name to retire, an owner to adopt)", bound=False),
     Act("dialog", "right", "", "", "accept the suggested owner (at the end of the text)", bound=False),
-    Act("dialog", "tab", "", "", "next field of the override form (shift+tab: previous; enter: override)",
-        bound=False),
+    Act("dialog", "tab", "", "", "next field of a form: the override, the schedule form, a pause's end and reason "
+        "(shift+tab: previous; enter: confirm)", bound=False),
     # The help screen.
     Act("help", "escape,question_mark,q", "", "", "close this help", bound=False),
     # Textual's command palette.
@@ -218,9 +257,11 @@ SCOPES = (
     ("plan", "Plan panel"),
     ("queues", "Queues panel"),
     ("jobs", "Jobs panel"),
+    ("calendars", "Calendars panel"),
     ("detail", "Schedule detail"),
     ("job", "Job detail"),
     ("audit", "Audit log"),
+    ("audit-entry", "Audit entry"),
     ("info", "Pages"),
     ("help", "Help"),
     ("dialog", "Dialogs"),
@@ -235,12 +276,13 @@ def markdown() -> str:
     lines = ["| where | keys | does |", "|---|---|---|"]
     for act in sorted(ACTS, key=lambda a: [s for s, _ in SCOPES].index(a.scope)):
         panels = f"1-{len(PANELS)}"
-        keys = panels if act.action.startswith("show_panel") else act.key_label
-        if act.action.startswith("show_panel") and act.key != "1":
+        numbered = act.action.startswith("show_panel") and act.key.isdigit()
+        keys = panels if numbered else act.key_label
+        if numbered and act.key != "1":
             continue
         does = "panels: " + ", ".join(PANELS) if keys == panels else act.help
         flag = " (not in read-only mode)" if act.mutation else ""
-        if act.needs in OWN_SCHEMA_FEATURES and not act.action.startswith("show_panel"):
+        if act.needs in OWN_SCHEMA_FEATURES and not numbered:
             flag += " (not in upstream Awa mode)"
         lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
     return "\n".join(lines) + "\n"

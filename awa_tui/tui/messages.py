@@ -19,8 +19,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from awa_tui.engine.actions.made import ScheduleRequest
+from awa_tui.engine.actions.overrides import OverrideRequest
 from awa_tui.engine.read.models import AnySchedule
-from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.filters import Filter
 from awa_tui.printable import printable
 from awa_tui.tui import operations
@@ -68,15 +69,55 @@ class DetailDataRequested(Message):
 
 class AuditDataRequested(Message):
     """Search the audit log on the reader thread (an audit filter, a page of `limit` entries
-    older than `before_id`) and pass the page to `show`."""
+    older than `before_id`, or the `oldest` page) and pass the page to `show`."""
 
     def __init__(self, show: Show, where: Filter | None = None, before_id: int | None = None,
-                 limit: int = 200) -> None:
+                 limit: int = 200, oldest: bool = False) -> None:
         super().__init__()
         self.show = show
         self.where = where
         self.before_id = before_id
         self.limit = limit
+        self.oldest = oldest
+
+
+class AuditEntryRequested(Message):
+    """Open one audit entry in full, on its own screen."""
+
+    def __init__(self, entry_id: int) -> None:
+        super().__init__()
+        self.entry_id = entry_id
+
+
+class AuditRecordRequested(Message):
+    """Read one audit entry in full on the reader thread and pass it to `show`."""
+
+    def __init__(self, entry_id: int, show: Show) -> None:
+        super().__init__()
+        self.entry_id = entry_id
+        self.show = show
+
+
+class NextFiresRequested(Message):
+    """Read the next `count` fires of this schedule after `after` (excluded instants listed
+    besides) on the reader thread and pass them to `show`."""
+
+    def __init__(self, name: str, after: datetime, count: int, show: Show) -> None:
+        super().__init__()
+        self.name = name
+        self.after = after
+        self.count = count
+        self.show = show
+
+
+class CalendarRequested(Message):
+    """Read one calendar in full (its dates, the schedules naming it) on the reader thread
+    and pass it to `show`."""
+
+    def __init__(self, name: str, show: Show) -> None:
+        super().__init__()
+        self.name = name
+        self.show = show
 
 
 class LedgerDataRequested(Message):
@@ -152,13 +193,39 @@ class SortMenuRequested(Message):
 
 
 class OverrideFormRequested(Message):
-    """Show the override form for this schedule (issue 16); `filled` gets the request
+    """Show the override form for this schedule (S49); `filled` gets the request
     (None: cancelled)."""
 
     def __init__(self, row: AnySchedule, filled: Callable[[OverrideRequest | None], None]) -> None:
         super().__init__()
         self.row = row
         self.filled = filled
+
+
+class ScheduleFormRequested(Message):
+    """Show the schedule form (S64): a new schedule made at run time (`row` None), or an
+    edit of this one; `filled` gets what the operator confirmed there (None: cancelled)."""
+
+    def __init__(self, row: AnySchedule | None, filled: Callable[[Any], None]) -> None:
+        super().__init__()
+        self.row = row
+        self.filled = filled
+
+
+class ScheduleCheckRequested(Message):
+    """Check a definition as its create (or the edit of `edit_of`) would, writing nothing
+    (a dry run), on the reader thread, and pass `show` its next `count` fires and the
+    clock they were read at, or the one line that refuses it."""
+
+    def __init__(self, name: str, request: ScheduleRequest, owner: str | None, edit_of: str | None, count: int,
+                 show: Show) -> None:
+        super().__init__()
+        self.name = name
+        self.request = request
+        self.owner = owner
+        self.edit_of = edit_of
+        self.count = count
+        self.show = show
 
 
 class CopyRequested(Message):
@@ -247,7 +314,7 @@ class ScheduleActions(Widget):
         self._on_schedule(operations.restore)
 
     def action_override(self) -> None:
-        """Issue 16: the override form, then the usual confirmation."""
+        """S49: the override form, then the usual confirmation."""
         try:
             row = self.acted_schedule()
         except operations.NotPossible as exc:
@@ -258,6 +325,9 @@ class ScheduleActions(Widget):
         if row.state == "retired":
             self.notify(f"{row.name} is RETIRED: restore it before overriding it", severity="warning", markup=False)
             return
+        if row.origin == operations.RUN_TIME:  # S64: no code to keep beside it; edited whole
+            self._edit_form(row)
+            return
 
         def filled(request: OverrideRequest | None) -> None:
             if request is not None:
@@ -267,3 +337,15 @@ class ScheduleActions(Widget):
 
     def action_reset_override(self) -> None:
         self._on_schedule(operations.reset_override)
+
+    def _edit_form(self, row: AnySchedule) -> None:
+        """S64: a schedule made at run time in the schedule form, then the usual confirmation."""
+
+        def filled(form: operations.ScheduleForm | None) -> None:
+            if form is not None:
+                request_operation(self, lambda: operations.edit_schedule(row, form.request), self.after_operation)
+
+        self.post_message(ScheduleFormRequested(row, filled))
+
+    def action_delete_schedule(self) -> None:
+        self._on_schedule(operations.delete_schedule)

@@ -10,16 +10,19 @@ instant between that re-read and the action.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from awa_tui.engine.errors import Conflict, NotFound
+from awa_tui.engine.actions.made import ScheduleRequest
+from awa_tui.engine.actions.overrides import OverrideRequest
+from awa_tui.engine.backend.protocol import ConsoleBackend
+from awa_tui.engine.core.errors import Conflict, NotFound
 from awa_tui.engine.ledger.models import WAITING_STATES, JobSummary
-from awa_tui.engine.read.backend import ConsoleBackend
 from awa_tui.engine.read.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
-from awa_tui.engine.schedules.overrides import OverrideRequest
+from awa_tui.instants import parse_ahead, span_precise
 from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
 
 
@@ -32,6 +35,19 @@ class NotPossible(Exception):
 
 
 Run = Callable[[ConsoleBackend, str], str]  # (client, typed value) -> one-line result
+
+
+@dataclass(frozen=True)
+class Choice:
+    """An optional value the confirmation offers besides yes and no (a pause's end, its
+    reason): empty is None; `read` turns the text into the value or raises a one-line
+    ValidationError; `meaning` says, under the field, what a value read means."""
+
+    key: str
+    label: str
+    placeholder: str
+    read: Callable[[str], Any]
+    meaning: Callable[[Any], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +66,16 @@ class Operation:
     asks_owner: bool = False  # the value asked for is an owner: the dialog says if no runtime declares it
     # (client, now) -> what it would do, read before the dialog opens (now: the console's clock, None = DB time)
     preview: Callable[[Any, Any], str] | None = None
+    # Every target by name, when `target` names only the first few ("... and 17 more"):
+    # the dialog lists them all in a scrolling box.
+    listed: tuple[str, ...] = ()
+    # Optional values the dialog offers (empty: None), read before it is dismissed; with
+    # them, `run_chosen` acts instead of `run`, given the values by Choice.key.
+    choices: tuple[Choice, ...] = ()
+    run_chosen: Callable[[ConsoleBackend, Mapping[str, Any]], str] | None = None
+    choices_need: str | None = None  # the backend feature they need: without it, neither is offered
 
-    def execute(self, client: ConsoleBackend, value: str) -> str:
+    def execute(self, client: ConsoleBackend, value: str, chosen: Mapping[str, Any] | None = None) -> str:
         """Runs on the writer thread: re-check, then act."""
         now = self.read_state(client)
         if now != self.captured:
@@ -59,6 +83,8 @@ class Operation:
                 f"refused: {self.target} changed since you chose it "
                 f"(was {self.describe(self.captured)}, now {self.describe(now)}); nothing was done"
             )
+        if self.run_chosen is not None:
+            return self.run_chosen(client, chosen or {})
         return self.run(client, value)
 
 
@@ -92,7 +118,7 @@ def describe_schedule_state(state: tuple[Any, ...]) -> str:
 def _read_schedule(name: str) -> Callable[[ConsoleBackend], Any]:
     def read(client: ConsoleBackend) -> Any:
         try:
-            return schedule_state(client.get_schedule(name))
+            return schedule_state(client.reads.get_schedule(name))
         except NotFound:
             return schedule_state(None)
 
@@ -121,18 +147,47 @@ def toggle_pause(row: AnySchedule) -> Operation:
                 f"Clears the pause (by {row.paused_by}). Its policy ({row.missed_fire_policy}) decides "
                 "what fires for the paused period: coalesce fires once, catch_up each missed fire in order."
             ),
-            run=_then(lambda client: client.resume(name), f"resumed {name}"),
-            preview=lambda client, now: client.resume_preview(name, now=now).explanation,
+            run=_then(lambda client: client.actions.resume(name), f"resumed {name}"),
+            preview=lambda client, now: client.reads.resume_preview(name, now=now).explanation,
         )
     queue_note = f" Its queue {row.queue} is PAUSED too." if row.queue_paused else ""
+
+    def pause(client: ConsoleBackend, chosen: Mapping[str, Any]) -> str:
+        # S65: an end (the leader resumes then, the policy applies) and a reason, both optional.
+        state = client.actions.pause(name, until=chosen.get("until"), reason=chosen.get("reason"))
+        until = f" until {utc(state.paused_until)}" if state.paused_until is not None else ""
+        return f"paused {name}{until}" + (f": {state.pause_reason}" if state.pause_reason else "")
+
     return _schedule_op(
         row, title="Pause schedule", verb="Pause",
         consequence=(
             "No new fires until resumed. Jobs already enqueued, running or retrying are not affected."
             + queue_note
         ),
-        run=_then(lambda client: client.pause(name), f"paused {name}"),
+        run=_then(lambda client: client.actions.pause(name), f"paused {name}"),
+        choices=PAUSE_CHOICES, run_chosen=pause, choices_need=PAUSE_CHOICES_NEED,
     )
+
+
+def _pause_end(text: str) -> datetime | timedelta:
+    return parse_ahead(text, "until")
+
+
+def _pause_end_words(value: datetime | timedelta) -> str:
+    then = "; the leader resumes it then and its policy applies"
+    if isinstance(value, timedelta):
+        return f"ends {span_precise(value.total_seconds())} after the pause is made{then}"
+    return f"ends {utc(value)}{then}"
+
+
+# S65: what the pause dialog offers besides yes and no (the CLI's --until and --reason),
+# where the backend has them (upstream Awa's leader knows no pause end).
+PAUSE_CHOICES_NEED = "pause_until"
+PAUSE_CHOICES = (
+    Choice("until", "Until", "2h, 1d or an ISO instant (empty: no end)", _pause_end,
+           _pause_end_words),
+    Choice("reason", "Reason", "why, shown beside the pause", str),
+)
 
 
 def trigger(row: AnySchedule) -> Operation:
@@ -146,7 +201,7 @@ def trigger(row: AnySchedule) -> Operation:
         notes.append(f"Queue {row.queue} is PAUSED: the job waits until it is resumed.")
 
     def run(client: ConsoleBackend, _value: str) -> str:
-        job = client.trigger(name)
+        job = client.actions.trigger(name)
         return f"triggered {name}: job {job.id} in queue {job.queue}"
 
     return _schedule_op(
@@ -170,9 +225,9 @@ def backfill(row: AnySchedule) -> Operation:
     span: dict[str, datetime] = {}  # the previewed range, and the clock it was checked against
 
     def preview(client: ConsoleBackend, now: datetime | None) -> str:
-        hi = now or client.db_time()
+        hi = now or client.reads.db_time()
         span["from"], span["to"], span["now"] = hi - BACKFILL_SPAN, hi, hi
-        result = client.backfill(name, span["from"], span["to"], dry_run=True, now=hi)
+        result = client.actions.backfill(name, span["from"], span["to"], dry_run=True, now=hi)
         return (f"{result.count} job{'s' if result.count != 1 else ''} would be enqueued for "
                 f"{utc(span['from'])} .. {utc(span['to'])} ({result.already_fired} already fired, "
                 f"{result.left_to_scheduler} left to the scheduler).")
@@ -180,7 +235,7 @@ def backfill(row: AnySchedule) -> Operation:
     def run(client: ConsoleBackend, _value: str) -> str:
         if not span:
             raise NotPossible("no preview was read: nothing was done")
-        result = client.backfill(name, span["from"], span["to"], now=span["now"])
+        result = client.actions.backfill(name, span["from"], span["to"], now=span["now"])
         return f"backfilled {name}: {result.count} job{'s' if result.count != 1 else ''}"
 
     return _schedule_op(
@@ -203,7 +258,7 @@ def retire(row: AnySchedule) -> Operation:
             "revives. Undo with restore (u), which does not replay missed fires."
         ),
         type_to_confirm=name,
-        run=_then(lambda client: client.retire(name), f"retired {name}"),
+        run=_then(lambda client: client.actions.retire(name), f"retired {name}"),
     )
 
 
@@ -218,7 +273,7 @@ def restore(row: AnySchedule) -> Operation:
             "Clears the tombstone; evaluation restarts from now: no fire from the retired period "
             f"is replayed, whatever the policy.{paused}"
         ),
-        run=_then(lambda client: client.restore(name), f"restored {name}"),
+        run=_then(lambda client: client.actions.restore(name), f"restored {name}"),
     )
 
 
@@ -229,11 +284,11 @@ def adopt_or_transfer(row: AnySchedule, owners: tuple[str, ...]) -> Operation:
         raise NotPossible(f"{name} is RETIRED: restore it before changing its owner")
 
     def adopt(client: ConsoleBackend, to: str) -> str:
-        client.adopt(name, to)
+        client.actions.adopt(name, to)
         return f"{name} adopted by {to}"
 
     def transfer(client: ConsoleBackend, to: str) -> str:
-        client.transfer(name, to)
+        client.actions.transfer(name, to)
         return f"{name} transferred from {owner} to {to}"
 
     if owner is None:
@@ -259,7 +314,7 @@ def adopt_or_transfer(row: AnySchedule, owners: tuple[str, ...]) -> Operation:
 
 
 def override(row: AnySchedule, request: OverrideRequest) -> Operation:
-    """Issue 16: the values the override form changed, confirmed like every mutation."""
+    """S49: the values the override form changed, confirmed like every mutation."""
     name = row.name
     changes = ", ".join(f"{column} {value!r}" if column == "args" else f"{column} {value}"
                         for column, value in request.changes().items())
@@ -269,7 +324,8 @@ def override(row: AnySchedule, request: OverrideRequest) -> Operation:
             f"Sets {changes}. The code's values are kept: sync and reconciliation never overwrite "
             "an override; reset (E) returns to the code definition."
         ),
-        run=lambda client, _v: f"overrode {name}: {', '.join(sorted(client.override(name, request).overridden or {}))}",
+        run=lambda client, _v: (
+            f"overrode {name}: {', '.join(sorted(client.actions.override(name, request).overridden or {}))}"),
     )
 
 
@@ -282,7 +338,75 @@ def reset_override(row: AnySchedule) -> Operation:
     return _schedule_op(
         row, title="Reset schedule", verb="Reset",
         consequence=f"Ends the override: back to the code definition ({code}).",
-        run=_then(lambda client: client.reset_override(name), f"reset {name} to its code definition"),
+        run=_then(lambda client: client.actions.reset_override(name), f"reset {name} to its code definition"),
+    )
+
+
+# --- schedules made at run time (S64) ---------------------------------------------------
+
+RUN_TIME = "api"  # a schedule's origin when made at run time (not declared in code)
+
+
+@dataclass(frozen=True)
+class ScheduleForm:
+    """What the schedule form was confirmed with: the name, the settings (an edit: only
+    those changed), and the owner of a new one."""
+
+    name: str
+    request: ScheduleRequest
+    owner: str | None = None
+
+
+SETTING_WORDS = {"cron_expr": "cron", "timezone": "zone", "max_attempts": "max attempts",
+                 "missed_fire_policy": "missed fires"}
+
+
+def request_words(request: ScheduleRequest) -> str:
+    """'cron 0 8 * * 1, kind report, args {"a": 1}': the settings given, in the form's words."""
+    def shown(key: str, value: object) -> str:
+        if key == "args":
+            return json.dumps(value)
+        if key == "tags" and isinstance(value, tuple):
+            return ", ".join(value) or "none"
+        return str(value)
+
+    return ", ".join(f"{SETTING_WORDS.get(key, key)} {shown(key, value)}" for key, value in request.settings().items())
+
+
+def create_schedule(form: ScheduleForm) -> Operation:
+    name, owner = form.name, form.owner
+    return Operation(
+        title="Create schedule", verb="Create", target=f"schedule {name}",
+        consequence=(f"Makes it at run time, owned by {owner or 'the default owner'}: {request_words(form.request)}. "
+                     "Code sync never "
+                     "changes it; e edits it, D deletes it."),
+        captured=schedule_state(None), read_state=_read_schedule(name),
+        describe=lambda state: "absent" if state[0] == "gone" else describe_schedule_state(state),
+        run=_then(lambda client: client.actions.create_schedule(name, form.request, owner=owner), f"created {name}"),
+    )
+
+
+def edit_schedule(row: AnySchedule, request: ScheduleRequest) -> Operation:
+    name = row.name
+    return _schedule_op(
+        row, title="Edit schedule", verb="Edit",
+        consequence=f"Sets {request_words(request)}. Every other setting stays as it is; code sync never changes it.",
+        run=_then(lambda client: client.actions.edit_schedule(name, request), f"edited {name}"),
+    )
+
+
+def delete_schedule(row: AnySchedule) -> Operation:
+    name = row.name
+    if row.origin != RUN_TIME:
+        raise NotPossible(f"{name} is declared in code (its next deploy would bring it back): retire it "
+                          "(ctrl+d) instead")
+    if row.state == "retired":
+        raise NotPossible(f"{name} is RETIRED: restore it (u) before deleting it")
+    return _schedule_op(
+        row, title="Delete schedule", verb="Delete", type_to_confirm=name,
+        consequence=("It never fires again and its name is free. Its jobs, ledger and audit entries stay. "
+                     "No undo: a new one (n) starts with no history."),
+        run=_then(lambda client: client.actions.delete_schedule(name), f"deleted {name}"),
     )
 
 
@@ -297,7 +421,7 @@ def owner_state(row: OwnerSummary | None) -> tuple[Any, ...]:
 
 def _read_owner(owner: str) -> Callable[[ConsoleBackend], Any]:
     def read(client: ConsoleBackend) -> Any:
-        return owner_state(next((o for o in client.list_owners() if o.owner == owner), None))
+        return owner_state(next((o for o in client.reads.list_owners() if o.owner == owner), None))
 
     return read
 
@@ -324,7 +448,7 @@ def retire_owner(row: OwnerSummary) -> Operation:
     if not row.schedules_owned:
         raise NotPossible(f"owner {owner} has no active schedule to retire")
     return _owner_op(
-        row, "retired", lambda client: client.retire_owner(owner),
+        row, "retired", lambda client: client.actions.retire_owner(owner),
         title="Retire owner", verb="Retire all", type_to_confirm=owner,
         consequence=(
             f"Retires every schedule of {owner} ({row.schedules_owned} active): none of them fires "
@@ -338,7 +462,7 @@ def restore_owner(row: OwnerSummary) -> Operation:
     if not row.schedules_retired:
         raise NotPossible(f"owner {owner} has no retired schedule")
     return _owner_op(
-        row, "restored", lambda client: client.restore_owner(owner),
+        row, "restored", lambda client: client.actions.restore_owner(owner),
         title="Restore owner", verb="Restore all",
         consequence=(
             f"Restores the {row.schedules_retired} retired schedules of {owner}; evaluation restarts "
@@ -358,7 +482,7 @@ def queue_state(row: QueueRow | None) -> tuple[Any, ...]:
 
 def _read_queue(queue: str) -> Callable[[ConsoleBackend], Any]:
     def read(client: ConsoleBackend) -> Any:
-        return queue_state(next((q for q in client.list_queues() if q.queue == queue), None))
+        return queue_state(next((q for q in client.reads.list_queues() if q.queue == queue), None))
 
     return read
 
@@ -369,7 +493,7 @@ def _describe_queue(state: tuple[Any, ...]) -> str:
 
 def toggle_queue(row: QueueRow) -> Operation:
     queue = row.queue
-    common = {
+    common: dict[str, Any] = {
         "target": f"queue {queue}", "captured": queue_state(row),
         "read_state": _read_queue(queue),
         "describe": _describe_queue,
@@ -381,7 +505,7 @@ def toggle_queue(row: QueueRow) -> Operation:
                 f"Workers claim its {row.available} waiting jobs again "
                 f"(paused by {row.paused_by} since {utc(row.paused_at)})."
             ),
-            run=_then(lambda client: client.queue_resume(queue), f"resumed queue {queue}"),
+            run=_then(lambda client: client.actions.queue_resume(queue), f"resumed queue {queue}"),
             **common,
         )
     return Operation(
@@ -390,7 +514,7 @@ def toggle_queue(row: QueueRow) -> Operation:
             f"Workers stop claiming from it. Schedules keep firing into it ({row.schedules} "
             "target it): jobs accumulate until it is resumed. Running jobs finish."
         ),
-        run=_then(lambda client: client.queue_pause(queue), f"paused queue {queue}"),
+        run=_then(lambda client: client.actions.queue_pause(queue), f"paused queue {queue}"),
         **common,
     )
 
@@ -409,7 +533,7 @@ def job_state(job: JobSummary | None) -> tuple[Any, ...]:
 def _read_job(job_id: int) -> Callable[[ConsoleBackend], Any]:
     def read(client: ConsoleBackend) -> Any:
         try:
-            return job_state(client.job_detail(job_id).job)
+            return job_state(client.reads.job_detail(job_id).job)
         except NotFound:
             return job_state(None)
 
@@ -434,20 +558,23 @@ def retry_job(job: JobSummary) -> Operation:
         consequence=(f"It waits to run again now, in queue {job.queue}: attempt {job.attempt + 1} "
                      f"(of at most {job.max_attempts} counted by the worker). Its errors so far are kept."),
         captured=job_state(job), read_state=_read_job(job_id), describe=_describe_job,
-        run=_then(lambda client: client.retry_job(job_id), f"retried job {job_id}: waiting to run"),
+        run=_then(lambda client: client.actions.retry_job(job_id), f"retried job {job_id}: waiting to run"),
     )
 
 
 def cancel_job(job: JobSummary) -> Operation:
-    if job.state == "running":
-        raise NotPossible(f"job {job.id} is running: only a waiting job can be cancelled "
-                          "(a running job is stopped by its runtime, not by the database)")
-    if job.state not in WAITING_STATES:
-        raise NotPossible(f"job {job.id} is {job.state}: only a waiting job can be cancelled")
+    if job.state not in WAITING_STATES and job.state != "running":
+        raise NotPossible(f"job {job.id} is {job.state}: only a waiting or running job can be cancelled")
     job_id = job.id
+    consequence = (
+        "The runtime running it is asked to stop its handler (an async one at once, a sync one when it "
+        "looks); it then ends cancelled. The schedule keeps firing."
+        if job.state == "running" else
+        "It will not run: it is marked cancelled (a retry can bring it back). The schedule keeps firing.")
     return Operation(
         title="Cancel job", verb="Cancel job", target=_job_target(job),
-        consequence="It will not run: it is marked cancelled (a retry can bring it back). The schedule keeps firing.",
+        consequence=consequence,
         captured=job_state(job), read_state=_read_job(job_id), describe=_describe_job,
-        run=_then(lambda client: client.cancel_job(job_id), f"cancelled job {job_id}"),
+        run=_then(lambda client: client.actions.cancel_job(job_id),
+                  f"asked job {job_id}'s runtime to stop it" if job.state == "running" else f"cancelled job {job_id}"),
     )

@@ -68,7 +68,7 @@ def seed(dsn: str, n: int, plain: str, form: str, last: datetime | None, holiday
     client = Client(dsn, application_name="bench-calendar-mix", operator="bench")
     try:
         # A calendar of a year of dates around the boundary's: the boundary's date excluded.
-        client.set_calendar(CALENDAR, [holiday + timedelta(days=7 * k) for k in range(-26, 27)])
+        client.actions.set_calendar(CALENDAR, [holiday + timedelta(days=7 * k) for k in range(-26, 27)])
     finally:
         client.close()
     with connect(dsn) as conn:

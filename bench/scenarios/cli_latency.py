@@ -103,7 +103,7 @@ def _seed_runtime(dsn: str) -> None:
 
     client = Client(dsn, application_name="bench-cli", operator="bench")
     try:
-        client.snapshot()
+        client.runtime.snapshot()
     finally:
         client.close()
 

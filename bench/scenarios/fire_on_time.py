@@ -25,7 +25,7 @@ from bench.common import (
 )
 from bench.engines import Engine
 
-# Targets (issue 6): 10k p99 < 1 s; 100k all within 5 s and p50 < 2.5 s.
+# Targets: 10k p99 < 1 s; 100k all within 5 s and p50 < 2.5 s.
 P99_TARGET_S = 1.0
 ALL_TARGET_S = 5.0
 P50_TARGET_100K_S = 2.5

@@ -10,7 +10,7 @@ each evaluator pass as a JSON line. It is spawned at second SPAWN_SECOND of a mi
 the first minute boundary falls ~15 s after its first pass: while hints are still being
 written at large N, the hardest moment.
 
-The second figure is the issue's fresh start: an empty table, a runtime whose app
+The second figure is the fresh start of the 1M targets: an empty table, a runtime whose app
 registers the same N schedules (`registering`, through `Client.periodic`, the count in
 FLEET_ENV), its first sync (which writes every inserted row's hint, S52), then its passes;
 the boundary is the first after its first pass, wherever that falls in the minute.
@@ -101,11 +101,11 @@ def setup(client: Any) -> None:
     """The `--app` of the spawned runtime: no schedules of its own, each pass on stdout."""
 
     def report(result: Any) -> None:
-        latest = client.recent_passes.latest()[0]
+        latest = client.runtime.recent_passes.latest()[0]
         print(json.dumps({"at": result.now.isoformat(), "ms": latest.duration_ms, "due": result.examined,
                           "fired": result.fired}), flush=True)
 
-    client.on_pass.append(report)
+    client.runtime.on_pass.append(report)
 
 
 def spawn_instant(dsn: str, n: int) -> datetime:

@@ -1,4 +1,4 @@
-"""Overlap policy on the fire path (issue 15): one evaluator pass over N due schedules,
+"""Overlap policy on the fire path (S45): one evaluator pass over N due schedules,
 per policy, where half of them still have a job running and every one has a history of
 finished jobs.
 

@@ -1,4 +1,4 @@
-"""Saturation: where one leader stops keeping up, and where its time goes (issue 18).
+"""Saturation: where one leader stops keeping up, and where its time goes.
 
 Five measurements, each bounded in count and time (the whole scenario ~4-5 minutes):
 

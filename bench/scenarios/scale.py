@@ -1,4 +1,4 @@
-"""Scale (issue 18): a realistic fleet of N schedules, seeded once, and the steady-state
+"""Scale: a realistic fleet of N schedules, seeded once, and the steady-state
 figures measured on it (the idle pass, each minute boundary, the leader's CPU and memory,
 a failover), at 10k, 100k and 1M so the cost curve shows.
 
@@ -66,7 +66,7 @@ HOURLY_EVERY = 10  # 1 in 10 hourly: 100,000 of 1M
 # of the whole fleet exactly when 89 % of it is daily (10k, 100k, 1M).
 DAILY_CYCLE, PAUSED_IN_CYCLE = 89, 10
 
-# The leader window (the issue's 5 minutes, shortened to fit the run in 20 minutes): at 1M
+# The leader window (5 minutes asked for, shortened to fit the run in 20 minutes): at 1M
 # two whole minute boundaries, at the smaller sizes (the curve's points) one.
 WINDOW_S = 120.0
 SMALL_WINDOW_S = 60.0
@@ -355,7 +355,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                     f"< {idle.DB_TARGET_MS:g} ms" if limit else "", v["db"], "ms", limit)
                 row(f"vacuum trigger ({label}): idle pass wall, median of {TRIGGER_PASSES}", "", v["wall"], "ms")
     report.note(f"scale: lateness = {lateness_basis(server.commit_ts)} - cron_fire_time; leader window "
-                f"{WINDOW_S:g} s at 1M, {SMALL_WINDOW_S:g} s below (the issue's 5 minutes, shortened to fit the run "
+                f"{WINDOW_S:g} s at 1M, {SMALL_WINDOW_S:g} s below (5 minutes asked for, shortened to fit the run "
                 "in 20 minutes); fleet seeded with COPY "
                 "(1 % per-minute, 10 % hourly H, the rest daily H H; 5 zones; 10 % paused, 1 % retired)")
 
@@ -365,7 +365,7 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
 
 @dataclass(frozen=True)
 class Target:
-    """One of issue 18's targets at 1M, and where its figure is in the table."""
+    """One of the targets at 1M, and where its figure is in the table."""
 
     what: str
     scenario: str  # a row's scenario contains this
@@ -397,7 +397,7 @@ TARGETS = (
            ("vacuum trigger (table): idle pass DB time",), "< 5 ms", 5.0),
     Target("each minute boundary: p99 lateness", "scale", ("minute boundary: lateness p99",), "< 1 s", 1.0),
     Target("leader steady state CPU", "scale", ("leader process CPU",), "< 10 % of one core", 10.0),
-    # The issue's fresh start: an empty table, the runtime's own registration and sync, its passes.
+    # The fresh start: an empty table, the runtime's own registration and sync, its passes.
     Target("fresh runtime: first boundary lateness", "fresh", ("p99 lateness",), "< 1 s", 1.0,
            size="registered by the runtime"),
     Target("failover (kill -9): first fire after taking the lock", "scale",
@@ -408,7 +408,7 @@ TARGETS = (
     Target("console first paint", "console", ("first paint",), "< 1 s", 1.0),
     Target("console refresh stall", "console", ("UI stall per refresh max",), "< 100 ms", 100.0),
     Target("console RSS", "console", ("RSS",), "< 300 MB", 300.0),
-    # The issue's own figures, on the wall (the rows beside each: its overhead above the floor).
+    # The targets' own figures, on the wall (the rows beside each: its overhead above the floor).
     Target("awa-tui cron list --filter X", "cli_latency", ("cron list --filter (median",), "< 1 s wall", 1000.0),
     Target("awa-tui cron list, first page", "cli_latency", ("cron list (first page) (median",), "< 1 s wall", 1000.0),
     Target("awa-tui check", "cli_latency", ("check (median",), "< 1 s wall", 1000.0),

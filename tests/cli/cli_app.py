@@ -16,3 +16,10 @@ def invalid_setup(client: Any) -> None:
 
 def broken_setup(client: Any) -> None:
     raise RuntimeError("the app's own bug")
+
+
+def blocking_setup(client: Any) -> None:
+    """A handler that never returns (the shutdown tests: only a second signal releases it)."""
+    import threading
+
+    client.register_handler("cli.block", lambda job: threading.Event().wait())

@@ -3,6 +3,7 @@ files refused in one line and nothing written; `cron next` marks excluded instan
 
 from __future__ import annotations
 
+import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def test_bad_files_are_refused_in_one_line_naming_the_line_and_nothing_is_writte
                                                           "before it starts"),
         "far.txt": ("2026-12-25\n3026-12-25\n", "far.txt line 2: 3026-12-25 is outside 1970-01-01..2199-12-31"),
         "bad.ics": (ICS.replace("DTSTART;VALUE=DATE:20261231", "DTSTART;VALUE=DATE:2026-12-31"),
-                    "bad.ics line 12: not an iCalendar date or date-time: '2026-12-31'"),
+                    "bad.ics line 12: DTSTART is not a valid iCalendar value: '2026-12-31'"),
         "open.ics": ("BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART;VALUE=DATE:20261225\nEND:VCALENDAR\n",
                      "open.ics line 2: BEGIN:VEVENT without END:VEVENT"),
         "nostart.ics": ("BEGIN:VCALENDAR\nBEGIN:VEVENT\nSUMMARY:x\nEND:VEVENT\nEND:VCALENDAR\n",
@@ -108,9 +109,33 @@ def test_bad_files_are_refused_in_one_line_naming_the_line_and_nothing_is_writte
     assert _calendars(conn) == [] and _audit(conn) == []
 
 
+def test_set_reads_only_regular_files_and_takes_a_zone_and_an_end(
+        dsn: str, conn: psycopg.Connection[Any], tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.ics"
+    os.mkfifo(fifo)  # no writer: reading it would block forever
+    for path, kind in ((fifo, "a FIFO"), (Path("/dev/zero"), "a device"), (tmp_path, "a directory")):
+        refused = awa("calendar", "set", "h", "--dates", str(path), "--dsn", dsn, "--operator", "ops@test")
+        assert one_line_error(refused) == f"error: --dates {path}: not a regular file ({kind})"
+    assert _calendars(conn) == [] and _audit(conn) == []
+    # Christmas in Berlin exported in UTC, and New Year's Day every year without end.
+    ics = tmp_path / "christmas.ics"
+    ics.write_text("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTART:20261224T230000Z\r\n"
+                   "DTEND:20261225T230000Z\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:y\r\n"
+                   "DTSTART;VALUE=DATE:20270101\r\nRRULE:FREQ=YEARLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+                   encoding="utf-8", newline="")
+    endless = awa("calendar", "set", "h", "--dates", str(ics), "--dsn", dsn, "--operator", "ops@test")
+    assert one_line_error(endless) == (f"error: {ics} line 11: the event repeats without end (no COUNT or UNTIL): "
+                                       "give --until DATE to say up to which day it is expanded")
+    done = awa("calendar", "set", "h", "--dates", str(ics), "--zone", "Europe/Berlin", "--until", "2028-12-31",
+               "--dsn", dsn, "--operator", "ops@test")
+    assert (done.returncode, done.stdout) == (0, "calendar h: 3 dates and ranges, 3 days\n")
+    assert _calendars(conn) == [("h", [["2026-12-25", "2026-12-25"], ["2027-01-01", "2027-01-01"],
+                                       ["2028-01-01", "2028-01-01"]])]
+
+
 def test_delete_is_refused_while_a_schedule_names_it(
         dsn: str, client: Client, conn: psycopg.Connection[Any]) -> None:
-    client.set_calendar("freeze", [(date(2026, 12, 20), date(2027, 1, 3))], operator="ops@test")
+    client.actions.set_calendar("freeze", [(date(2026, 12, 20), date(2027, 1, 3))], operator="ops@test")
     client.periodic("billing.report", "0 9 * * *", "k", calendar="freeze")
     client.periodic("billing.close", "0 9 * * *", "k", calendar=["freeze"])
     client.sync()
@@ -127,7 +152,7 @@ def test_unknown_calendar_is_one_line(dsn: str) -> None:
 
 
 def test_cron_next_marks_excluded_instants(dsn: str, client: Client) -> None:
-    client.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
     client.periodic("report", "0 9 * * *", "k", timezone="Europe/Paris", calendar="company-holidays",
                     exclude=[date(2026, 12, 27)])
     client.sync()

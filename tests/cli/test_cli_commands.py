@@ -36,8 +36,8 @@ def test_migrate(empty_dsn: str) -> None:
 
 
 def test_cron_list_and_show(dsn: str, schedules: Client) -> None:
-    schedules.pause("early", operator="alice@ops")
-    schedules.queue_pause("billing", operator="bob@ops")
+    schedules.actions.pause("early", operator="alice@ops")
+    schedules.actions.queue_pause("billing", operator="bob@ops")
     rows = awa_json("cron", "list", "--dsn", dsn)
     assert [(r["name"], r["state"], r["paused_by"], r["queue_paused"]) for r in rows] == [
         ("early", "paused", "alice@ops", False),
@@ -50,7 +50,7 @@ def test_cron_list_and_show(dsn: str, schedules: Client) -> None:
     }
     assert [r["name"] for r in awa_json("cron", "list", "--dsn", dsn, "--filter", "NIGHT")] == ["nightly"]
 
-    schedules.trigger("nightly", operator="carol@ops")
+    schedules.actions.trigger("nightly", operator="carol@ops")
     shown = awa_json("cron", "show", "nightly", "--dsn", dsn)
     assert {k: shown[k] for k in ("name", "args", "tags", "state", "queue_paused", "queue_paused_by")} == {
         "name": "nightly", "args": {"plan": "pro"}, "tags": ["finance"], "state": "active",
@@ -94,9 +94,9 @@ def test_cron_next_shows_zone_utc_and_dst_marks(dsn: str, schedules: Client) -> 
     # Without --after: the next five fires from now (DB time), one minute apart. The CLI's
     # "now" lies between these two readings, so the first fire is after `before` and at
     # most a minute after `after`.
-    before = schedules.db_time()
+    before = schedules.reads.db_time()
     upcoming = awa_json("cron", "next", "every-minute", "-n", "5", "--dsn", dsn)
-    after = schedules.db_time()
+    after = schedules.reads.db_time()
     instants = [datetime.fromisoformat(f["utc"]) for f in upcoming]
     assert len(instants) == 5 and all((b - a).total_seconds() == 60 for a, b in itertools.pairwise(instants))
     assert before < instants[0] <= after + timedelta(minutes=1)
@@ -105,7 +105,7 @@ def test_cron_next_shows_zone_utc_and_dst_marks(dsn: str, schedules: Client) -> 
 def test_cron_pause_resume_trigger_remove(dsn: str, schedules: Client, conn: psycopg.Connection[Any]) -> None:
     paused = awa_json("cron", "pause", "nightly", "--operator", "alice@ops", "--dsn", dsn)
     assert (paused["name"], paused["paused_by"]) == ("nightly", "alice@ops")
-    assert datetime.fromisoformat(paused["paused_at"]) <= schedules.db_time()
+    assert datetime.fromisoformat(paused["paused_at"]) <= schedules.reads.db_time()
     job = awa_json("cron", "trigger", "nightly", "--operator", "bob@ops", "--dsn", dsn)
     assert (job["kind"], job["queue"], job["state"]) == ("billing.run", "billing", "available")
     assert (job["metadata"]["cron_name"], job["metadata"]["triggered_manually"]) == ("nightly", True)
@@ -136,8 +136,8 @@ def test_cron_pause_resume_trigger_remove(dsn: str, schedules: Client, conn: psy
 
 
 def test_queue_list_pause_resume_drain(dsn: str, schedules: Client, conn: psycopg.Connection[Any]) -> None:
-    schedules.trigger("nightly")
-    schedules.trigger("nightly")
+    schedules.actions.trigger("nightly")
+    schedules.actions.trigger("nightly")
     queues = awa_json("queue", "list", "--dsn", dsn)
     assert queues == [
         {"queue": "billing", "paused": False, "paused_at": None, "paused_by": None, "available": 2, "running": 0,
@@ -161,7 +161,7 @@ def test_queue_list_pause_resume_drain(dsn: str, schedules: Client, conn: psycop
 
 def test_runtime_list(dsn: str, client: Client) -> None:
     assert awa_json("runtime", "list", "--dsn", dsn) == []
-    client.snapshot(is_leader=True)
+    client.runtime.snapshot(is_leader=True)
     rows = awa_json("runtime", "list", "--dsn", dsn)
     assert len(rows) == 1
     row = rows[0]
@@ -171,6 +171,26 @@ def test_runtime_list(dsn: str, client: Client) -> None:
     assert (row["pid"], row["snapshot_interval"]) == (client.identity.pid, 10.0)
 
 
+def test_runtime_list_names_the_protocol_the_release_policy_judges(
+    dsn: str, client: Client, conn: psycopg.Connection[Any]
+) -> None:
+    """PROTOCOL is what `--version` prints and `migrate --leaders-from` takes: this release's
+    runtime reports 3; a release that reported its schema but no protocol is judged 1 by the
+    schema (awa.may_lead), and the list says the same."""
+    client.runtime.snapshot(is_leader=False)
+    conn.execute("INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, started_at, "
+                 "schema_version) VALUES ('00000000-0000-0000-0000-00000000000a', 'old', 7, '0.1.0', now(), 18)")
+    rows = {r["hostname"]: r for r in awa_json("runtime", "list", "--dsn", dsn)}
+    assert {h: (r["leader_protocol"], r["protocol_version"]) for h, r in rows.items()} == {
+        client.identity.hostname: (3, 1), "old": (1, 0)}
+    judged = conn.execute("SELECT awa.may_lead('00000000-0000-0000-0000-00000000000a') AS old").fetchone()
+    assert judged == {"old": False}  # the schema agrees: protocol 1 is below this release's floor
+    text = awa("runtime", "list", "--dsn", dsn, env=cli_env(COLUMNS="200"))
+    header, _rule, first, second, *_ = text.stdout.splitlines()
+    column = header.index("PROTOCOL")
+    assert sorted(line[column:].split()[0] for line in (first, second)) == ["1", "3"]
+
+
 def test_db_status_reports_the_embedded_server(tmp_path: Path) -> None:
     result = awa("db", "status", "--json", env=cli_env(AWA_EMBEDDED_HOME=str(tmp_path / "pg")))
     assert result.returncode == 0, result.stderr
@@ -178,3 +198,24 @@ def test_db_status_reports_the_embedded_server(tmp_path: Path) -> None:
         "home": str(tmp_path / "pg"), "data_dir": str(tmp_path / "pg" / "data"), "initialised": False,
         "version": None, "running": False, "dsn": None,
     }
+
+
+def test_cron_list_says_how_long_a_due_fire_is_overdue(dsn: str, schedules: Client,
+                                                       conn: psycopg.Connection[Any]) -> None:
+    """Nobody fired every-minute's instant of 66 s ago (a stalled fleet): OVERDUE says so,
+    by the database's clock; a fire due in the future, or paused, is not overdue."""
+    conn.execute("UPDATE awa.cron_jobs SET next_fire_at = now() - interval '66 seconds' WHERE name = 'every-minute'")
+    conn.execute("UPDATE awa.cron_jobs SET next_fire_at = now() - interval '1 hour', paused_at = now(), "
+                 "paused_by = 'a@ops' WHERE name = 'early'")
+    text = awa("cron", "list", "--dsn", dsn)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    header = lines[0]
+    start = header.index("OVERDUE")
+    overdue = {line.split()[0]: line[start:].split()[0] for line in lines[1:] if line.strip()}
+    assert overdue["every-minute"] in ("1m06s", "1m07s", "1m08s")  # the command's own run time
+    assert overdue["nightly"] == "-" and overdue["early"] == "-"
+    # --json says the same in seconds, null where the table says "-" (a script's stalled-fleet check).
+    listed = {r["name"]: r["overdue_s"] for r in awa_json("cron", "list", "--dsn", dsn)}
+    assert 66 <= listed.pop("every-minute") < 70
+    assert set(listed.values()) == {None} and {"nightly", "early"} <= set(listed)

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from cli_helpers import awa, awa_many, cli_env, one_line_error
 
+import awa_tui
 from awa_tui import Client
 from awa_tui.engine import migrations
 
@@ -66,8 +67,8 @@ def test_database_without_the_schema(empty_dsn: str) -> None:
 def test_database_newer_than_the_code(dsn: str, conn: psycopg.Connection[Any]) -> None:
     conn.execute("INSERT INTO awa.schema_migrations (version, name) VALUES (999, 'from_the_future')")
     assert one_line_error(awa("migrate", "--dsn", dsn)) == (
-        f"error: the database schema is version 999, newer than this awa-tui "
-        f"(knows up to {migrations.code_version()}); upgrade awa-tui"
+        f"error: this database is at schema 999, newer than this awa-tui {awa_tui.__version__} "
+        f"(which knows up to {migrations.code_version()}): upgrade awa-tui"
     )
 
 
@@ -107,6 +108,42 @@ def test_no_database_configured(tmp_path: Path) -> None:
     assert one_line_error(result) == (
         "error: no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)"
     )
+
+
+def test_check_with_no_database_cannot_tell(tmp_path: Path) -> None:
+    """A monitoring system reads exit 3 (cannot tell) and its UNKNOWN line, not a usage error."""
+    result = awa("check", env=cli_env(AWA_EMBEDDED_HOME=str(tmp_path)))
+    assert result.returncode == 3
+    assert result.stdout == (
+        "UNKNOWN: no database configured: pass --dsn or set AWA_DATABASE_URL (or DATABASE_URL, PG* variables)\n")
+
+
+def test_a_stopped_embedded_server_is_named(tmp_path: Path) -> None:
+    """An embedded home that was initialised (its data directory says which Postgres) and is
+    stopped: commands say so and how to start it, not that no database is configured."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "PG_VERSION").write_text("15\n")  # what initdb leaves; no postmaster.pid: stopped
+    result = awa("cron", "list", env=cli_env(AWA_EMBEDDED_HOME=str(tmp_path)))
+    assert one_line_error(result) == (
+        f"error: no database configured, and the embedded Postgres at {tmp_path} is stopped: start it with "
+        "`awa-tui db start`, or pass --dsn (or set AWA_DATABASE_URL)")
+
+
+def test_a_multi_host_failure_names_every_host(dsn: str) -> None:
+    """A dead first host (nothing listens on port 1) and a live primary asked for a standby:
+    the line gives each host's reason, not only the last one tried."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(dsn)
+    host, port = info.get("host") or "127.0.0.1", info.get("port") or "5432"
+    multi = (f"host=127.0.0.1,{host} port=1,{port} user={info.get('user') or 'postgres'} dbname={info['dbname']} "
+             "target_session_attrs=standby")
+    # How the URL itself is named is describe_dsn's business (tested on its own); the reasons are this test's.
+    from awa_tui.engine.core.db import describe_dsn
+
+    assert one_line_error(awa("cron", "list", "--dsn", multi)) == (
+        f"error: cannot connect to {describe_dsn(multi)}: "
+        f"every host failed: 127.0.0.1:1 Connection refused; {host}:{port} server is not in hot standby mode")
 
 
 def test_values_are_printed_literally_not_as_markup(dsn: str, client: Client) -> None:

@@ -25,6 +25,8 @@ SCHEDULE_COLUMNS = [
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "cron_written", "jitter_ms", "overridden",  # issue 16: H as written, jitter, an operator override
     "exclude_dates", "exclude_calendars",  # S56
+    "origin",  # S64: "code" (declared in code) or "api" (made at run time)
+    "paused_until", "pause_reason", "catchup_window",  # S65, S66
 ]
 SCHEDULE_STATE = [
     "name", "cron_expr", "timezone", "kind", "queue", "args", "priority", "max_attempts", "tags", "metadata",
@@ -33,6 +35,7 @@ SCHEDULE_STATE = [
     "max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures",
     "cron_written", "jitter_ms", "overridden",  # issue 16
     "exclude_dates", "exclude_calendars",  # S56
+    "paused_until", "pause_reason", "catchup_window",  # S65, S66
 ]
 QUEUE_STATE = ["queue", "paused", "paused_at", "paused_by"]
 OWNER_CHANGE = ["owner", "at", "names", "count"]
@@ -44,13 +47,13 @@ def seeded(client: Client, conn: psycopg.Connection[Any]) -> Client:
                     queue="billing", tags=["finance"])
     client.periodic("early", "30 1 * * *", "report.run")
     client.sync()
-    client.snapshot()  # one runtime row for `runtime list`
+    client.runtime.snapshot()  # one runtime row for `runtime list`
     return client
 
 
 def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
-    seeded.adopt("early", "billing", operator="ann@ops")
-    seeded.trigger("nightly", operator="ann@ops")
+    seeded.actions.adopt("early", "billing", operator="ann@ops")
+    seeded.actions.trigger("nightly", operator="ann@ops")
     outs = awa_many([
         [*argv, "--json", "--dsn", dsn] for argv in (
             ["cron", "list"], ["cron", "show", "nightly"], ["cron", "next", "nightly", "-n", "2"],
@@ -60,7 +63,8 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert [(o.returncode, o.stderr) for o in outs] == [(0, "")] * len(outs)
     listed, shown, fires, queues, runtimes, audit, owners, plans = (json.loads(o.stdout) for o in outs)
 
-    assert [list(r) for r in listed] == [[*SCHEDULE_COLUMNS, "queue_paused", "queue_paused_by", "state"]] * 2
+    assert [list(r) for r in listed] == [[*SCHEDULE_COLUMNS, "queue_paused", "queue_paused_by", "state",
+                                          "overdue_s"]] * 2
     assert [(r["name"], r["owner"], r["state"]) for r in listed] == [("early", "billing", "active"),
                                                                      ("nightly", None, "active")]
 
@@ -82,7 +86,7 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert [list(r) for r in runtimes] == [[
         "instance_id", "hostname", "pid", "version", "protocol_version", "started_at", "last_seen_at",
         "snapshot_interval", "is_leader", "health", "stopped_at", "owner", "authoritative", "manifest_hash",
-        "fresh", "role", "lease_expires_at", "passes",
+        "fresh", "role", "lease_expires_at", "passes", "schema_version", "leader_protocol",
     ]]
     assert (runtimes[0]["instance_id"], runtimes[0]["snapshot_interval"], runtimes[0]["role"]) == (
         str(seeded.identity.instance_id), 10.0, "follower")

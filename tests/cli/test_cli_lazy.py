@@ -37,9 +37,9 @@ def test_help_loads_no_database_driver_and_no_engine() -> None:
 # the filter grammar, upstream mode, Rich (its output is plain text).
 NOT_FOR_ONE_SCHEDULE = (
     "rich", "awa_tui.engine.firing.evaluator", "awa_tui.engine.runtime.loops", "awa_tui.engine.runtime.duties",
-    "awa_tui.engine.runtime.reporter", "awa_tui.engine.schedules.sync", "awa_tui.engine.firing.backfill",
-    "awa_tui.engine.operations.ops",
-    "awa_tui.engine.ledger.models", "awa_tui.engine.health.models", "awa_tui.engine.read.owners",
+    "awa_tui.engine.runtime.reporter", "awa_tui.engine.sync.writer", "awa_tui.engine.actions.backfill",
+    "awa_tui.engine.actions.ops",
+    "awa_tui.engine.ledger.models", "awa_tui.engine.health.models", "awa_tui.engine.ownership.plans",
     "awa_tui.engine.read.results", "awa_tui.filters", "awa_tui.cli.upstream", "awa_tui.engine.upstream.models",
     "awa_tui.engine.upstream.adapter",
 )
@@ -109,7 +109,8 @@ def test_every_lazily_built_command_has_the_eager_ones_parameters() -> None:
     seen: list[str] = []
     eager, lazy = _eager_and_lazy()
     walk(eager, lazy, "awa-tui", seen)
-    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 51  # calendar: 4 + group
+    # calendar: 4 + group; alerts: 4 + sinks (3 + group) + group; cron create, edit, delete: 3; import: 1 + group
+    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 65
 
 
 def test_cron_list_stops_at_its_limit_and_says_so(dsn: str, client: Client) -> None:

@@ -49,8 +49,8 @@ def yearly(client: Client, conn: psycopg.Connection[Any]) -> int:
     assert row is not None
     year = int(row["y"])
     conn.execute("UPDATE awa.cron_jobs SET last_enqueued_at = %s", (_jan1(year - 3),))
-    client.pause("replay", operator="alice@ops")
-    client.pause("latest", operator="alice@ops")
+    client.actions.pause("replay", operator="alice@ops")
+    client.actions.pause("latest", operator="alice@ops")
     return year
 
 
@@ -78,7 +78,7 @@ def test_resume_dry_run_prints_the_preview_and_writes_nothing(dsn: str, conn: An
 
 
 def test_resume_dry_run_errors_are_one_line(dsn: str, client: Client, yearly: int) -> None:
-    client.resume("latest", operator="alice@ops")
+    client.actions.resume("latest", operator="alice@ops")
     assert one_line_error(awa("cron", "resume", "latest", "--dry-run", "--dsn", dsn)) == (
         "error: schedule 'latest' is not paused")
     assert one_line_error(awa("cron", "resume", "nope", "--dry-run", "--dsn", dsn)) == (
@@ -140,7 +140,7 @@ def test_run_ownership_options_are_checked_first(dsn: str, conn: psycopg.Connect
 def test_dsn_json_and_operator_before_the_subcommand(dsn: str, client: Client, conn: Any, tmp_path: Path) -> None:
     client.periodic("nightly", "30 2 * * *", "k")
     client.sync()
-    client.snapshot()
+    client.runtime.snapshot()
     path = tmp_path / "dsn"
     path.write_text(dsn)
     path.chmod(0o600)
@@ -209,7 +209,10 @@ def test_commands_use_the_embedded_postgres_only_while_it_runs(home: Path) -> No
         assert direct.execute("SELECT current_user").fetchone() == ("postgres",)
 
     assert embedded.stop(home) is True
-    assert one_line_error(awa("cron", "list", env=env)) == no_db
+    # Stopped, not absent: the line says so and how to start it again.
+    assert one_line_error(awa("cron", "list", env=env)) == (
+        f"error: no database configured, and the embedded Postgres at {home} is stopped: start it with "
+        "`awa-tui db start`, or pass --dsn (or set AWA_DATABASE_URL)")
 
 
 def test_db_start_starts_migrates_and_names_the_dsn(home: Path) -> None:

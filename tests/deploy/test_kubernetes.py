@@ -49,7 +49,8 @@ def probes() -> dict[str, list[str]]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_manifest_is_valid_against_the_kubernetes_schemas(version: str) -> None:
     docs = [(name, d) for name, ds in manifests().items() if name != "kustomization.yaml" for d in ds]
-    assert sorted({d["kind"] for _, d in docs}) == ["Deployment", "PodDisruptionBudget", "Secret", "Service"]
+    assert sorted({d["kind"] for _, d in docs}) == ["Deployment", "NetworkPolicy", "PodDisruptionBudget", "Secret",
+                                                           "Service"]
     for name, doc in docs:
         try:
             kubernetes_validate.validate(doc, version, strict=True)
@@ -190,7 +191,7 @@ def test_the_probes_work_against_a_live_runtime_and_fail_without_one(
     runtime = launch(localise(run_argv(), **here))
     for kind in ("startupProbe", "livenessProbe"):
         code, lines = probe(checks[kind])
-        assert code == 0 and len(lines) == 1 and lines[0].endswith("running, 6 loops, none stuck"), (kind, lines)
+        assert code == 0 and len(lines) == 1 and lines[0].endswith("running, 7 loops, none stuck"), (kind, lines)
     code, lines = probe(checks["readinessProbe"])
     assert code == 0 and re.fullmatch(r"OK: registered as [0-9a-f-]{36} on .+ \(pid \d+\)", lines[0]), lines
     assert f"(pid {runtime.process.pid})" in lines[0]
@@ -199,3 +200,34 @@ def test_the_probes_work_against_a_live_runtime_and_fail_without_one(
     assert "stopped cleanly" in runtime.output()
     assert probe(checks["livenessProbe"])[0] == 2
     assert probe(checks["readinessProbe"])[0] == 2
+
+
+def test_migration_is_an_init_step_and_the_runtime_never_migrates() -> None:
+    spec = one("Deployment")["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    name, params = parse_argv([*init["command"], *init["args"]])
+    assert (name, params["dsn_file"], params["dry_run"], params["down_to"]) == ("migrate", secret_path(), False, None)
+    assert init["image"] == container()["image"]  # the same release migrates and runs
+    assert init["securityContext"] == container()["securityContext"]
+    _, run = parse_argv(run_argv())
+    assert run["no_migrate"] is True
+
+
+def test_the_pod_waits_longer_than_the_runtime_gives_its_running_jobs() -> None:
+    """terminationGracePeriodSeconds covers --shutdown-grace plus 5 s for the release, the last
+    snapshot and the leader lock: otherwise the kubelet kills jobs the runtime would release."""
+    argv = run_argv()
+    grace = float(argv[argv.index("--shutdown-grace") + 1])
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == grace + 5 == 30
+
+
+def test_only_the_monitoring_namespace_reaches_the_runtime_and_only_its_metrics_port() -> None:
+    policy = one("NetworkPolicy")["spec"]
+    pods = one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"] == pods
+    assert policy["policyTypes"] == ["Ingress"]
+    metrics_port = int(parse_argv(run_argv())[1]["metrics_addr"].rsplit(":", 1)[1])
+    assert policy["ingress"] == [{
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"protocol": "TCP", "port": metrics_port}]}]

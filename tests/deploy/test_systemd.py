@@ -102,3 +102,14 @@ def test_stops_on_sigterm_in_time_and_restarts_on_failure() -> None:
     # The runtime stops in a few seconds; each loop is given 10 s to finish its step.
     assert 15 <= int(service["TimeoutStopSec"]) <= 90
     assert dict(unit()["Install"])["WantedBy"] == "multi-user.target"
+
+
+def test_migration_runs_before_the_runtime_which_never_migrates() -> None:
+    from deploy_files import parse_argv
+
+    (pre,) = values(unit()["Service"], "ExecStartPre")
+    argv = split(pre)
+    assert argv[0] == INSTALLED
+    name, params = parse_argv(["awa-tui", *[a.replace("%d", "/run/credentials/awa-tui.service") for a in argv[1:]]])
+    assert (name, params["dsn_file"]) == ("migrate", "/run/credentials/awa-tui.service/dsn")
+    assert "--no-migrate" in exec_start()

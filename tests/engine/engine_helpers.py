@@ -78,3 +78,21 @@ def race(clients: list[Client], nows: list[Any]) -> list[PassResult]:
         thread.join(120)
     assert failures == []
     return results
+
+
+def seed_jobs(conn: psycopg.Connection[Any], count: int = 1, *, kind: str, queue: str = "default",
+              max_attempts: int = 25) -> list[int]:
+    """`count` waiting jobs inserted by hand, as an application's own INSERT would; their ids."""
+    rows = conn.execute(
+        "INSERT INTO awa.jobs (kind, queue, args, max_attempts) "
+        "SELECT %s, %s, jsonb_build_object('n', n), %s FROM generate_series(1, %s) AS n RETURNING id",
+        (kind, queue, max_attempts, count),
+    ).fetchall()
+    return [r["id"] for r in rows]
+
+
+def job_states(conn: psycopg.Connection[Any], queue: str | None = None) -> dict[str, int]:
+    """How many jobs are in each state (of one queue when named)."""
+    rows = conn.execute("SELECT state, count(*) AS n FROM awa.jobs WHERE %(queue)s::text IS NULL "
+                        "OR queue = %(queue)s GROUP BY state", {"queue": queue}).fetchall()
+    return {r["state"]: r["n"] for r in rows}

@@ -19,14 +19,23 @@ import typer.main
 
 # Never swept: `run` runs until stopped, `db` manages the embedded server, `migrate` is
 # the cure the others prescribe.
-# `check` exits 1 and 2 with a report, not an error (S43): tests/health/test_check_cli.py.
+# `check` exits 1 and 2 with a report, not an error (S43): tests/engine/health/test_check_cli.py.
 NOT_SWEPT = {("run",), ("migrate",), ("db",), ("check",)}
 
 
 # Required options whose placeholder must be well-formed to reach the database (`--dates`:
 # a file that exists, so `calendar set` gets as far as the database).
 OPTION_DEFAULTS = {"--older-than": "14d", "--from": "2025-01-01T00:00:00Z", "--to": "2025-01-01T01:00:00Z",
+                   "--until": "2h", "--kind": "notify",
                    "--dates": str(Path(__file__).with_name("placeholder-dates.txt"))}
+# A required option that means something else for one command: `import pg-cron --from` is the
+# pg_cron server (unreachable here: the database the sweep points at refuses first).
+COMMAND_OPTION_DEFAULTS = {("import", "pg-cron"): {"--from": "host=127.0.0.1 port=1 dbname=pg_cron_source"}}
+# Commands that refuse before any database without one of their optional settings (`cron
+# edit` with nothing to change, a notify sink without its channel): what the sweep gives them.
+EXTRA_OPTIONS = {("cron", "edit"): ["--cron", "0 * * * *"],
+                 ("cron", "create"): ["--cron", "0 * * * *", "--kind", "rel.kind"],
+                 ("alerts", "sinks", "add"): ["--channel", "awa_alerts"]}
 
 
 @dataclass(frozen=True)
@@ -42,9 +51,10 @@ class Leaf:
         """The command with each argument filled from `values` by name (else `default`)."""
         values = values or {}
         out = [*self.path, *(values.get(a, "1" if a in self.numeric else default) for a in self.arguments)]
+        defaults = {**OPTION_DEFAULTS, **COMMAND_OPTION_DEFAULTS.get(self.path, {})}
         for opt in self.required_options:
-            out += [opt, values.get(opt.lstrip("-"), OPTION_DEFAULTS.get(opt, default))]
-        return out
+            out += [opt, values.get(opt.lstrip("-"), defaults.get(opt, default))]
+        return out + EXTRA_OPTIONS.get(self.path, [])
 
 
 def _load() -> typer.core.TyperGroup:
@@ -105,6 +115,22 @@ def run_cli(argv: Sequence[str | bytes], env: dict[str, str], timeout: float = 6
         cwd=Path(__file__).resolve().parents[2],
     )
     return Outcome(argv, proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
+
+
+def run_cli_in_terminal(argv: Sequence[str], env: dict[str, str], timeout: float = 60) -> Outcome:
+    """`python -m awa_tui ARGS` with stdin and stdout on a pseudo-terminal (the console refuses
+    to start without one) and stderr captured: for the console's refusals that need a database
+    (which come after its terminal check)."""
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "awa_tui", *argv], stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+            timeout=timeout, env={**os.environ, **env}, cwd=Path(__file__).resolve().parents[2],
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    return Outcome(argv, proc.returncode, "", proc.stderr.decode(errors="replace"))
 
 
 def assert_one_line_error(out: Outcome, *, contains: Sequence[str] = ()) -> None:

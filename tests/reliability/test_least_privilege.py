@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers import drained
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -33,6 +34,10 @@ TARGETS: dict[tuple[str, ...], dict[str, str]] = {
     ("owner", "restore"): {"owner": "rel-gone"},
     ("queue", "resume"): {"queue": "rel-pq"},
     ("jobs", "retry"): {"job_id": "2"},
+    ("cron", "edit"): {"name": "rel-made"},  # made at run time: code-declared ones are refused as such
+    ("cron", "delete"): {"name": "rel-made"},
+    ("alerts", "test"): {"sink": "rel-sink"},  # a sink that exists: only the privilege check can refuse
+    ("alerts", "sinks", "remove"): {"name": "rel-sink"},
 }
 PASSWORD = "rel-pw"
 
@@ -58,14 +63,16 @@ def seeded(dsn: str, conn: psycopg.Connection[Any]) -> str:
                             ("rel-retired", "rel-pq")):
             admin.periodic(name, "* * * * *", "rel.kind", queue=queue)
         admin.sync()
-        admin.pause("rel-paused")
-        admin.trigger("rel-x")
-        admin.adopt("rel-owned", "rel-owner")
-        admin.adopt("rel-retired", "rel-gone")
-        admin.retire("rel-retired")
-        admin.queue_pause("rel-pq")
-        discarded = admin.trigger("rel-x")  # job 2 (the trigger above made job 1)
-        admin.set_calendar("rel-x", [date(2025, 12, 25)])  # `calendar show|delete rel-x`
+        admin.create_schedule("rel-made", "* * * * *", "rel.kind", queue="rel-q")
+        admin.actions.add_alert_sink("rel-sink", "notify", channel="awa_alerts")
+        admin.actions.pause("rel-paused")
+        admin.actions.trigger("rel-x")
+        admin.actions.adopt("rel-owned", "rel-owner")
+        admin.actions.adopt("rel-retired", "rel-gone")
+        admin.actions.retire("rel-retired")
+        admin.actions.queue_pause("rel-pq")
+        discarded = admin.actions.trigger("rel-x")  # job 2 (the trigger above made job 1)
+        admin.actions.set_calendar("rel-x", [date(2025, 12, 25)])  # `calendar show|delete rel-x`
     conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded.id,))
     return dsn
 
@@ -128,9 +135,10 @@ def test_read_only_role_reads_everything_and_refuses_every_mutation(
     assert out.error_lines[-1].startswith("error: permission denied"), out.describe()
     # In-process too: the engine refuses, one line, whatever the client believes.
     with Client(ro_dsn, operator="ro") as client:
-        assert "lacks UPDATE on awa.cron_jobs" in (client.write_refusal() or "")
-        assert [s.name for s in client.list_schedules()] == ["rel-owned", "rel-paused", "rel-retired", "rel-x"]
-        for action in (client.pause, client.resume, client.trigger, client.remove):
+        assert "lacks UPDATE on awa.cron_jobs" in (client.reads.write_refusal() or "")
+        assert [s.name for s in client.reads.list_schedules()] == [
+            "rel-made", "rel-owned", "rel-paused", "rel-retired", "rel-x"]
+        for action in (client.actions.pause, client.actions.resume, client.actions.trigger, client.actions.remove):
             with pytest.raises(ReadOnly) as caught:
                 action("rel-x")
             assert "\n" not in str(caught.value)
@@ -144,9 +152,10 @@ def test_role_without_audit_grant_leaves_no_half_written_action(
 ) -> None:
     role_dsn = make_role(NO_AUDIT_GRANTS)
     with Client(role_dsn) as client, Client(seeded) as admin, Client(seeded, read_only=True) as reader:
-        assert client.write_refusal() == f"role {conninfo_to_dict(role_dsn)['user']} lacks EXECUTE on awa.begin_action"
-        assert admin.write_refusal() is None
-        assert reader.write_refusal() == "this client is read-only"
+        role = conninfo_to_dict(role_dsn)["user"]
+        assert client.reads.write_refusal() == f"role {role} lacks EXECUTE on awa.begin_action"
+        assert admin.reads.write_refusal() is None
+        assert reader.reads.write_refusal() == "this client is read-only"
     env = {"AWA_DATABASE_URL": role_dsn, "AWA_EMBEDDED_HOME": str(tmp_path / "embedded")}
     before = dump(conn)
     writes = [leaf for leaf in leaves() if leaf.mutates]
@@ -183,7 +192,7 @@ async def test_console_on_a_select_only_role_says_read_only(
             mutations = {a.action for a in actions.ACTS if a.mutation}
             assert shown_actions(app) & mutations == set()
             await pilot.press("s", "t")  # pause, trigger: nothing to confirm, nothing done
-            await pilot.pause(0.3)
+            await drained(pilot, app)
             assert not isinstance(app.screen, ConfirmScreen)
     finally:
         app.client.close()

@@ -18,7 +18,7 @@ import pytest
 from helpers import wait_for
 
 from awa_tui import Client
-from awa_tui.engine.errors import Conflict
+from awa_tui.engine.core.errors import Conflict
 
 from .app import schedule_names
 from .harness import (
@@ -134,8 +134,8 @@ def bring_back(conn: psycopg.Connection[Any], dsn: str, names: list[str]) -> int
     with Client(dsn, operator="rel-aftermath") as client:
         for row in conn.execute("SELECT name, retired_at, paused_at FROM awa.cron_jobs WHERE name = ANY(%s) "
                                 "ORDER BY name", (names,)).fetchall():
-            for wanted, act in ((row["retired_at"] is not None, client.restore),
-                                (row["paused_at"] is not None, client.resume)):
+            for wanted, act in ((row["retired_at"] is not None, client.actions.restore),
+                                (row["paused_at"] is not None, client.actions.resume)):
                 if not wanted:
                     continue
                 try:

@@ -202,7 +202,7 @@ def test_blackholed_lock_connection_fails_its_ping_within_the_timeout(dsn: str) 
 def test_engine_connections_carry_tcp_liveness_settings(dsn: str) -> None:
     """Every engine connection asks the kernel to fail a silent peer within ~10 s (client
     side of a blackhole); a value given in the DSN wins."""
-    from awa_tui.engine import db
+    from awa_tui.engine.core import db
 
     def options(conn: Any) -> dict[str, str]:
         return {o.keyword.decode(): (o.val or b"").decode() for o in conn.pgconn.info}

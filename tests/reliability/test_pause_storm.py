@@ -16,7 +16,7 @@ import pytest
 from helpers import wait_for
 
 from awa_tui import Client
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
 
 from . import harness
 from .app import FAULT_ENV, NO_PAUSE_GUARD
@@ -61,17 +61,17 @@ class Operator(threading.Thread):
                 name = self.rng.choice(self.names)
                 try:
                     if name in self.paused:
-                        self.client.resume(name)
+                        self.client.actions.resume(name)
                         self.paused.discard(name)
                     else:
-                        self.client.pause(name)
+                        self.client.actions.pause(name)
                         self.paused.add(name)
                     self.actions += 1
                 except AwaError as exc:
                     self.errors.append(str(exc))
                 harness.pause(self.rng.uniform(0.0, 0.004))  # every few milliseconds
             for name in sorted(self.paused):
-                self.client.resume(name)
+                self.client.actions.resume(name)
                 self.actions += 1
         finally:
             self.client.close()

@@ -25,8 +25,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from awa_tui.engine import migrations
-from awa_tui.engine.db import LEADER_LOCK_KEY, MIGRATION_LOCK_KEY, ConnectionSource, connect, server_pid
-from awa_tui.engine.errors import ReadOnly
+from awa_tui.engine.core.db import LEADER_LOCK_KEY, MIGRATION_LOCK_KEY, ConnectionSource, connect, server_pid
+from awa_tui.engine.core.errors import ReadOnly
 from awa_tui.engine.runtime import leader as leader_mod
 from awa_tui.engine.runtime import pooling
 from awa_tui.engine.runtime.leader import LeaderElector
@@ -445,7 +445,7 @@ def test_a_leader_dsn_password_is_never_logged(dsn: str, log_dir: Path, bouncers
 
 def test_where_a_client_takes_its_leader_dsn_from(monkeypatch: pytest.MonkeyPatch) -> None:
     from awa_tui import Client
-    from awa_tui.engine.errors import ValidationError
+    from awa_tui.engine.core.errors import ValidationError
 
     pooled, direct = "postgresql://u@pooler:6432/d", "postgresql://u@server:5432/d"
     monkeypatch.setenv("AWA_DATABASE_URL", pooled)
@@ -461,7 +461,7 @@ def test_where_a_client_takes_its_leader_dsn_from(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_statement_pooler_is_refused_in_one_line(empty_dsn: str, bouncers: dict[str, PgBouncer]) -> None:
-    from awa_tui.engine.errors import DatabaseUnavailable
+    from awa_tui.engine.core.errors import DatabaseUnavailable
 
     with pytest.raises(DatabaseUnavailable) as refused:
         migrations.migrate(bouncers["statement"].dsn(dbname(empty_dsn)))

@@ -16,8 +16,9 @@ import psycopg
 import pytest
 from helpers import wait_for
 
+from awa_tui import Client
+from awa_tui.engine.core.limits import DEFAULT_LOCK_TIMEOUT
 from awa_tui.engine.firing import evaluator
-from awa_tui.engine.limits import DEFAULT_LOCK_TIMEOUT
 
 from .harness import Summary, connect
 
@@ -86,7 +87,22 @@ def test_a_lock_wait_ends_on_the_lock_timeout_and_without_one_it_would_not(dsn: 
 
 SCHEDULES = 4000
 MISSED = 5  # minutes: 5 fires a schedule, 20,000 in all, four chunks of 5,000 fires
-DB_STATEMENT_TIMEOUT = "50ms"
+DB_STATEMENT_TIMEOUT = "250ms"
+HOLD_KEY = 5959
+# The fault, made certain: a fire statement of more than 500 schedules (2,500 fires) waits,
+# after its rows, on an advisory lock the test holds, so the database's statement timeout
+# cancels it whatever the machine's speed; smaller statements never wait.
+HOLD_BIG_FIRES_SQL = f"""
+CREATE FUNCTION public.hold_big_fires() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT count(*) FROM fired) > 2500 THEN
+        PERFORM pg_advisory_xact_lock_shared({HOLD_KEY});
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hold_big_fires AFTER INSERT ON awa.jobs REFERENCING NEW TABLE AS fired
+    FOR EACH STATEMENT EXECUTE FUNCTION public.hold_big_fires();
+"""
 
 
 def test_a_short_database_statement_timeout_degrades_to_smaller_statements(
@@ -94,6 +110,7 @@ def test_a_short_database_statement_timeout_degrades_to_smaller_statements(
 ) -> None:
     admin = connect(dsn)
     _seed(admin, SCHEDULES, MISSED)
+    admin.execute(HOLD_BIG_FIRES_SQL)
     dbname = admin.info.dbname
     admin.execute(f'ALTER DATABASE "{dbname}" SET statement_timeout = \'{DB_STATEMENT_TIMEOUT}\'')
     conn = connect(dsn)  # a new session gets the database's setting
@@ -104,13 +121,17 @@ def test_a_short_database_statement_timeout_degrades_to_smaller_statements(
         assert conn.execute("SHOW statement_timeout").fetchone() == {"statement_timeout": DB_STATEMENT_TIMEOUT}
     evaluator._statement_cap.clear()
     caplog.set_level(logging.WARNING, logger="awa_tui.evaluator")
-    began = time.monotonic()
-    result = evaluator.evaluate(conn, NOW)
-    took = time.monotonic() - began
+    with connect(dsn) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HOLD_KEY,))  # held for the whole pass
+        began = time.monotonic()
+        result = evaluator.evaluate(conn, NOW)
+        took = time.monotonic() - began
     cancelled = [r.getMessage() for r in caplog.records if "was cancelled after" in r.getMessage()]
-    # The fault happened: a whole chunk (1000 schedules, 5000 fires) was cancelled by the
-    # database's timeout, then the statements were halved (each step logged, measured).
-    assert cancelled and cancelled[0].startswith("a fire statement of 1000 schedules was cancelled after")
+    # The fault happened: a whole chunk (1000 schedules, 5000 fires) waited on the held lock
+    # until the database's timeout cancelled it, then the statements were halved (each step
+    # logged, measured).
+    assert cancelled and cancelled[0].startswith("a fire statement of 1000 schedules was cancelled after ")
+    assert int(cancelled[0].split(" after ")[1].split(" ms ")[0]) >= 250  # not before the timeout
     assert "canceling statement due to statement timeout" in cancelled[0]
     assert cancelled[0].endswith("firing in statements of at most 500")
     # Every fire exactly once (oracle by hand: the 5 minutes after each token).
@@ -130,3 +151,46 @@ def test_a_short_database_statement_timeout_degrades_to_smaller_statements(
     summary.notes = (f"database statement_timeout {DB_STATEMENT_TIMEOUT}: {len(cancelled)} cancelled statements, "
                      f"down to {smallest} schedules a statement; the pass took {took:.1f} s")
     summary.extra = {"cancelled": cancelled, "pass_s": took}
+
+
+# A probe of what the fire statement ran under: every insert into awa.jobs records the
+# timeouts in force in its transaction.
+PROBE_SQL = """
+CREATE TABLE public.timeouts_seen (lock_timeout text, statement_timeout text);
+CREATE FUNCTION public.record_timeouts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.timeouts_seen VALUES (current_setting('lock_timeout'), current_setting('statement_timeout'));
+    RETURN NULL;
+END $$;
+CREATE TRIGGER record_timeouts AFTER INSERT ON awa.jobs FOR EACH STATEMENT EXECUTE FUNCTION public.record_timeouts();
+"""
+
+
+def _shown_timeouts(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    return {**conn.execute("SHOW lock_timeout").fetchone(), **conn.execute("SHOW statement_timeout").fetchone()}
+
+
+def test_a_pass_leaves_its_pooled_connection_with_the_session_timeouts(dsn: str) -> None:
+    """S59: the pass's timeouts are its transactions' own (SET LOCAL): the connection goes
+    back to the client's pool with the timeouts it had, not the pass's."""
+    admin = connect(dsn)
+    _seed(admin, 1, 1)  # one schedule, one fire due at NOW
+    admin.execute(PROBE_SQL)
+    client = Client(dsn, operator="tester@test", lock_timeout=timedelta(milliseconds=1500),
+                    statement_timeout=timedelta(seconds=7))
+    try:
+        with client.db.connection() as pooled:  # opened now, then idle in the pool: the pass reuses it
+            pid = pooled.info.backend_pid
+            before = _shown_timeouts(pooled)
+        assert before == {"lock_timeout": "0", "statement_timeout": "0"}  # the server's defaults
+        result = client.evaluate(now=NOW)
+        assert (result.fired, result.errors) == (1, [])
+        # The fire ran under the pass's timeouts...
+        assert admin.execute("SELECT * FROM public.timeouts_seen").fetchall() == [
+            {"lock_timeout": "1500ms", "statement_timeout": "7s"}]
+        # ...and the same pooled connection has its own back.
+        with client.db.connection() as pooled:
+            assert pooled.info.backend_pid == pid
+            assert _shown_timeouts(pooled) == before
+    finally:
+        client.close()

@@ -3,6 +3,7 @@ the console header, not in log lines, whatever its shape; --dsn-file keeps it ou
 
 from __future__ import annotations
 
+import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,8 +23,8 @@ from security_helpers import (
     one_line_error,
 )
 
-from awa_tui.engine.db import UNPARSEABLE, describe_dsn
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.db import UNPARSEABLE, describe_dsn
+from awa_tui.engine.core.errors import AwaError
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.launch import build_config, console_client, create_app
 
@@ -38,6 +39,7 @@ def test_cli_errors_never_show_the_password(shape: Shape, tmp_path: Path) -> Non
     dsn = shape.dsn(port)
     path = tmp_path / "dsn"
     path.write_text(dsn + "\n")
+    path.chmod(0o600)
     runs: list[tuple[tuple[str, ...], dict[str, str]]] = [
         (("cron", "list", "--dsn", dsn), cli_env()),
         (("cron", "pause", "x", "--dsn-file", str(path)), cli_env()),
@@ -112,6 +114,8 @@ def test_dsn_file_errors_are_one_line_naming_the_path(tmp_path: Path) -> None:
     empty, binary, missing = tmp_path / "empty", tmp_path / "binary", tmp_path / "missing"
     empty.write_text(" \n\n")
     binary.write_bytes(b"postgresql://app:\xff\xfe@h/db")
+    empty.chmod(0o600)
+    binary.chmod(0o600)
     cases = {
         str(missing): f"error: --dsn-file {str(missing)!r}: no such file",
         str(empty): f"error: --dsn-file {str(empty)!r}: the file is empty",
@@ -125,14 +129,51 @@ def test_dsn_file_errors_are_one_line_naming_the_path(tmp_path: Path) -> None:
     assert one_line_error(both) == "error: --dsn and --dsn-file: pass one of them, not both"
 
 
+SECRET_LINE = "Hunter2-S3cret"
+
+
+def test_a_dsn_file_every_user_may_read_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "dsn"
+    path.write_text(f"postgresql://app:{SECRET_LINE}@127.0.0.1:1/db\n")
+    path.chmod(0o644)
+    result = awa("queue", "list", "--dsn-file", str(path))
+    assert one_line_error(result) == (f"error: --dsn-file {str(path)!r}: readable by every user of this host; "
+                                      f"make it private first (chmod o-r {path})")
+    assert SECRET_LINE not in result.stdout + result.stderr
+    path.chmod(0o640)  # group-readable, as a mounted secret for the service's group: read (nothing listens)
+    unreachable = awa("queue", "list", "--dsn-file", str(path))
+    assert "readable by every user" not in unreachable.stderr and SECRET_LINE not in unreachable.stderr
+
+
+def test_a_dsn_file_of_two_lines_is_refused_without_showing_either(tmp_path: Path) -> None:
+    """Before, the second line reached a connection error; the help promises the file's
+    content is never shown."""
+    path = tmp_path / "dsn"
+    path.write_text(f"postgresql://app@127.0.0.1:1/db\npassword={SECRET_LINE}\n")
+    path.chmod(0o600)
+    result = awa("queue", "list", "--dsn-file", str(path))
+    assert one_line_error(result) == (f"error: --dsn-file {str(path)!r}: 2 lines; it must hold the database URL "
+                                      "alone, on one line")
+    assert SECRET_LINE not in result.stdout + result.stderr
+
+
+def test_a_dsn_file_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    assert one_line_error(awa("queue", "list", "--dsn-file", str(fifo))) == (
+        f"error: --dsn-file {str(fifo)!r}: not a regular file")  # no writer: reading would hang
+    assert one_line_error(awa("queue", "list", "--dsn-file", "/dev/zero")) == (
+        "error: --dsn-file '/dev/zero': not a regular file")
+
+
 def test_help_warns_that_a_dsn_password_shows_in_ps() -> None:
     for args in (("--help",), ("cron", "list", "--help"), ("run", "--help")):
         result = awa(*args, env=cli_env(COLUMNS="400"))
         assert result.returncode == 0, result.stderr
         flat = " ".join(result.stdout.split())
         assert "A password in it is visible to every local user in `ps`: prefer --dsn-file" in flat, args
-        assert "--dsn-file PATH Read the database URL from this file (keep it 0600); its content is never shown." \
-            in flat, args
+        assert ("--dsn-file PATH Read the database URL from this file, one line (0600, or 0640 for a service's "
+                "group; a file every user may read is refused); its content is never shown.") in flat, args
 
 
 def test_describe_dsn_of_a_multi_host_dsn_pairs_each_host_with_its_port() -> None:

@@ -187,3 +187,22 @@ def test_a_home_made_the_old_way_is_locked_down_in_place(home: Path, intruder: p
         assert conn.execute("SELECT v FROM kept").fetchall() == [("before the upgrade",)]
     assert mode(server.socket_dir / f".s.PGSQL.{port}") == 0o700
     assert as_os_user(intruder, socket_dsn(server)).returncode == 2
+
+
+def test_a_server_run_as_nobody_gives_other_nobody_processes_no_superuser(
+    monkeypatch: pytest.MonkeyPatch, home: Path
+) -> None:
+    """As root on a host without a `postgres` account the server runs as `nobody`, which
+    other daemons share: reaching its socket (the directory is the server account's), a
+    `nobody` process must not get role postgres by peer authentication."""
+    nobody = pwd.getpwnam("nobody")
+    # This host has a postgres account; `monkeypatch` comes first so the home is stopped as nobody.
+    monkeypatch.setattr(embedded, "_run_user", lambda: nobody)
+    server = embedded.ensure_running(home, port=free_port(), dbname="postgres")
+    assert server.socket_dir.stat().st_uid == nobody.pw_uid  # the fault's premise: nobody reaches it
+    reached = as_os_user(nobody, socket_dsn(server))
+    assert (reached.returncode, reached.stdout) == (2, "")
+    assert 'Peer authentication failed for user "postgres"' in reached.stderr
+    assert (server.data_dir / "pg_ident.conf").read_text().splitlines()[1:] == ['awa "root" postgres']
+    with psycopg.connect(socket_dsn(server)) as conn:  # the starting user still does
+        assert conn.execute("SELECT current_user").fetchone() == ("postgres",)

@@ -59,3 +59,6 @@ async def console(console_factory: Callable[..., Any], request: pytest.FixtureRe
     async with app.run_test(size=size) as pilot:
         await ready(pilot, app)
         yield Console(app, pilot)
+        # What the test's last key queued (a screen it pushed mounting its header, whose
+        # title watcher runs after mount) is handled before the app is torn down under it.
+        await pilot.pause()

@@ -45,7 +45,9 @@ async def test_s_on_a_paused_schedule_resumes_it(console, conn):
     await pilot.press("s")
     dialog = await confirm_open(pilot, app)
     assert dialog.heading == "Resume schedule?"
-    assert "paused by alice@ops" in dialog_text(dialog).lower() or "by alice@ops" in dialog_text(dialog)
+    assert dict(dialog.details)["Consequence"] == (
+        "Clears the pause (by alice@ops). Its policy (coalesce) decides what fires for the paused period: "
+        "coalesce fires once, catch_up each missed fire in order.")
     await pilot.press("y")
     await until(pilot, lambda: row_of(conn, "cleanup.tmp-files")["paused_at"] is None, what="resume")
     assert audit_actions(conn)[-1] == (OPERATOR, "resume", "cleanup.tmp-files")
@@ -62,6 +64,23 @@ async def test_n_and_escape_cancel_without_change(console, conn):
     await until(pilot, lambda: any("cancelled" in n for n in notes(app)), what="cancel notice")
     assert row_of(conn, "metrics.rollup")["paused_at"] is None
     assert len(audit_actions(conn)) == 3  # the seeded entries only
+
+
+async def test_enter_pressed_at_once_in_a_confirm_dialog_cancels(console, conn):
+    """A stray enter (the dialog opened under a typing operator) answers the safe "no"."""
+    app, pilot = console
+    select(app, "metrics.rollup")
+    row_before, audit_before = row_of(conn, "metrics.rollup"), audit_actions(conn)
+    await pilot.press("s")
+    await confirm_open(pilot, app)
+    await pilot.press("enter")
+    await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="dialog closed")
+    # Dismissed as cancelled: the console says so, and nothing reached the database.
+    await until(pilot, lambda: notes(app) == ["cancelled: pause schedule metrics.rollup, nothing was done"],
+                what="cancel notice")
+    assert row_of(conn, "metrics.rollup") == row_before
+    assert row_before["paused_at"] is None
+    assert audit_actions(conn) == audit_before
 
 
 async def test_trigger_enqueues_one_manual_job(console, conn):
@@ -94,7 +113,7 @@ async def test_target_changed_before_confirm_is_refused_and_says_why(console, co
     select(app, "metrics.rollup")
     await pilot.press("s")
     await confirm_open(pilot, app)
-    client.pause("metrics.rollup", operator="bob@elsewhere")  # someone else, meanwhile
+    client.actions.pause("metrics.rollup", operator="bob@elsewhere")  # someone else, meanwhile
     await pilot.press("y")
     refusal = await until(
         pilot, lambda: next((n for n in notes(app) if n.startswith("refused:")), None), what="refusal"
@@ -131,7 +150,9 @@ async def test_restore_clears_the_tombstone(console, conn):
     select(app, "legacy.export")
     await pilot.press("u")
     dialog = await confirm_open(pilot, app)
-    assert "not replay" in dialog_text(dialog) or "is replayed" in dialog_text(dialog)
+    assert dict(dialog.details)["Consequence"] == (
+        "Clears the tombstone; evaluation restarts from now: no fire from the retired period is replayed, "
+        "whatever the policy.")
     await pilot.press("y")
     await until(pilot, lambda: row_of(conn, "legacy.export")["retired_at"] is None, what="restore")
     assert audit_actions(conn)[-1][1:] == ("restore", "legacy.export")
@@ -211,7 +232,7 @@ async def test_engine_errors_are_one_line_notifications(console, conn, client):
     select(app, "metrics.rollup")
     await pilot.press("t")
     await confirm_open(pilot, app)
-    client.remove("metrics.rollup")  # gone between keypress and confirm
+    client.actions.remove("metrics.rollup")  # gone between keypress and confirm
     await pilot.press("y")
     message = await until(pilot, lambda: next((n for n in notes(app) if "refused" in n), None), what="error")
     assert "now removed" in message and "\n" not in message and "Traceback" not in message

@@ -33,6 +33,15 @@ async def open_audit(app: Any, pilot: Any) -> None:
     await until(pilot, lambda: isinstance(app.screen, AuditScreen) and app.screen.entries, what="audit log")
 
 
+async def to_last_loaded_row(app: Any, pilot: Any) -> None:
+    """The cursor onto the last loaded row, as scrolling down there does (not G)."""
+    table = app.screen.query_one(KeyedTable)
+    table.focus()
+    await pilot.pause()
+    table.move_cursor(row=table.row_count - 1, animate=False)
+    await pilot.pause()
+
+
 async def search(app: Any, pilot: Any, text: str, expected: list[str]) -> None:
     app.screen.query_one("FilterBar").value = text
     await until(pilot, lambda: targets(app) == expected, what=f"entries matching {text}")
@@ -46,7 +55,7 @@ async def test_the_audit_log_pages_past_the_latest_200(console):
     # Newest entry first (by id: robot's were written after the seed's three).
     assert targets(app)[:3] == ["filler-229", "filler-228", "filler-227"]
     assert targets(app)[-1] == "filler-030"
-    await pilot.press("G")
+    await to_last_loaded_row(app, pilot)
     await until(pilot, lambda: len(targets(app)) == TOTAL, what="the older page")
     assert targets(app)[-4:] == ["filler-000", "legacy.export", "cleanup.tmp-files", "queue:integrations"]
     assert f"Audit log {TOTAL} operator actions, newest first · all shown" in title(app)
@@ -62,6 +71,11 @@ async def test_the_audit_log_pages_past_the_latest_200(console):
     ("target:tmp -operator:robot@ops", ["cleanup.tmp-files"]),
     ("operator:*@ops action:pause", ["cleanup.tmp-files"]),
     ("since:2025-03-02T01:00:00Z until:2025-03-02T01:01:00Z", ["filler-061", "filler-060"]),
+    # Day words at the console's clock (Mar 8 12:00:30Z): today is from Mar 8 00:00Z, yesterday
+    # from Mar 7 00:00Z (no entry on the 7th); until:yesterday leaves out the 7th and the 8th.
+    ("since:today", ["cleanup.tmp-files", "queue:integrations"]),
+    ("since:YESTERDAY until:today", []),
+    ("until:yesterday -operator:robot@ops", ["legacy.export"]),
 ])
 async def test_audit_filters_search_every_entry(console, text, expected):
     app, pilot = console
@@ -79,10 +93,17 @@ async def test_a_search_with_more_than_a_page_pages_too(console):
     assert "end of list loads older" in title(app)
     table = app.screen.query_one(KeyedTable)
     table.focus()
-    await until(pilot, lambda: app.screen.focused is table, what="the list focused (G is not typed as text)")
-    await pilot.press("G")
+    await until(pilot, lambda: app.screen.focused is table, what="the list focused (j is not typed as text)")
+    await to_last_loaded_row(app, pilot)
     await until(pilot, lambda: len(targets(app)) == AUDIT_FILLER, what="the rest of robot's")
     assert targets(app) == [f"filler-{n:03d}" for n in range(229, -1, -1)]
+    # G instead: the last page of the search at once (robot's oldest 200), the filter kept.
+    await pilot.press("g", "r")  # read from the newest again: 200 of them, older ones not loaded
+    await until(pilot, lambda: len(targets(app)) == 200, what="the newest page again")
+    await pilot.press("G")
+    await until(pilot, lambda: targets(app) == [f"filler-{n:03d}" for n in range(199, -1, -1)]
+                and table.cursor_row == 199, what="robot's oldest 200")
+    assert "the end of the list" in title(app)
 
 
 async def test_a_bad_time_is_one_line_and_keeps_the_entries(console):
@@ -90,8 +111,8 @@ async def test_a_bad_time_is_one_line_and_keeps_the_entries(console):
     await open_audit(app, pilot)
     await pilot.press("slash")
     await search(app, pilot, "action:retire", ["legacy.export"])
-    app.screen.query_one("FilterBar").value = "since:yesterday"
-    await until(pilot, lambda: "yesterday" in title(app), what="the error")
-    assert ("filter: since: expected a duration (90s, 2h, 14d) or an ISO-8601 instant, got 'yesterday'"
-            in title(app))
+    app.screen.query_one("FilterBar").value = "since:lastweek"
+    await until(pilot, lambda: "lastweek" in title(app), what="the error")
+    assert ("filter: since: expected a duration (90s, 2h, 14d), today, yesterday or an ISO-8601 instant, "
+            "got 'lastweek'" in title(app))
     assert targets(app) == ["legacy.export"]

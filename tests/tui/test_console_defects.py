@@ -120,8 +120,8 @@ async def test_read_only_mutation_keys_say_why_once(console):
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
     assert notes(app) == [
-        "read-only console (--read-only): pause/resume, trigger, adopt, retire, restore, backfill, override, reset "
-        "are disabled here"]
+        "read-only console (--read-only): pause/resume, trigger, adopt, retire, restore, backfill, edit/override, new, "
+        "delete, reset are disabled here"]
 
 
 @pytest.mark.parametrize("panel, summary_id", [("1", "#schedules-summary"), ("2", "#owners-summary")])

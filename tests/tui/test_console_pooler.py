@@ -12,11 +12,11 @@ import pytest
 from helpers import wait_for as until_sync
 from psycopg.conninfo import conninfo_to_dict
 from reliability.pgbouncer import PgBouncer, pgbouncer
-from tui_helpers import audit_actions, notes, ready, row_of, select, settled, until
+from tui_helpers import audit_actions, notes, ready, row_of, screen_text, select, settled, until
 
-from awa_tui.engine.db import LEADER_LOCK_KEY
-from awa_tui.engine.errors import ReadOnly
-from awa_tui.tui.launch import build_config
+from awa_tui.engine.core.db import LEADER_LOCK_KEY
+from awa_tui.engine.core.errors import ReadOnly
+from awa_tui.tui.launch import build_config, create_app
 from awa_tui.tui.screens.confirm import ConfirmScreen
 
 
@@ -74,9 +74,53 @@ def test_a_leading_console_through_a_transaction_pooler_leads_on_its_leader_dsn(
             "SELECT a.application_name AS app FROM pg_stat_activity a WHERE a.pid = awa.leader_lock_pid(%s)",
             (LEADER_LOCK_KEY,)).fetchone(), 15, what="the engine leading")
         assert holder == {"app": "awa-tui console leader leader"}
-        config.client.check_schema()  # the console's client: through the pooler
+        config.client.reads.check_schema()  # the console's client: through the pooler
         assert "awa-tui console" in bouncer.clients()
         assert "awa-tui console leader leader" not in bouncer.clients()
+    finally:
+        config.engine.close()
+        config.client.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+async def test_a_leading_console_behind_a_transaction_pooler_says_it_does_not_lead(dsn, bouncer, size, tmp_path):
+    """`awa-tui --lead` through a transaction pooler: its engine refuses the leader lock (one
+    log line, written before the console shows any log). The console says so for as long as
+    it runs: the badge, its own runtime's row and page, the quit dialog."""
+    config = build_config(dsn=through(bouncer, dsn), lead=True, app_ref=None, demo=True, read_only=False,
+                          operator="op@test", refresh=2.0, say=print)
+    assert config.engine is not None
+    app = create_app(config)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await ready(pilot, app)
+            await until(pilot, lambda: app.freshness.leader == "NOT LEADING: pooler in transaction mode",
+                        what="the badge")
+            own = str(config.engine.identity.instance_id)
+            await pilot.press("3")
+            await until(pilot, lambda: own in app.main.panel("runtimes").rows, what="its own runtime's row")
+            panel = app.main.panel("runtimes")
+            role = panel.table.get_row(own)[1]
+            assert str(role) == "refused (this)"
+            assert "this console refuses to lead: pooler in transaction mode" in str(
+                panel.query_one(".panel-title").content)
+            app.save_screenshot(str(tmp_path / f"pooler-runtimes-{size[0]}x{size[1]}.svg"))
+            select(app, own, "runtimes")
+            await pilot.press("enter")
+            await until(pilot, lambda: len(app.screen_stack) == 2, what="the runtime's page")
+            app.save_screenshot(str(tmp_path / f"pooler-page-{size[0]}x{size[1]}.svg"))
+            await pilot.pause()
+            page = screen_text(app)
+            assert "refused: pooler in transaction mode" in page
+            await pilot.press("escape")
+            await pilot.press("q")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the quit dialog")
+            await pilot.pause()
+            said = dict(app.screen.details)
+            assert said["This process"] == "running the engine, NOT LEADING (pooler in transaction mode)"
+            assert said["Consequence"].startswith("The in-process engine stops. It holds no leader lock")
+            app.save_screenshot(str(tmp_path / f"pooler-quit-{size[0]}x{size[1]}.svg"))
+            print("SHOTS", tmp_path)
     finally:
         config.engine.close()
         config.client.close()

@@ -48,7 +48,7 @@ def healths(seeded: str, conn: Any) -> str:
     conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = %s "
                  "WHERE metadata ->> 'cron_name' = 'reports.hourly'", (t("12:00:10"),))
     with Client(seeded) as client:
-        client.evaluate_health(now=NOW)
+        client.runtime.evaluate_health(now=NOW)
     found = {r["name"]: r["health"] for r in conn.execute(
         "SELECT c.name, coalesce(h.health, 'ok') AS health FROM awa.cron_jobs c "
         "LEFT JOIN awa.cron_health h ON h.name = c.name").fetchall()}

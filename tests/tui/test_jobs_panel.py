@@ -154,17 +154,19 @@ async def test_retry_a_failed_job_is_confirmed_and_audited(console, conn):
     assert audit_actions(conn)[-1] == ("alice@ops", "job_retry", "job:3")
 
 
-async def test_cancel_a_waiting_job_and_a_running_one_is_refused_with_the_reason(console, conn):
+async def test_cancel_a_waiting_job_and_ask_a_running_one_to_stop(console, conn):
     app, pilot = console
     await open_jobs(app, pilot)
     before = audit_actions(conn)
     select(app, "6", "jobs")
     await pilot.press("x")
-    await until(pilot, lambda: any("job 6 is running" in n for n in notes(app)), what="the refusal")
-    assert notes(app)[-1] == ("job 6 is running: only a waiting job can be cancelled (a running job is stopped "
-                              "by its runtime, not by the database)")
-    assert not isinstance(app.screen, ConfirmScreen)
-    assert audit_actions(conn) == before
+    await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirm dialog of a running job")
+    await pilot.press("y")
+    await until(pilot, lambda: any("asked job 6's runtime to stop it" in n for n in notes(app)), what="asked")
+    row = conn.execute("SELECT state, cancel_requested_at IS NOT NULL AS asked FROM awa.jobs WHERE id = 6").fetchone()
+    assert row == {"state": "running", "asked": True}  # its runtime stops it (tests/engine/jobs)
+    assert audit_actions(conn)[len(before):] == [("alice@ops", "job_cancel", "job:6")]
+    before = audit_actions(conn)
     select(app, "8", "jobs")
     await pilot.press("x")
     await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirm dialog")
@@ -211,7 +213,34 @@ async def test_the_end_of_the_list_loads_older_jobs(console, conn):
     await until(pilot, lambda: len(table_keys(app, "jobs")) == 200, what="the first page")
     assert table_keys(app, "jobs")[0] == "211" and table_keys(app, "jobs")[-1] == "12"
     assert "end of list loads more" in title(app)
-    await pilot.press("G")
+    table = app.main.panel("jobs").table
+    table.move_cursor(row=table.row_count - 1, animate=False)  # scrolled down there (G reads the last page)
     await until(pilot, lambda: len(table_keys(app, "jobs")) == 211, what="the next page")
     assert table_keys(app, "jobs")[-11:] == ALL_JOBS
     assert "end of list loads more" not in title(app)
+
+
+async def test_v_puts_the_cursor_on_the_schedules_newest_job(console):
+    """The cursor was on the oldest job of the whole list: after v it is on the schedule's
+    newest, not kept at its old place (which was the schedule's oldest)."""
+    app, pilot = console
+    await open_jobs(app, pilot)
+    select(app, "1", "jobs")
+    await pilot.press("1")
+    select(app, "metrics.rollup")
+    await pilot.press("v")
+    await until(pilot, lambda: table_keys(app, "jobs") == ["11", "6", "5"], what="the schedule's jobs")
+    assert app.main.panel("jobs").table.selected_key == "11"
+
+
+async def test_v_then_enter_opens_the_newest_job(console):
+    """`v` then enter at once (before the filtered page may have arrived): enter waits for
+    that page and opens the schedule's newest job, never one of the old list."""
+    app, pilot = console
+    await open_jobs(app, pilot)
+    select(app, "1", "jobs")
+    await pilot.press("1")
+    select(app, "metrics.rollup")
+    await pilot.press("v", "enter")
+    await until(pilot, lambda: isinstance(app.screen, JobDetailScreen), what="a job detail")
+    assert app.screen.job_id == 11

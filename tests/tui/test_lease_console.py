@@ -58,7 +58,8 @@ async def test_a_holder_whose_lease_expired_is_stalled(console_factory: Any) -> 
         )
         await pilot.press("3")
         await settled(pilot, app)
-        assert title(app) == "Runtimes 3 (2 fresh) · leader STALLED app-1 pid 4242 (instance 6f1c2a9e)"
+        # app-2, last seen at 12:00:21, has said nothing for 21 s: its heartbeat stopped.
+        assert title(app) == "Runtimes 3 (2 fresh) · leader STALLED app-1 pid 4242 (instance 6f1c2a9e) · 1 SILENT"
         assert roles(app)[APP_1] == "STALLED"
 
 
@@ -73,7 +74,7 @@ async def test_control_characters_of_the_holders_host_never_reach_the_screen(
         await pilot.press("3")
         await settled(pilot, app)
         assert title(app) == (
-            "Runtimes 3 (2 fresh) · leader STALLED app\\x1b]0;owned\\x07-1 pid 4242 (instance 6f1c2a9e)")
+            "Runtimes 3 (2 fresh) · leader STALLED app\\x1b]0;owned\\x07-1 pid 4242 (instance 6f1c2a9e) · 1 SILENT")
         assert app.freshness.attention is not None and "\x1b" not in app.freshness.attention
 
 

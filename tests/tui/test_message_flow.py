@@ -72,11 +72,12 @@ def test_every_request_has_one_handler_and_it_is_the_app() -> None:
         if issubclass(cls, Message) and cls is not Message and cls.__module__ == messages.__name__
     ]
     assert sorted(cls.__name__ for cls in requests) == [
-        "AuditDataRequested", "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
+        "AuditDataRequested", "AuditEntryRequested", "AuditRecordRequested", "CalendarRequested",
+        "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
         "JobDataRequested", "JobDetailRequested", "JobsFilterRequested", "LedgerDataRequested",
-        "MutationKeyPressed", "OperationRequested", "OverrideFormRequested", "OwnersSeen", "PanelsResumed",
-        "RefreshRequested",
-        "SchedulesFilterRequested", "SortMenuRequested",
+        "MutationKeyPressed", "NextFiresRequested", "OperationRequested", "OverrideFormRequested", "OwnersSeen",
+        "PanelsResumed", "RefreshRequested",
+        "ScheduleCheckRequested", "ScheduleFormRequested", "SchedulesFilterRequested", "SortMenuRequested",
     ]
     assert [cls.handler_name for cls in requests if not callable(getattr(ConsoleApp, cls.handler_name, None))] == []
     # No panel or screen handles a request on its way up (it would change what the app sees).

@@ -11,7 +11,7 @@ from tui_helpers import audit_actions, notes, ready, row_of, select, settled, un
 from tui_seed import OPERATOR
 
 from awa_tui import Client
-from awa_tui.engine.schedules.overrides import OverrideRequest
+from awa_tui.engine.actions.overrides import OverrideRequest
 from awa_tui.tui.panels.schedules import overridden_text, state_cell
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.override import OverrideScreen
@@ -92,7 +92,7 @@ async def test_reset_of_a_row_not_overridden_is_said_at_once(console, conn):
 
 def _overridden(seeded: str) -> None:
     with Client(seeded, operator="alice@ops") as client:
-        client.override("metrics.rollup", OverrideRequest(cron="H/10 * * * *", queue="urgent", priority=1))
+        client.actions.override("metrics.rollup", OverrideRequest(cron="H/10 * * * *", queue="urgent", priority=1))
 
 
 def test_overridden_row_snapshot(snap_compare, console_factory, seeded):
@@ -131,7 +131,7 @@ def test_detail_shows_the_written_expression_and_the_code_values(seeded):
 
     _overridden(seeded)
     with Client(seeded, operator="alice@ops") as client:
-        info = client.get_schedule("metrics.rollup")
+        info = client.reads.get_schedule("metrics.rollup")
     console = Console(width=200, record=True)
     console.print(definition(info, NOW))
     lines = [line.rstrip() for line in console.export_text().splitlines()]

@@ -19,27 +19,27 @@ def reader(seeded):
 
 
 def test_page_counts_filter_sort_and_limit(reader):
-    page = reader.schedule_page(now=NOW)
+    page = reader.reads.schedule_page(now=NOW)
     assert (page.total, page.matched, page.paused, page.retired) == (8, 8, 1, 1)
     assert page.now == NOW
-    filtered = reader.schedule_page("BILL", now=NOW)  # case-insensitive, name/kind/queue/owner
+    filtered = reader.reads.schedule_page("BILL", now=NOW)  # case-insensitive, name/kind/queue/owner
     assert filtered.matched == 3 and len(filtered.rows) == 3
-    assert reader.schedule_page("100%_", now=NOW).matched == 0  # LIKE wildcards are literal
-    cut = reader.schedule_page(sort="state", limit=2, now=NOW)
+    assert reader.reads.schedule_page("100%_", now=NOW).matched == 0  # LIKE wildcards are literal
+    cut = reader.reads.schedule_page(sort="state", limit=2, now=NOW)
     assert [r.name for r in cut.rows] == ["legacy.export", "cleanup.tmp-files"] and cut.matched == 8
     with pytest.raises(ValueError):
-        reader.schedule_page(sort="nope")
+        reader.reads.schedule_page(sort="nope")
 
 
 def test_a_page_without_counts_has_the_same_rows_and_no_counts(reader):
-    counted, uncounted = reader.schedule_page(now=NOW), reader.schedule_page(now=NOW, counts=False)
+    counted, uncounted = reader.reads.schedule_page(now=NOW), reader.reads.schedule_page(now=NOW, counts=False)
     assert (uncounted.total, uncounted.matched, uncounted.paused, uncounted.retired) == (None, None, None, None)
     assert uncounted.rows == counted.rows and len(uncounted.rows) == 8
     assert (uncounted.unhealthy, uncounted.attention) == (counted.unhealthy, counted.attention)
 
 
 def test_next_fire_due_and_lateness(reader):
-    rows = {r.name: r for r in reader.schedule_page(now=NOW).rows}
+    rows = {r.name: r for r in reader.reads.schedule_page(now=NOW).rows}
     assert rows["metrics.rollup"].next_fire == t("12:05:00") and not rows["metrics.rollup"].next_fire_due
     assert rows["cleanup.tmp-files"].next_fire_due  # paused with a missed fire: fires on resume
     assert rows["legacy.export"].next_fire is None  # retired: never
@@ -50,8 +50,8 @@ def test_next_fire_due_and_lateness(reader):
 
 
 def test_detail_and_runtimes_at_an_injected_now(reader):
-    detail = reader.schedule_detail("billing.nightly-invoice", now=NOW)
+    detail = reader.reads.schedule_detail("billing.nightly-invoice", now=NOW)
     assert [f.dst for f in detail.next] == ["gap", None, None, None, None]
     assert len(detail.recent) == 2 and detail.audit == []
-    fresh = {str(r.instance_id)[:8]: r.fresh for r in reader.list_runtimes(now=NOW)}
+    fresh = {str(r.instance_id)[:8]: r.fresh for r in reader.reads.list_runtimes(now=NOW)}
     assert fresh == {"6f1c2a9e": True, "0b7d4e21": True, "c3a0ffee": False}

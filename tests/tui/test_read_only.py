@@ -4,10 +4,11 @@ not greyed), its keys do nothing, and the engine refuses it anyway."""
 from __future__ import annotations
 
 import pytest
+from helpers import drained
 from tui_helpers import ready, row_of, select, settled, until
 
 from awa_tui.engine.client import Client
-from awa_tui.engine.errors import ReadOnly
+from awa_tui.engine.core.errors import ReadOnly
 from awa_tui.tui.actions import ACTS
 from awa_tui.tui.commands import palette_names
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -44,6 +45,13 @@ async def test_writable_console_shows_the_mutations(console_factory):
     async with app.run_test(size=(120, 36)) as pilot:
         await ready(pilot, app)
         assert {"pause/resume", "trigger"} <= footer_actions(app)
+        # The control of the read-only test below: the same kind of key, in a writable console,
+        # has its dialog open once the console is drained, even one that waits for a read first
+        # (a resume previews what it would fire).
+        select(app, "cleanup.tmp-files")
+        await pilot.press("s")
+        await drained(pilot, app)
+        assert isinstance(app.screen, ConfirmScreen) and app.screen.heading == "Resume schedule?"
 
 
 async def test_mutation_keys_do_nothing(console_factory, conn):
@@ -52,17 +60,17 @@ async def test_mutation_keys_do_nothing(console_factory, conn):
         await ready(pilot, app)
         select(app, "metrics.rollup")
         await pilot.press("s", "t", "a", "ctrl+d", "u")
-        await pilot.pause(0.2)
+        await drained(pilot, app)
         assert not isinstance(app.screen, ConfirmScreen)
         select(app, "legacy.export")
         await pilot.press("u")
         await pilot.press("5", "s")
-        await pilot.pause(0.2)
+        await drained(pilot, app)
         assert not isinstance(app.screen, ConfirmScreen)
         await pilot.press("1", "enter")
         await until(pilot, lambda: isinstance(app.screen, DetailScreen), what="detail (reading is allowed)")
         await pilot.press("s", "t")
-        await pilot.pause(0.2)
+        await drained(pilot, app)
         assert isinstance(app.screen, DetailScreen)
     assert row_of(conn, "metrics.rollup")["paused_at"] is None
     assert row_of(conn, "legacy.export")["retired_at"] is not None
@@ -71,8 +79,8 @@ async def test_mutation_keys_do_nothing(console_factory, conn):
 def test_the_engine_refuses_mutations_of_a_read_only_client(seeded):
     client = Client(seeded, read_only=True)
     try:
-        for call in (lambda: client.pause("metrics.rollup"), lambda: client.trigger("metrics.rollup"),
-                     lambda: client.retire("metrics.rollup"), lambda: client.queue_pause("default")):
+        for call in (lambda: client.actions.pause("metrics.rollup"), lambda: client.actions.trigger("metrics.rollup"),
+                     lambda: client.actions.retire("metrics.rollup"), lambda: client.actions.queue_pause("default")):
             with pytest.raises(ReadOnly):
                 call()
     finally:

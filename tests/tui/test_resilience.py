@@ -13,6 +13,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from tui_helpers import notes, ready, select, settled, table_keys, until
 
+import awa_tui
+from awa_tui.engine import migrations
 from awa_tui.tui.screens.confirm import ConfirmScreen
 
 
@@ -173,8 +175,10 @@ async def test_engine_warnings_become_notifications_once(console_factory, seeded
         for _ in range(3):
             logging.getLogger("awa_tui.leader").warning("lost leadership")
         logging.getLogger("awa_tui.worker").warning("job 7 (demo.flaky) failed: boom")
-        await until(pilot, lambda: "engine: lost leadership" in notes(app), what="engine warning")
-        await pilot.pause(0.1)
+        # The warnings reach the console as messages, in order: once this last one is shown,
+        # every one before it has been handled.
+        logging.getLogger("awa_tui.leader").warning("became leader")
+        await until(pilot, lambda: "engine: became leader" in notes(app), what="the last engine warning")
         assert notes(app).count("engine: lost leadership") == 1
         assert not [n for n in notes(app) if "demo.flaky" in n]
     engine.close()
@@ -195,3 +199,18 @@ async def test_heap_frozen_after_the_first_paint(console_factory):
         # Frozen objects that die leave the count (it may fall); a second freeze would add
         # every refresh's heap on top of it.
         assert gc.get_freeze_count() <= frozen
+
+
+async def test_a_schema_behind_is_said_in_one_line_not_as_a_dead_database(console_factory, seeded):
+    # The package upgraded, the database not: v018's column gone and its record with it.
+    with psycopg.connect(seeded, autocommit=True) as c:
+        c.execute("ALTER TABLE awa.cron_jobs DROP COLUMN exclude_dates CASCADE")
+        c.execute("DELETE FROM awa.schema_migrations WHERE version >= 18")
+    app = console_factory()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.freshness.stale, what="STALE")
+        line = (f"this database is at schema 17; this awa-tui {awa_tui.__version__} needs "
+                f"{migrations.code_version()}: run `awa-tui migrate`")
+        assert line in notes(app)
+        assert app.freshness.stale_reason == line
+        assert not any("not answering" in n or "exclude_dates" in n for n in notes(app))

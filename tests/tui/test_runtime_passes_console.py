@@ -78,13 +78,12 @@ def test_snapshot_runtime_page_with_passes(snap_compare: Any, console_factory: A
 BLOCKED = [  # the leader's newest pass gave up on a lock another session held (S59)
     {"at": (NOW - timedelta(seconds=1)).isoformat(), "duration_ms": 2004.0, "due": 0, "fired": 0, "errors": 0,
      "timed_out": True,
-     "blockers": [{"pid": 4242, "application": "psql", "state": "idle in transaction",
-                   "query": "LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE /* \x1b]0;owned\x07 */",
-                   "waited_for": "table awa.jobs"}]},
+     "blockers": [{"pid": 4242, "user": "alice\x1b]0;owned\x07", "application": "psql",
+                   "state": "idle in transaction", "kind": "LOCK TABLE awa.jobs", "waited_for": "table awa.jobs"}]},
     PASSES[1],
 ]
-SHOWN_BLOCKER = ("blocked by session 4242 (psql, idle in transaction) holding table awa.jobs: "
-                 "LOCK TABLE awa.jobs IN ACCESS EXCLUSIVE MODE /* \\x1b]0;owned\\x07 */")
+SHOWN_BLOCKER = ("blocked by session 4242 (user alice\\x1b]0;owned\\x07, psql, idle in transaction) holding "
+                 "table awa.jobs: LOCK TABLE awa.jobs")
 
 
 async def test_the_runtimes_panel_names_what_blocks_the_leaders_pass(console_factory: Any, seeded: str,

@@ -42,15 +42,15 @@ EXPECTED = {
 @pytest.mark.usefixtures("seeded")
 def test_the_schedule_page_reads_last_result_fails_and_strip(dsn: str) -> None:
     with Client(dsn) as client:
-        page = client.schedule_page(now=NOW)
+        page = client.reads.schedule_page(now=NOW)
         found = {r.name: (r.last_result, r.last_error, r.fails_24h, outcome_strip(r.outcomes)) for r in page.rows}
         assert found == EXPECTED
         # Each character is the verdict the detail screen's ledger gives that instant.
         for row in page.rows:
-            ledger = [v for v in client.ledger(row.name, limit=50, now=NOW) if v.verdict != "manual"][-20:]
+            ledger = [v for v in client.reads.ledger(row.name, limit=50, now=NOW) if v.verdict != "manual"][-20:]
             assert row.outcomes == tuple(instant_outcome(v.verdict, v.job_state) for v in ledger), row.name
         # FAILS 24h counts back from `now`: a day later the failures of Mar 8 are out of it.
-        later = client.schedule_page(now=NOW.replace(day=9, hour=12, minute=0, second=31))
+        later = client.reads.schedule_page(now=NOW.replace(day=9, hour=12, minute=0, second=31))
         assert {r.name: r.fails_24h for r in later.rows if r.fails_24h} == {}
 
 
@@ -63,7 +63,7 @@ def test_the_schedule_page_reads_last_result_fails_and_strip(dsn: str) -> None:
 @pytest.mark.usefixtures("seeded")
 def test_result_filter_selects_by_the_latest_job(dsn: str, text: str, expected: list[str]) -> None:
     with Client(dsn) as client:
-        page = client.schedule_page(now=NOW, where=parse(text, "schedules"))
+        page = client.reads.schedule_page(now=NOW, where=parse(text, "schedules"))
         assert [r.name for r in page.rows] == expected
         assert page.matched == len(expected)
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from awa_tui.engine.core.errors import AwaError
 from awa_tui.engine.cron.describe import describe
-from awa_tui.engine.errors import AwaError
 from awa_tui.engine.read.models import ScheduleRow
 from awa_tui.tui import operations
 from awa_tui.tui.formatting import lateness, relative, span_precise
@@ -74,7 +74,7 @@ def test_relative_times():
 def test_attention_from_the_lock_holder_and_its_lease():
     import uuid
 
-    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.read.fleet import Leadership
 
     held = dict(backend_pid=77, instance_id=uuid.UUID(int=1), hostname="app-1", pid=4242)
     assert attention(Leadership(now=NOW, lease_expires_at=NOW + timedelta(seconds=3), **held)) is None
@@ -110,6 +110,9 @@ def test_launcher_rejects_inconsistent_options():
         build_config(lead=False, app_ref=None, demo=True, refresh=2.0, **common)
     with pytest.raises(AwaError, match="--refresh"):
         build_config(lead=False, app_ref=None, demo=False, refresh=0, **common)
+    with pytest.raises(AwaError) as caught:
+        build_config(lead=False, app_ref=None, demo=False, refresh=2.0, sql_jobs=True, **common)
+    assert str(caught.value) == "--sql-jobs runs SQL jobs in the in-process engine: add --lead"
 
 
 def test_launcher_builds_a_leading_console(dsn):
@@ -120,6 +123,26 @@ def test_launcher_builds_a_leading_console(dsn):
         assert config.client is not config.engine and config.client.operator == "op@test"  # its own client
         assert "password" not in config.database and config.embedded_at is None
         assert {s.name for s in config.engine.schedules} >= {"demo.heartbeat"}
+        assert "awa.sql" not in config.engine.handlers  # SQL jobs only when asked for
     finally:
         config.engine.close()
         config.client.close()
+
+
+def test_a_leading_console_runs_sql_jobs_only_when_asked(dsn):
+    config = build_config(dsn=dsn, lead=True, app_ref=None, demo=False, read_only=False, operator="op@test",
+                          refresh=2.0, say=print, sql_jobs=True)
+    try:
+        assert config.engine is not None
+        assert config.engine.handlers["awa.sql"].timeout == 605.0  # the statement's 600 s and the slack
+    finally:
+        config.engine.close()
+        config.client.close()
+    timed = build_config(dsn=dsn, lead=True, app_ref=None, demo=False, read_only=False, operator="op@test",
+                         refresh=2.0, say=print, sql_jobs=True, sql_timeout=timedelta(seconds=30))
+    try:
+        assert timed.engine is not None
+        assert timed.engine.handlers["awa.sql"].timeout == 35.0  # --sql-timeout 30 and the slack
+    finally:
+        timed.engine.close()
+        timed.client.close()

@@ -47,3 +47,23 @@ def row_of(conn: Any, name: str) -> dict[str, Any]:
 def audit_actions(conn: Any) -> list[tuple[str, str, str]]:
     rows = conn.execute("SELECT operator, action, target FROM awa.audit_log ORDER BY id").fetchall()
     return [(r["operator"], r["action"], r["target"]) for r in rows]
+
+
+def burst(app: Any, keys: str) -> None:
+    """Send `keys` to the app the way a paste or a lagged SSH link delivers them: all queued
+    at once, before the console has handled the first (Pilot.press waits after each key)."""
+    from textual import events
+    from textual.keys import _character_to_key
+
+    for char in keys:
+        key = "enter" if char == "\r" else _character_to_key(char) if not char.isalnum() else char
+        event = events.Key(key, char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows, as text (the screenshot without its SVG markup)."""
+    import re
+
+    return re.sub(r"<[^>]+>", "", app.export_screenshot()).replace("&#160;", " ")

@@ -15,6 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from awa_tui.engine.ownership.manifest import manifest_hash
+from awa_tui.engine.runtime.identity import RUNTIME_PROTOCOL
 from awa_tui.engine.schedules.definition import Schedule
 
 NOW = datetime(2025, 3, 8, 12, 0, 30, tzinfo=UTC)
@@ -132,11 +133,14 @@ def seed(conn: psycopg.Connection[Any]) -> None:
             declaring = r["authoritative"]
             conn.execute(
                 "INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, protocol_version, "
-                "started_at, last_seen_at, is_leader, owner, authoritative, manifest, manifest_hash, retire_grace) "
+                "started_at, last_seen_at, is_leader, owner, authoritative, manifest, manifest_hash, retire_grace, "
+                "leader_protocol) "
                 "VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, "
                 "%(started_at)s, %(last_seen_at)s, %(is_leader)s, %(owner)s, %(authoritative)s, %(manifest)s, "
-                "%(manifest_hash)s, %(retire_grace)s)",
-                {**r, "manifest": Jsonb({d["name"]: d for d in definitions}) if declaring else None,
+                "%(manifest_hash)s, %(retire_grace)s, %(leader_protocol)s)",
+                # runtimes of this release: their protocol may lead
+                {**r, "leader_protocol": RUNTIME_PROTOCOL,
+                 "manifest": Jsonb({d["name"]: d for d in definitions}) if declaring else None,
                  "manifest_hash": manifest_hash(definitions) if declaring else None,
                  "retire_grace": timedelta(minutes=10) if declaring else None},
             )

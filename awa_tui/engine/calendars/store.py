@@ -17,9 +17,9 @@ from typing import Any
 import psycopg
 
 from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
-from awa_tui.engine.errors import Conflict, NotFound, ValidationError
-from awa_tui.engine.operations.audit import begin_action
-from awa_tui.engine.operations.ops import check_operator
+from awa_tui.engine.core.audit import begin_action
+from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.core.guards import check_operator
 from awa_tui.engine.schedules.exclusions import (
     MAX_CALENDAR_RANGES,
     DateRange,

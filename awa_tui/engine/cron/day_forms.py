@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from awa_tui.engine.cron.vocabulary import DOW_NAMES
+from awa_tui.engine.cron.vocabulary import DOW_NAMES, DOW_RANGE_END_NAMES
 
 DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 LAST_OFFSET_MAX = 30  # L-30: the 1st of a 31-day month
@@ -30,9 +30,9 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth")
 _LAST_OFFSET = re.compile(r"^l-(\d+)$", re.ASCII)
 _NEAREST = re.compile(r"^(\d+)w$", re.ASCII)
 _DAY = r"(?:\d+|[a-z]{3})"
-# One weekday, a range of them with an optional step, or `*/n` (as croner, 0-7 stepped);
-# then #n, #L or a bare L.
-_DOW_FORM = re.compile(rf"^({_DAY}(?:-{_DAY}(?:/\d+)?)?|\*/\d+)(?:#(\w*)|(l))$", re.ASCII)
+# One weekday, a range of them, `n/step` or `*/step` (as croner, 0-7 stepped); then #n
+# or #L; a bare L only after one weekday (croner refuses `1-5L`: write `1-5#L`).
+_DOW_FORM = re.compile(rf"^({_DAY}(?:-{_DAY})?(?:/\d+)?|\*/\d+)(?:#(\w*)|(l))$", re.ASCII)
 
 
 class DayFormError(ValueError):
@@ -102,19 +102,20 @@ def split_dom(text: str) -> tuple[str, DomForms]:
     return ",".join(plain), DomForms(frozenset(offsets), last_weekday, frozenset(nearest))
 
 
-def _weekday(token: str, item: str) -> int:
-    value = int(token) if token.isdigit() else DOW_NAMES.get(token)
+def _weekday(token: str, item: str, range_end: bool = False) -> int:
+    value = int(token) if token.isdigit() else (DOW_RANGE_END_NAMES if range_end else DOW_NAMES).get(token)
     if value is None or not 0 <= value <= 7:
         raise DayFormError(f"{item.upper()}: {token.upper()} is not a weekday (0-7 or SUN-SAT)")
     return value
 
 
 def _weekdays(days: str, item: str) -> list[int]:
-    """The weekdays of `5`, `fri`, `1-5`, `1-5/2` or `*/2` (no wrapping range, as in croner)."""
+    """The weekdays of `5`, `fri`, `1-5`, `1-5/2`, `5/2` or `*/2` (no wrapping range, as in
+    croner; a range's closing `sun` is 7, `5/2` runs to 7)."""
     span, _, step_text = days.partition("/")
     low_text, _, high_text = ("0", "", "7") if span == "*" else span.partition("-")
     low = _weekday(low_text, item)
-    high = _weekday(high_text, item) if high_text else low
+    high = _weekday(high_text, item, range_end=True) if high_text else 7 if step_text else low
     step = int(step_text) if step_text else 1
     if low > high:
         raise DayFormError(f"{item.upper()}: a range of weekdays must run forward")
@@ -133,7 +134,9 @@ def split_dow(text: str) -> tuple[str, DowForms]:
     last_of: set[int] = set()
     for item in text.split(","):
         if item == "l":
-            raise DayFormError("L: alone in day-of-week it names no weekday; write 5L or FRI#L for the last Friday")
+            if text == "l":
+                raise DayFormError("L: alone in day-of-week it names no weekday; write 5L or FRI#L for the last Friday")
+            continue  # croner ignores a bare L next to other days (`5#L,L` is `5#L`)
         m = _DOW_FORM.match(item)
         if m is None:
             if "#" in item or item.endswith("l"):
@@ -141,6 +144,8 @@ def split_dow(text: str) -> tuple[str, DowForms]:
             plain.append(item)
             continue
         days, occurrence, bare_last = m.groups()
+        if bare_last and ("-" in days or "/" in days):
+            raise DayFormError(f"{item.upper()}: L after a range or step is not a form; write {days.upper()}#L")
         weekdays = _weekdays(days, item)
         if bare_last or occurrence == "l":
             last_of.update(weekdays)

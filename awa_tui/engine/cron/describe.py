@@ -20,6 +20,12 @@ _STEP = re.compile(r"^\*/(\d+)$")
 _LAST_OFFSET = re.compile(r"^L-(\d+)$")
 _NEAREST = re.compile(r"^(\d+)W$")
 _NTH = re.compile(r"^(\d|[A-Z]{3})(?:#([1-5L])|(L))$")
+_EQUAL_RANGE = re.compile(r"^(\w+)-\1$")
+
+
+def _one_value_ranges(field: str) -> str:
+    """`5-5` is the one value 5 (S60), so it reads as 5; `SUN-SUN` is every day (0-7) and stays."""
+    return ",".join(p if p.lower() == "sun-sun" else _EQUAL_RANGE.sub(r"\1", p) for p in field.split(","))
 
 
 def _plural(n: int, unit: str) -> str:
@@ -115,7 +121,7 @@ def describe(expr: str) -> str:
     if text.startswith("@"):
         nickname = NICKNAMES.get(text.lower())
         return text if nickname is None else nickname[1]
-    fields = text.split(" ")
+    fields = [_one_value_ranges(f) for f in text.split(" ")]
     if len(fields) == 6:
         return _describe_seconds(fields) or text
     if len(fields) == 5:
@@ -178,7 +184,7 @@ def _describe_minutes(fields: list[str]) -> str | None:
     on = ", ".join(str(d) for d in doms)
     if month == "*":
         return f"monthly on day {on} at {at}"
-    months = _numbers(month)
-    if months and all(1 <= m <= 12 for m in months):
-        return f"yearly on {', '.join(_MONTHS[m - 1] for m in months)} {on} at {at}"
+    numbers = _numbers(month)
+    if numbers and all(1 <= m <= 12 for m in numbers):
+        return f"yearly on {', '.join(_MONTHS[m - 1] for m in numbers)} {on} at {at}"
     return None

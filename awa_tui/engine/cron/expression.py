@@ -14,12 +14,12 @@ from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.engine.cron.day_forms import DayFormError, split_dom, split_dow
 from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.cron.spread import H_WORD
 from awa_tui.engine.cron.vocabulary import FIELD_NAMES_5, FIELD_NAMES_6, NAMES_BY_FIELD, NICKNAMES
 from awa_tui.engine.cron.zones import ONE_SECOND, fold_end, local_naive, resolve_local
-from awa_tui.engine.errors import ValidationError, short_repr
 
 # Numbers, month/day names, * , - / and ? (read as *), plus the day forms L, W and #
 # (cron/day_forms.py, S55); H is resolved per schedule name before parsing
@@ -50,14 +50,14 @@ class CronSpec:
 
 @lru_cache(maxsize=65536)
 def parse_cron(expr: str) -> CronSpec:
-    """Validate a cron expression (S2) and return its croniter form."""
+    """Validate a cron expression (S2, S60) and return its normalised form."""
     if not isinstance(expr, str):
         raise ValidationError(f"cron_expr: expected a string, got {short_repr(expr)}")
     if len(expr) > CRON_EXPR_MAX:
         raise ValidationError(
             f"cron_expr: at most {CRON_EXPR_MAX} characters, got {short_repr(expr)} ({len(expr)} characters)"
         )
-    if CONTROL_CHARS.search(expr):
+    if CONTROL_CHARS.search(expr):  # a tab too, unlike croner (S60): the schema refuses it
         raise ValidationError(f"cron_expr: must not contain newlines or control characters: {short_repr(expr)}")
     text = " ".join(expr.split())
     if not text:
@@ -75,6 +75,7 @@ def parse_cron(expr: str) -> CronSpec:
             )
         return CronSpec(expr, nick[0], False)
     fields = text.split(" ")
+    names: tuple[str, ...]
     if len(fields) == 5:
         names = FIELD_NAMES_5
     elif len(fields) == 6:

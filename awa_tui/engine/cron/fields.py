@@ -1,17 +1,17 @@
 """Cron field sets and the next / previous match on naive wall-clock times.
 
-This replaces croniter in the hot path (measured: ~0.5 ms per uncached croniter
-computation; a first pass over 100k distinct expressions took tens of seconds). It is
-deliberately croniter-compatible on plain cron (numbers, `*`, `,`, `-`, `/`, month and
-day names; H is resolved before parsing): the expansion below follows croniter 7.0.0's
-`_expand` rule for rule, quirks included (an explicit equal range such as `5-5` means
-the whole field, wrapping ranges such as `fri-mon`, DOW 7 = Sunday, the
-"day-of-month OR day-of-week" rule when both are restricted).
-tests/engine/cron/test_cron_equivalence.py checks acceptance and every match against
-croniter on random expressions. The day forms L, W and # (S55) are split off by
-cron/day_forms.py; an expression with one matches its days per month through a cached
-bit mask (`month_days`), so plain expressions keep the cheaper per-day test. Time zones
-are not handled here: cron/zones.py maps wall times to instants (S14).
+This replaced croniter in the hot path (measured: ~0.5 ms per uncached croniter
+computation; a first pass over 100k distinct expressions took tens of seconds). Fields
+are read by upstream Awa's rules, those of the croner crate 2.2 (numbers, `*`, `,`, `-`,
+`/`, month and day names, `?` as `*`; H is resolved before parsing): an equal range
+`5-5` is one value, ranges run forward only, day-of-week 0-7 with 7 = Sunday, and when
+both day fields are restricted (anything but a literal `*`) either one matching is
+enough. The deliberate differences are listed in docs/behaviour.md (S60);
+tests/engine/cron/test_cron_differential.py checks the instants against npm croner on
+random expressions. The day forms L, W and # (S55) are split off by cron/day_forms.py;
+an expression with one matches its days per month through a cached bit mask
+(`month_days`), so plain expressions keep the cheaper per-day test. Time zones are not
+handled here: cron/zones.py maps wall times to instants (S14).
 """
 
 from __future__ import annotations
@@ -24,108 +24,88 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from awa_tui.engine.cron.day_forms import DAYS, DayFormError, DayRule, month_days, split_dom, split_dow
-from awa_tui.engine.cron.vocabulary import DOM, DOW, HOUR, LEN_MEANS_ALL, MINUTE, MONTH, NAMES, RANGES, SECOND
+from awa_tui.engine.cron.vocabulary import DOM, DOW, DOW_RANGE_END_NAMES, HOUR, MINUTE, MONTH, NAMES, RANGES, SECOND
 
 MAX_YEARS = 50  # croniter's max_years_between_matches: no match in 50 years = never
 
-_STEP_RE = re.compile(r"^([^-]+)-([^-/]+)(/(\d+))?$", re.ASCII)
 _INT_RE = re.compile(r"^\d+$", re.ASCII)
-_STAR_OR_INT_RE = re.compile(r"^(\d+|\*)$", re.ASCII)
-_START_STEP_RE = re.compile(r"^(.+)\/(.+)$")
 ONE_SECOND = timedelta(seconds=1)
 ONE_MINUTE = timedelta(minutes=1)
 ONE_MICROSECOND = timedelta(microseconds=1)
+U8_MAX = 255  # croner reads numbers and steps as u8 and refuses a step that would overflow one
 
 
 class CronError(ValueError):
     """The expression is not acceptable."""
 
 
-def _name(field: int, key: str) -> int:
+def _value(field: int, token: str, item: str, range_end: bool = False) -> int:
+    if _INT_RE.match(token):
+        return int(token)
     try:
-        return NAMES[field][key]
+        return (DOW_RANGE_END_NAMES if field == DOW and range_end else NAMES[field])[token]
     except KeyError:
-        raise CronError(f"{key!r} is not acceptable") from None
+        if not token:
+            raise CronError(f"{item!r}: a number is missing (negative numbers are not allowed)") from None
+        raise CronError(f"{token!r} is not acceptable") from None
 
 
-def _alias(field: int, value: int) -> int:
-    # croniter's LOWMAP: only DOW 7 -> 0 applies to 5- and 6-field expressions.
-    return 0 if field == DOW and value == 7 else value
-
-
-def _expand_range(field: int, low: int, high: int, step: int, start_with_step: bool) -> list[int]:
+def _span(field: int, item: str) -> tuple[int, int, int]:
+    """One list item as (low, high, step), by croner's rules: `*`, `a`, `a-b`, each with
+    an optional `/step`; `a/step` runs to the field's end."""
     lo_f, hi_f = RANGES[field]
-    if max(low, high) > hi_f:
-        raise CronError(f"{low}-{high} is out of range")
-    # "59/15" is the single value 59 (its normalised bounds collide); an equal range
-    # *written* as one ("5-5", "jan-jan") means the whole field, as in croniter.
-    if start_with_step and low == high:
-        return [low]
-    if low == high:
+    if field == DOW:
+        hi_f = 7  # 7 is Sunday again, as in croner: "5-7", "1/2" reaches Sunday
+    span, slash, step_text = item.partition("/")
+    step = 1
+    if slash:
+        if not _INT_RE.match(step_text):
+            raise CronError(f"{item!r}: the step must be a number")
+        step = int(step_text)
+        if step == 0:
+            raise CronError(f"step {step_text!r} is not acceptable")
+    if span == "*" and slash:
         low, high = lo_f, hi_f
-    if low <= high:
-        return list(range(low, high + 1, step))
-    # A wrapping range ("fri-mon", "nov-feb/2"): croniter's own stepping across the end.
-    whole = list(range(lo_f, hi_f + 1))
-    values = list(range(low, hi_f + 1, step))
-    to_skip = 0
-    if values:
-        already_skipped = list(reversed(whole)).index(values[-1])
-        position = whole.index(values[-1])
-        if position + step > len(whole) and already_skipped < step:
-            to_skip = step - already_skipped
-    return values + list(range(lo_f + to_skip, high + 1, step))
+    elif "-" in span:
+        low_text, _, high_text = span.partition("-")
+        if "-" in high_text:
+            raise CronError(f"{item!r}: a range has one '-'")
+        low, high = _value(field, low_text, item), _value(field, high_text, item, range_end=True)
+    else:
+        low = _value(field, span, item)
+        high = hi_f if slash else low
+    if low < lo_f or high > hi_f:
+        raise CronError(f"{item} is out of range")
+    if low > high:
+        raise CronError(f"{item}: a range must run forward ({low}-{high} wraps past the end)")
+    last = low + (high - low) // step * step
+    if step > U8_MAX or last + step > U8_MAX:
+        raise CronError(f"step {step} is too large")
+    return low, high, step
 
 
 @lru_cache(maxsize=4096)  # field texts repeat across expressions ("*", "0", "1-5"...)
-def _expand_field(field: int, text: str, other_day_has_star: bool) -> tuple[frozenset[int], bool]:
-    """The values of one field and whether croniter would call it '*' (unrestricted)."""
+def _expand_field(field: int, text: str) -> frozenset[int]:
+    """The values of one field, exactly as croner 2.2 reads them (upstream Awa's parser).
+
+    Only a literal `*` is the whole field unstated: `*` inside a list is refused, an equal
+    range (`5-5`) is its one value, a range runs forward only, and empty list items are
+    skipped. In day-of-week, 7 and a range's closing `sun` are Sunday."""
     lo_f, hi_f = RANGES[field]
-    pending: list[str | int] = list(text.split(","))
-    values: set[int | str] = set()
-    seen: set[int] = set()
-    while pending:
-        item = pending.pop()
-        if isinstance(item, int):  # a value produced by a range: checked like a literal
-            value = _alias(field, item)
-            if not lo_f <= value <= hi_f:
-                raise CronError(f"{item} is out of range")
-            values.add(value)
+    if text == "*":
+        return frozenset(range(lo_f, hi_f + 1))
+    values: set[int] = set()
+    for item in text.split(","):
+        if not item:
             continue
-        t = f"{lo_f}-{hi_f}{item[1:]}" if item.startswith("*/") and len(item) > 2 else item
-        m = _STEP_RE.match(t)
-        start_with_step = False
-        if not m:
-            t = _START_STEP_RE.sub(rf"\1-{hi_f}/\2", item)  # "10/5" -> "10-max/5"
-            m = _STEP_RE.match(t)
-            start_with_step = bool(m)
-        if m:
-            low_text, high_text, step_text = m.group(1), m.group(2), m.group(4) or "1"
-            low = int(low_text) if _INT_RE.match(low_text) else _name(field, low_text)
-            high = int(high_text) if _INT_RE.match(high_text) else _name(field, high_text)
-            step = int(step_text)
-            if step == 0:
-                raise CronError(f"step {step_text!r} is not acceptable")
-            rng = _expand_range(field, _alias(field, low), _alias(field, high), step, start_with_step)
-            pending += [v for v in rng if v not in seen]
-            seen.update(rng)
-            continue
-        if t.startswith("-"):
-            raise CronError("negative numbers are not allowed")
-        if t == "*":
-            values.add("*")
-            continue
-        value = _alias(field, int(t) if _STAR_OR_INT_RE.match(t) else _name(field, t))
-        if not lo_f <= value <= hi_f:
-            raise CronError(f"{t} is out of range")
-        values.add(value)
-    star = "*" in values
-    if not star and len(values) == LEN_MEANS_ALL[field]:
-        # croniter keeps a complete day-of-month (or day-of-week) list "restricted" when
-        # the other day field has no '*' at all, so the OR rule still applies.
-        star = other_day_has_star if field in (DOM, DOW) else True
-    ints = frozenset(v for v in values if isinstance(v, int))
-    return (frozenset(range(lo_f, hi_f + 1)) if star else ints), star
+        if item == "*":
+            raise CronError("'*' stands alone in a field (write '*' or a list of values)")
+        low, high, step = _span(field, item)
+        values.update(range(low, high + 1, step))
+    if field == DOW and 7 in values:
+        values.discard(7)
+        values.add(0)
+    return frozenset(values)
 
 
 @dataclass(frozen=True)
@@ -306,26 +286,26 @@ def cron_fields(body: str, has_seconds: bool) -> CronFields:
         dow_text, dow_forms = split_dow(expressions[DOW])
     except DayFormError as exc:
         raise CronError(str(exc)) from None
+    if (dom_forms and dom_text == "*") or (dow_forms and dow_text == "*"):
+        raise CronError("'*' stands alone in a field (write '*' or a list of values)")
     expressions[DOM], expressions[DOW] = dom_text, dow_text
-    expanded = [
-        _expand_field(i, text, "*" in expressions[DOW if i == DOM else DOM]) if text else (frozenset(), False)
-        for i, text in enumerate(expressions)
-    ]
-    seconds = tuple(sorted(expanded[SECOND][0])) if has_seconds else (0,)
-    # A day field with a form is restricted (croner: only a literal `*` is unrestricted).
-    dom_star = expanded[DOM][1] and not dom_forms
-    dow_star = expanded[DOW][1] and not dow_forms
-    doms = expanded[DOM][0]
-    dows = expanded[DOW][0]
+    expanded = [_expand_field(i, text) if text else frozenset() for i, text in enumerate(expressions)]
+    seconds = tuple(sorted(expanded[SECOND])) if has_seconds else (0,)
+    # Only a literal `*` leaves a day field unrestricted (croner): `*/1`, `1-31` or a
+    # field holding a form is restricted, so the other day field's match is OR-ed with it.
+    dom_star = parts[2 + has_seconds] == "*"
+    dow_star = parts[4 + has_seconds] == "*"
+    doms = expanded[DOM]
+    dows = expanded[DOW]
     rule = None
     if dom_forms or dow_forms:
         rule = DayRule(doms, dows, dom_star, dow_star, dom_forms, dow_forms)
     return CronFields(
         seconds=seconds,
-        minutes=tuple(sorted(expanded[MINUTE][0])),
-        hours=tuple(sorted(expanded[HOUR][0])),
+        minutes=tuple(sorted(expanded[MINUTE])),
+        hours=tuple(sorted(expanded[HOUR])),
         doms=doms,
-        months=tuple(sorted(expanded[MONTH][0])),
+        months=tuple(sorted(expanded[MONTH])),
         dows=dows,
         dom_star=dom_star,
         dow_star=dow_star,

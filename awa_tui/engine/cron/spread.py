@@ -19,9 +19,9 @@ import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.engine.cron.fields import CronError, cron_fields
 from awa_tui.engine.cron.vocabulary import FIELD_NAMES_5, FIELD_NAMES_6
-from awa_tui.engine.errors import ValidationError, short_repr
 
 # Each field's range for H, by written name. Day-of-month spreads over 1..28 (as Jenkins
 # does) so that the day exists in every month; an explicit H(a-b) may go to 31.

@@ -19,6 +19,8 @@ MONTH_ABBREVIATIONS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "
 DAY_ABBREVIATIONS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")  # 0 = Sunday
 MONTH_NAMES = {m: i + 1 for i, m in enumerate(MONTH_ABBREVIATIONS)}
 DOW_NAMES = {d: i for i, d in enumerate(DAY_ABBREVIATIONS)}
+# A weekday name closing a range: croner reads "-sun" as "-7", so SAT-SUN is 6-7.
+DOW_RANGE_END_NAMES = {**DOW_NAMES, DAY_ABBREVIATIONS[0]: 7}
 # The names each field accepts, keyed by its written name (for validation) ...
 NAMES_BY_FIELD = {"month": MONTH_NAMES, "day-of-week": DOW_NAMES}
 # ... and by croniter's field index (for expansion).

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.core.limits import CATCH_UP_LIMIT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT
 from awa_tui.engine.cron.expression import Fire, iso_utc
 from awa_tui.engine.cron.spread import jitter_offset_ms
-from awa_tui.engine.errors import AwaError
 from awa_tui.engine.firing.arrays import array_literal as _array
 from awa_tui.engine.firing.hints import (
     GROUPS_SQL,
@@ -39,7 +40,6 @@ from awa_tui.engine.firing.hints import (
     unhinted_rows_sql,
     write_group_hints,
 )
-from awa_tui.engine.limits import CATCH_UP_LIMIT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT
 from awa_tui.engine.schedules.columns import FAULT_SQL, JOB_COPIES, listed, safe_listed
 from awa_tui.engine.schedules.definition import check_stored
 from awa_tui.engine.schedules.exclusions import has_exclusions
@@ -58,12 +58,13 @@ ONE_MICROSECOND = timedelta(microseconds=1)
 # S15: a poison instant (infinity, a BC date) would fail the whole fetch in Python's
 # loader, so every instant goes through awa.safe_ts (NULL when unloadable) and the fault
 # column says why; check_stored then skips that row only.
-DUE_COLUMNS = (
-    safe_listed(("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
-                 "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count", "jitter_ms",
-                 "exclude_dates", "exclude_calendars"))
-    + f", {FAULT_SQL} AS fault"
-)
+_DUE_LISTED = ("name", "cron_expr", "timezone", "missed_fire_policy", "last_enqueued_at", "next_fire_at",
+               "created_at", "overlap", "start_at", "end_at", "max_fires", "fires_count", "jitter_ms",
+               "exclude_dates", "exclude_calendars")
+DUE_COLUMNS = safe_listed((*_DUE_LISTED, "catchup_window")) + f", {FAULT_SQL} AS fault"
+# The same columns on a schema rolled back below v025 (`migrate --down-to`, S61) while this
+# runtime still leads: no catch-up window there.
+DUE_COLUMNS_BEFORE_V025 = safe_listed(_DUE_LISTED) + f", NULL::int AS catchup_window, {FAULT_SQL} AS fault"
 
 # The rows with a hint that is due: one probe of cron_jobs_due_idx (S10). Rows without a
 # hint are found by group (engine/firing/hints.py, S51): UNHINTED_SQL.
@@ -78,17 +79,19 @@ DUE_COLUMNS = (
 DUE_GATE = """(SELECT g.next_fire_at FROM awa.cron_jobs g
        WHERE g.paused_at IS NULL AND g.retired_at IS NULL AND g.finished_at IS NULL
        ORDER BY g.next_fire_at LIMIT 1)"""
-DUE_SQL = f"""
-SELECT {DUE_COLUMNS}
+DUE_FROM = f"""
 FROM awa.cron_jobs c
 WHERE c.paused_at IS NULL AND c.retired_at IS NULL AND c.finished_at IS NULL AND c.next_fire_at <= %(now)s
   AND {DUE_GATE} <= %(now)s
 """
+DUE_SQL = f"SELECT {DUE_COLUMNS}{DUE_FROM}"
 UNHINTED_SQL = unhinted_rows_sql(DUE_COLUMNS)
+DUE_SQL_BEFORE_V025 = f"SELECT {DUE_COLUMNS_BEFORE_V025}{DUE_FROM}"
+UNHINTED_SQL_BEFORE_V025 = unhinted_rows_sql(DUE_COLUMNS_BEFORE_V025)
 # S13's first-fire rule on created_at: candidate < L  <=>  created_at < L + lookback + 1 us.
 CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 
-# Issue 16: f.run_at is a jittered fire's run time, NULL for an unjittered one (runs now).
+# S48: f.run_at is a jittered fire's run time, NULL for an unjittered one (runs now).
 # S11: rows are locked in name order, skipping any an operator holds (it will be seen
 # next pass, in its new state); the CAS and pause/retire guards sit in the UPDATE itself.
 # Arrays arrive as literals built by `_array` (see there); `unnest` of a constant array
@@ -103,17 +106,22 @@ CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 # (catch_up replays overlap each other) go to awa.fire_skips: the ledger's skipped_overlap.
 # Bounds are planned in Python (plan_fires): `ends` marks a plan past end_at; the count
 # of scheduled fires moves by `k` and reaching max_fires finishes the schedule too.
+# Catch-up window (v025, S66), planned in Python like the bounds: a shape's instants older
+# than the window are not among its fires, and `too_old` is the newest of them (NULL when
+# none): the statement records it in awa.fire_skips with reason 'too_old' (the ledger's
+# skipped_too_old), only for a row whose CAS it won.
 FIRE_BATCH_SQL = f"""
 -- awa fire batch: UPDATE awa.cron_jobs (CAS) + INSERT INTO awa.jobs, one statement.
 -- (First, so pg_stat_activity, which keeps 1024 bytes of a query, names it.)
 -- A chunk's plans share a few shapes (a boundary: every per-minute schedule in a zone has
 -- the same token, fires and hint), so each shape is sent once (`grp`) and each plan is a
--- name and its shape's number (issue 18: building the arrays ~24 -> ~8 us a fire).
+-- name and its shape's number (S53: building the arrays ~24 -> ~8 us a fire).
 WITH grp AS (
     SELECT * FROM unnest(%(expected)s::timestamptz[], %(new_last)s::timestamptz[],
                          %(next_hint)s::timestamptz[], %(exprs)s::text[], %(zones)s::text[],
-                         %(overlaps)s::text[], %(counts)s::int[], %(ends)s::boolean[]) WITH ORDINALITY
-        AS g(expected, new_last, next_hint, cron_expr, timezone, overlap, n, ends, gid)
+                         %(overlaps)s::text[], %(counts)s::int[], %(ends)s::boolean[],
+                         %(too_old)s::timestamptz[]) WITH ORDINALITY
+        AS g(expected, new_last, next_hint, cron_expr, timezone, overlap, n, ends, too_old, gid)
 ),
 plan AS (
     SELECT n.name, n.seq, g.* FROM unnest(%(names)s::text[], %(groups)s::int[]) WITH ORDINALITY AS n(name, gid, seq)
@@ -133,7 +141,7 @@ busy AS (
     FROM awa.jobs j
     WHERE cardinality(%(guarded)s::text[]) > 0  -- folded at planning: no guarded plan, no scan
       AND j.metadata ->> 'cron_name' = ANY(%(guarded)s::text[])
-      -- Redundant, for the planner (issue 18): without a range it estimates that 5000 names
+      -- Redundant, for the planner (measured at scale): without a range it estimates that 5000 names
       -- match every active job and reads all of them through jobs_state_queue_idx, in
       -- every chunk (a 100k pass: 20 x 50k rows filtered, ~1 s). With it, the probe is the
       -- index's one descent per guarded name. Bounds from Postgres, in its collation.
@@ -156,7 +164,7 @@ mark AS (
                            THEN coalesce(%(now)s::timestamptz, clock_timestamp()) END
     FROM plan p JOIN decide d ON d.name = p.name
     WHERE c.name = p.name
-      -- Redundant, for the planner (issue 18): with hash joins only, it otherwise reads
+      -- Redundant, for the planner (measured at 1M): with hash joins only, it otherwise reads
       -- every schedule to join them to the locked names (1M rows: 350 ms a chunk).
       AND c.name = ANY(%(names)s::text[])
       AND c.name IN (SELECT name FROM locked)
@@ -165,7 +173,7 @@ mark AS (
       AND c.retired_at IS NULL
       AND c.finished_at IS NULL
       AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone AND c.overlap = p.overlap
-    RETURNING c.name, d.k, p.gid, p.seq, {listed(JOB_COPIES, "c")}
+    RETURNING c.name, d.k, p.gid, p.seq, p.too_old, {listed(JOB_COPIES, "c")}
 ),
 -- Each shape's fires, in rank order (a jittered plan is a shape of its own: its run_at).
 fires AS (
@@ -184,14 +192,18 @@ ins AS (
     RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time
 ),
 skips AS (
-    INSERT INTO awa.fire_skips (cron_name, fire_time)
-    SELECT m.name, f.fire_iso::timestamptz FROM mark m JOIN fires f ON f.gid = m.gid
+    INSERT INTO awa.fire_skips (cron_name, fire_time, reason, skipped_at)
+    SELECT m.name, f.fire_iso::timestamptz, 'overlap', now() FROM mark m JOIN fires f ON f.gid = m.gid
     WHERE f.rank > m.k
+    UNION ALL
+    SELECT m.name, m.too_old, 'too_old', coalesce(%(now)s::timestamptz, clock_timestamp()) FROM mark m
+    WHERE m.too_old IS NOT NULL
     ON CONFLICT DO NOTHING
-    RETURNING cron_name, fire_time
+    RETURNING cron_name, fire_time, reason
 )
 SELECT id, name, fire_time, 'job' AS outcome FROM ins
-UNION ALL SELECT NULL, cron_name, awa.instant_text(fire_time), 'skip' FROM skips
+UNION ALL SELECT NULL, cron_name, awa.instant_text(fire_time), CASE reason WHEN 'too_old' THEN 'too_old' ELSE 'skip' END
+FROM skips
 -- A plan that enqueued nothing (all skipped, or only finished) still won its CAS.
 UNION ALL SELECT NULL, name, NULL, 'mark' FROM mark WHERE k = 0
 """
@@ -275,7 +287,8 @@ class FirePlan:
     overlap: str = "allow"
     new_last: datetime | None = None  # the CAS token after the plan (default: the last fire)
     ends: bool = False  # the next instant is past end_at: the schedule finishes
-    jitter_ms: int = 0  # issue 16: each job's run_at is delayed by [0, jitter_ms)
+    jitter_ms: int = 0  # S48: each job's run_at is delayed by [0, jitter_ms)
+    too_old: datetime | None = None  # S66: the newest instant skipped as older than the catch-up window
 
 
 @dataclass
@@ -283,7 +296,9 @@ class FiredJob:
     id: int
     name: str
     fire_time: str
-    outcome: str = "job"  # job | skip (skipped_overlap, id None) | mark (CAS won, nothing enqueued)
+    # job | skip (skipped_overlap, id None) | too_old (skipped_too_old: the newest such instant)
+    # | mark (CAS won, nothing enqueued)
+    outcome: str = "job"
 
 
 @dataclass
@@ -296,6 +311,8 @@ class PassResult:
     lost_races: int = 0  # schedules whose CAS matched nothing (fired elsewhere, paused...)
     errors: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, instant): skipped_overlap
+    # (name, instant): the newest instant each schedule skipped as older than its catch-up window (S66)
+    too_old: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def fired(self) -> int:
@@ -326,7 +343,12 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
 
     Bounds (v009): instants before start_at or after end_at are not due; at most
     max_fires - fires_count fires are planned (for `allow`: the statement enqueues every
-    planned fire; skip and buffer_one enqueue at most one per pass)."""
+    planned fire; skip and buffer_one enqueue at most one per pass).
+
+    Catch-up window (v025, S66): an instant older than `catchup_window` seconds at `now`
+    does not fire, whatever the policy; the token moves past it, and the plan's `too_old`
+    names the newest such instant for the ledger. Arithmetic on the row already read: the
+    window costs the pass no statement."""
     cron = check_stored(row)
     start, end = row.get("start_at"), row.get("end_at")
     hint = row["next_fire_at"] or cron.next_after(first_candidate(row)).at
@@ -340,25 +362,54 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
         return None, hint
     last = row["last_enqueued_at"]
     upto = now if end is None else min(now, end)
+    too_old = _too_old(cron, row, now, upto, hint)
     if last is None or row["missed_fire_policy"] == "coalesce":
         # Coalesce and first fire: the most recent due fire, one computation (S13).
         latest = cron.latest_at_or_before(upto)
-        fires = [latest] if latest is not None and latest.at >= hint else []
+        fires = [latest] if latest is not None and latest.at >= hint and (
+            too_old is None or latest.at > too_old) else []
     else:
-        fires = cron.between(last, upto, catch_up_limit)
+        fires = cron.between(last if too_old is None else too_old, upto, catch_up_limit)
     if not fires:
-        return None, hint
+        if too_old is None:
+            return None, hint
+        # S66: every due instant was too old: the token moves to the newest, nothing fires.
+        following = _following(cron, too_old, start)
+        return _plan(row, [], too_old, following, ends=end is not None and following > end,
+                     too_old=too_old), following
     new_last = fires[-1].at
-    following = cron.next_after(new_last).at
-    if start is not None and following < start:
-        following = cron.next_after(start - ONE_MICROSECOND).at
+    following = _following(cron, new_last, start)
     fires = [f for f in fires if start is None or f.at >= start]
     if remaining is not None and row.get("overlap", "allow") == "allow" and len(fires) > remaining:
         # The count finishes the schedule in this statement; the token stays on its last fire.
         fires = fires[:remaining]
         new_last = fires[-1].at
     ends = end is not None and following > end
-    return _plan(row, fires, new_last, following, ends=ends), following
+    return _plan(row, fires, new_last, following, ends=ends, too_old=too_old), following
+
+
+def catchup_floor(row: dict[str, Any], now: datetime) -> datetime | None:
+    """S66: the oldest instant the row may still fire at `now` (None: no catch-up window)."""
+    window = row.get("catchup_window")
+    return None if window is None else now - timedelta(seconds=window)
+
+
+def _too_old(cron: Any, row: dict[str, Any], now: datetime, upto: datetime, hint: datetime) -> datetime | None:
+    """S66: the newest due instant (from `hint` on, at or before `upto`) older than the
+    row's catch-up window at `now`, or None when none is."""
+    floor = catchup_floor(row, now)
+    if floor is None or hint >= floor:
+        return None
+    stale = cron.latest_at_or_before(min(floor - ONE_MICROSECOND, upto))
+    return stale.at if stale is not None and stale.at >= hint else None
+
+
+def _following(cron: Any, after: datetime, start: datetime | None) -> datetime:
+    """The hint after instant `after`: the next instant, not before start_at."""
+    following: datetime = cron.next_after(after).at
+    if start is not None and following < start:
+        following = cron.next_after(start - ONE_MICROSECOND).at
+    return following
 
 
 class SharedPlans:
@@ -368,7 +419,7 @@ class SharedPlans:
     on its name or payload, and a boundary's due rows share a handful of those (10,000
     per-minute schedules in five zones: five). Rows of a known shape reuse its plan
     (the fires list is shared: nothing mutates it) under their own name and jitter
-    (issue 18: planning was ~15 us a fire, most of a boundary's Python). A row that
+    (S53: planning was ~15 us a fire, most of a boundary's Python). A row that
     plan_fires refuses is never remembered: each such row raises its own error."""
 
     def __init__(self, now: datetime, catch_up_limit: int) -> None:
@@ -385,7 +436,7 @@ class SharedPlans:
                # created_at decides the first candidate only when there is neither (S13).
                row["created_at"] if last is None and hint is None else None,
                row.get("start_at"), row.get("end_at"),
-               None if max_fires is None else max_fires - row.get("fires_count", 0))
+               None if max_fires is None else max_fires - row.get("fires_count", 0), row.get("catchup_window"))
         known = self.known.get(key)
         if known is None:
             known = self.known[key] = plan_fires(row, self.now, self.catch_up_limit)
@@ -394,10 +445,11 @@ class SharedPlans:
         if shape is None:
             return None, next_hint
         return FirePlan(row["name"], shape.expected, shape.fires, shape.next_hint, shape.cron_expr, shape.timezone,
-                        shape.overlap, shape.new_last, shape.ends, row.get("jitter_ms") or 0), next_hint
+                        shape.overlap, shape.new_last, shape.ends, row.get("jitter_ms") or 0, shape.too_old), next_hint
 
 
-def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | None) -> FirePlan:
+def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | None,
+                  now: datetime | None = None) -> FirePlan:
     """S56: the plan without its fires on excluded dates (in the schedule's zone). The CAS
     token still moves to the last instant planned, so an excluded instant is consumed like
     a fired one: never replayed, never doubled. Raises for a bad exclusion (S15)."""
@@ -416,6 +468,12 @@ def drop_excluded(plan: FirePlan, row: dict[str, Any], calendars: Calendars | No
         # Coalesce fires the most recent due instant; an excluded one is not due, so it is
         # the latest one before it that is not excluded, if the missed span holds one.
         kept = _latest_not_excluded(row, plan.fires[0], rules, zone)
+        floor = None if now is None else catchup_floor(row, now)
+        if kept and floor is not None and kept[0].at < floor:
+            # S66: that one is older than the catch-up window: skipped as too old instead.
+            stale = kept[0].at
+            return replace(plan, fires=[], new_last=last,
+                           too_old=stale if plan.too_old is None else max(plan.too_old, stale))
     return replace(plan, fires=kept, new_last=last)
 
 
@@ -435,9 +493,9 @@ def _latest_not_excluded(row: dict[str, Any], latest: Fire, rules: Any, zone: An
 
 
 def _plan(row: dict[str, Any], fires: list[Fire], new_last: datetime | None, hint: datetime, *,
-          ends: bool) -> FirePlan:
+          ends: bool, too_old: datetime | None = None) -> FirePlan:
     return FirePlan(row["name"], row["last_enqueued_at"], fires, hint, row["cron_expr"], row["timezone"],
-                    row.get("overlap", "allow"), new_last, ends, row.get("jitter_ms") or 0)
+                    row.get("overlap", "allow"), new_last, ends, row.get("jitter_ms") or 0, too_old)
 
 
 def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str, str | None]:
@@ -455,6 +513,7 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
     overlaps: list[str] = []
     counts: list[str] = []
     ends: list[str] = []
+    too_old: list[datetime | None] = []
     # One element per fire of a shape:
     fire_groups: list[str] = []
     fire_iso: list[str] = []
@@ -464,7 +523,8 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
         fires = plan.fires
         last = plan.new_last if plan.new_last is not None or not fires else fires[-1].at
         key = (plan.expected, last, plan.next_hint, plan.cron_expr, plan.timezone, plan.overlap, plan.ends,
-               # Issue 16: a jittered plan's jobs run at instant + an offset of its own name.
+               plan.too_old,
+               # S48: a jittered plan's jobs run at instant + an offset of its own name.
                plan.name if plan.jitter_ms else None, *(f.at for f in fires))
         gid = shapes.get(key)
         if gid is None:
@@ -477,6 +537,7 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
             overlaps.append(plan.overlap)
             counts.append(str(len(fires)))
             ends.append("t" if plan.ends else "f")
+            too_old.append(plan.too_old)
             for rank, fire in enumerate(fires, 1):
                 iso = iso_utc(fire.at)
                 fire_groups.append(gid)
@@ -497,6 +558,7 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
         "overlaps": _array(overlaps),
         "counts": _array(counts),
         "ends": _array(ends),
+        "too_old": _array(too_old),
         "guarded": _array(p.name for p in plans if p.overlap != "allow"),
         "fire_groups": "{" + ",".join(fire_groups) + "}",
         "fire_iso": _array(fire_iso),
@@ -622,7 +684,7 @@ def _fire_bisecting(
     return jobs + _fire_bisecting(conn, _batch_params(plans[half:], params["now"]), plans[half:], errors, timeouts)
 
 
-FIRE_CONNECTIONS = 2  # chunks in flight at once, each on its own connection (issue 18)
+FIRE_CONNECTIONS = 2  # chunks in flight at once, each on its own connection (S53)
 
 
 class _BatchSender:
@@ -686,6 +748,7 @@ class _BatchSender:
         rows, errors = outcome
         self.result.jobs.extend(r for r in rows if r.outcome == "job")
         self.result.skipped.extend((r.name, r.fire_time) for r in rows if r.outcome == "skip")
+        self.result.too_old.extend((r.name, r.fire_time) for r in rows if r.outcome == "too_old")
         self.result.errors.extend(errors)
         self.result.lost_races += planned - len(errors) - len({r.name for r in rows})
 
@@ -736,7 +799,7 @@ def evaluate(
             try:
                 plan, hint = planner.plan(row)
                 if plan is not None and has_exclusions(row):
-                    plan = drop_excluded(plan, row, calendars)
+                    plan = drop_excluded(plan, row, calendars, now)
             except Exception as exc:  # S15: a bad row never stops the others
                 result.errors.append(f"schedule {row['name']!r} skipped: {exc}")
                 continue
@@ -776,6 +839,17 @@ def _read_due(
     reads), in one transaction that carries the timeouts. Two round trips when idle: the
     transaction's start with DB time, then the groups, the due probe and COMMIT pipelined."""
     try:
+        return _read_due_with(conn, now, timeouts, DUE_SQL, UNHINTED_SQL)
+    except psycopg.errors.UndefinedColumn:
+        # A schema rolled back below v025 while this runtime leads (S61): read it without the
+        # column it lacks, as the runtime's snapshot does (runtime/reporter.py).
+        return _read_due_with(conn, now, timeouts, DUE_SQL_BEFORE_V025, UNHINTED_SQL_BEFORE_V025)
+
+
+def _read_due_with(
+    conn: psycopg.Connection[Any], now: datetime | None, timeouts: Timeouts, due_sql: str, unhinted_sql: str
+) -> tuple[datetime, Groups, list[dict[str, Any]]]:
+    try:
         cur = conn.execute(timeouts.read_sql, prepare=False)  # BEGIN; timeouts and DB time
         cur.nextset()
         row = cur.fetchone()
@@ -783,7 +857,7 @@ def _read_due(
         now = now or row["now"]
         with conn.pipeline():
             grouped = conn.execute(GROUPS_SQL)
-            due = conn.execute(DUE_SQL, {"now": now})
+            due = conn.execute(due_sql, {"now": now})
             conn.execute("COMMIT")
         groups = Groups(now)
         for group in grouped.fetchall():
@@ -792,7 +866,7 @@ def _read_due(
         if groups:  # rows their group does not decide (S51): a transaction of their own
             with conn.transaction():
                 conn.execute(timeouts.fire_sql, prepare=False)
-                rows += conn.execute(UNHINTED_SQL, groups.params(CANDIDATE_LOOKBACK), prepare=False).fetchall()
+                rows += conn.execute(unhinted_sql, groups.params(CANDIDATE_LOOKBACK), prepare=False).fetchall()
     except BaseException as exc:
         if not conn.closed and not conn.broken and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             try:

@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from awa_tui.engine.core.errors import AwaError, Conflict, NotFound, ValidationError
 from awa_tui.engine.cron.expression import iso_utc, next_fire
-from awa_tui.engine.errors import AwaError, Conflict, NotFound, ValidationError
 from awa_tui.engine.firing import evaluator
 
 # The evaluator's own columns (safe instants and the S15 fault verdict), plus the states.
@@ -62,7 +62,7 @@ def resume_preview(
     NotFound for an unknown name, Conflict when the schedule is not paused, and
     ValidationError for a row the evaluator would skip (bad expression or zone)."""
     if not isinstance(conn_or_client, psycopg.Connection):
-        return conn_or_client.resume_preview(name, now=now)  # type: ignore[no-any-return]
+        return conn_or_client.reads.resume_preview(name, now=now)  # type: ignore[no-any-return]
     conn: psycopg.Connection[Any] = conn_or_client
     with conn.cursor(row_factory=dict_row) as cur:
         row = cur.execute(ROW_SQL, (name,)).fetchone()
@@ -88,10 +88,14 @@ def resume_preview(
             from awa_tui.engine.calendars.store import CACHE
 
             known = CACHE.current(conn) if row["exclude_calendars"] is not None else None
-            plan = evaluator.drop_excluded(plan, row, known)  # S56: never fired, never replayed
+            plan = evaluator.drop_excluded(plan, row, known, now)  # S56: never fired, never replayed
     except (AwaError, ValueError, OverflowError) as exc:  # the evaluator would skip it (S15)
         raise ValidationError(f"schedule {name!r} cannot be evaluated: {exc}") from None
+    stale = _too_old_words(row, plan.too_old if plan is not None else None)
     if plan is None or not plan.fires:  # nothing due, or nothing due within the bounds (v009)
+        if stale:  # S66: everything missed is older than the catch-up window
+            return ResumePreview(name, policy, now, 0, None, None, None, (), False, hint,
+                                 f"resuming fires nothing now: {stale}; the next fire is {iso_utc(hint)}")
         return ResumePreview(name, policy, now, 0, None, None, None, (), False, hint,
                              f"nothing missed: resuming fires nothing now; the next fire is {iso_utc(hint)}")
     instants = tuple(f.at for f in plan.fires)
@@ -101,14 +105,26 @@ def resume_preview(
         return ResumePreview(
             name, policy, now, 1, first, last, last, instants, False, plan.next_hint,
             f"{why}: resuming fires once now, for the latest due instant {iso_utc(last)} "
-            "(earlier missed instants are not replayed)",
+            "(earlier missed instants are not replayed)" + (f"; {stale}" if stale else ""),
         )
     # catch_up: the pass replays at most catch_up_limit instants; anything after the cap
     # that is also due waits for the following passes.
     more = len(instants) >= catch_up_limit and next_fire(row["cron_expr"], row["timezone"], last).at <= now
     span = f"{iso_utc(first)}" if len(instants) == 1 else f"{iso_utc(first)} .. {iso_utc(last)}"
     text = f"catch_up: resuming fires {len(instants)} missed instant{'s' if len(instants) > 1 else ''} now ({span})"
+    if stale:
+        text += f"; {stale}"
     if more:
         text += f"; more were missed and follow in the next passes, {catch_up_limit} per pass"
     return ResumePreview(name, policy, now, len(instants), first, last, None, instants, more,
                          plan.next_hint, text)
+
+
+def _too_old_words(row: dict[str, Any], too_old: datetime | None) -> str:
+    """S66: what the catch-up window leaves out of a resume, in words ('' when nothing)."""
+    if too_old is None:
+        return ""
+    from awa_tui.instants import span_precise
+
+    return (f"the instants up to {iso_utc(too_old)} are older than the catch-up window "
+            f"({span_precise(row['catchup_window'])}) and are skipped")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 
 # Per-schedule series for at most this many schedules by default (x 11 series each).
 DEFAULT_SCHEDULE_SERIES = 1000

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from awa_tui.engine.health.vocabulary import HEALTHS as HEALTHS
-from awa_tui.engine.health.vocabulary import UNHEALTHY as UNHEALTHY
+from awa_tui.engine.core.health_words import HEALTHS as HEALTHS
+from awa_tui.engine.core.health_words import UNHEALTHY as UNHEALTHY
 from awa_tui.engine.read.fleet import Blocker
 
 # What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
@@ -62,10 +62,24 @@ class ScheduleHealth:
 
 
 @dataclass(frozen=True)
+class UnservedKind:
+    """Jobs of a kind no live runtime runs a handler for, waiting past their run time."""
+
+    kind: str
+    waiting: int
+    queues: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class FleetProblem:
-    code: str  # no_leader | stalled | several_leaders | stale_health | schema | pass_timed_out
+    # no_leader | stalled | several_leaders | stale_health | schema | pass_timed_out | overdue | unserved_kind
+    # | fleet_alert (the fleet's open alert)
+    # | jobs_waiting, retention_behind (warnings)
+    # | alert_delivery (S63)
+    code: str
     message: str
     blockers: tuple[Blocker, ...] = ()  # pass_timed_out: the sessions the leader's pass waited on (S59)
+    warning: bool = False  # a warning, not critical: a rolling deploy's older runtimes (schema_overlap)
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,7 @@ class LoopState:
 
 @dataclass(frozen=True)
 class RuntimeAlive:
-    """What a runtime process says of itself at /alive (health/alive.py)."""
+    """What a runtime process says of itself at /alive (runtime/alive.py)."""
 
     instance_id: str
     hostname: str

@@ -20,9 +20,9 @@ from uuid import UUID
 
 import psycopg
 
-from awa_tui.engine.db import db_now
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.limits import DEFAULT_MAX_LATENESS_S
 from awa_tui.engine.health.models import HealthPass, Transition
-from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S
 from awa_tui.engine.schedules.columns import FAULT_SQL
 from awa_tui.engine.schedules.definition import row_fault
 

@@ -7,8 +7,11 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import db_now
-from awa_tui.engine.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.core.guards import check_operator
+from awa_tui.engine.filtering.sql import job_condition
 from awa_tui.engine.ledger.models import (
     FINISHED_STATES,
     JOB_STATES,
@@ -22,9 +25,6 @@ from awa_tui.engine.ledger.models import (
     job_result,
     stored_instant,
 )
-from awa_tui.engine.operations.audit import begin_action, record_event
-from awa_tui.engine.operations.ops import check_operator
-from awa_tui.engine.read.filter_sql import job_condition
 from awa_tui.filters import Filter
 
 MAX_LIMIT = 10000
@@ -106,17 +106,22 @@ def list_jobs(
 
 
 def jobs_page(conn: psycopg.Connection[Any], where: Filter | None = None, *, limit: int = 200,
-              now: datetime | None = None) -> JobsPage:
+              now: datetime | None = None, oldest: bool = False) -> JobsPage:
     """The newest `limit` jobs matching a jobs filter (awa_tui/filters.py), newest first:
-    the jobs index walked backwards, stopping at `limit` matches."""
+    the jobs index walked backwards, stopping at `limit` matches. `oldest`: the oldest
+    `limit` instead (the end of the list: the console's G), still newest first; `more` then
+    says newer ones exist."""
     check_limit(limit)
     now = now or db_now(conn)
     condition = job_condition(where)
     rows = conn.execute(
-        f"SELECT {JOB_COLUMNS} FROM {JOB_FROM} WHERE {condition.sql} ORDER BY j.id DESC LIMIT %(limit)s",
-        {**condition.params, "limit": limit + 1},  # one more: are there older ones?
+        f"SELECT {JOB_COLUMNS} FROM {JOB_FROM} WHERE {condition.sql} "
+        f"ORDER BY j.id {'ASC' if oldest else 'DESC'} LIMIT %(limit)s",
+        {**condition.params, "limit": limit + 1},  # one more: are there others beyond?
     ).fetchall()
-    return JobsPage(now=now, rows=tuple(summary(r) for r in rows[:limit]), more=len(rows) > limit)
+    page = rows[:limit]
+    return JobsPage(now=now, rows=tuple(summary(r) for r in (reversed(page) if oldest else page)),
+                    more=len(rows) > limit, oldest=oldest)
 
 
 def _attempts(errors: Any) -> tuple[Attempt, ...]:
@@ -127,7 +132,7 @@ def _attempts(errors: Any) -> tuple[Attempt, ...]:
         if not isinstance(entry, dict):
             continue
         out.append(Attempt(
-            attempt=entry.get("attempt") if isinstance(entry.get("attempt"), int) else 0,
+            attempt=number if isinstance(number := entry.get("attempt"), int) else 0,
             error=str(entry.get("error", "")),
             traceback=entry.get("traceback") if isinstance(entry.get("traceback"), str) else None,
             started_at=stored_instant(entry.get("started_at")),
@@ -224,18 +229,29 @@ def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobC
 
 
 def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobChange:
-    """Cancel a waiting job (available or retryable). A running job is refused: stopping
-    work in flight is not something a row update can do. Audited."""
+    """Cancel a job. A waiting one (available or retryable) is cancelled at once; for a
+    running one the cancel is asked of the runtime running it (it stays `running` until
+    its handler stops: an async one is cancelled at its next await, a sync one sees
+    `job.cancelled`), then ends cancelled. Audited."""
     operator = check_operator(operator)
     with conn.transaction():
         begin_action(conn, operator, "job_cancel")
         before = _lock_job(conn, job_id)
+        if before["state"] == "running":
+            after = conn.execute(
+                "UPDATE awa.jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = %s "
+                "RETURNING id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule",
+                (job_id,),
+            ).fetchone()
+            assert after is not None
+            record_event(conn, "job_cancel", f"job:{job_id}", {"state": "running"},
+                         {"state": "running", "cancel": "asked of its runtime"},
+                         {"schedule": before["schedule"], "queue": before["queue"]})
+            return JobChange(**after)
         if before["state"] not in WAITING_STATES:
-            if before["state"] == "running":
-                raise Conflict(f"job {job_id} is running: only a waiting job can be cancelled "
-                               "(a running job is stopped by its runtime, not by the database)")
             finished = "finished" if before["state"] in FINISHED_STATES else before["state"]
-            raise Conflict(f"job {job_id} is {finished} (state {before['state']}): only a waiting job can be cancelled")
+            raise Conflict(f"job {job_id} is {finished} (state {before['state']}): only a waiting or running job "
+                           "can be cancelled")
         after = conn.execute(
             "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() WHERE id = %s "
             "RETURNING id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule",

@@ -22,8 +22,10 @@ UNKNOWN = "unknown"  # history that would decide it is gone (pruned, or before t
 SKIPPED_OVERLAP = "skipped_overlap"  # the overlap policy kept it out (awa.fire_skips, v009)
 BACKFILLED = "backfilled"  # fired later by an operator's backfill
 SKIPPED_EXCLUDED = "skipped_excluded"  # on a date the schedule excludes (S56); `reason` names the rule
+# Older than the schedule's catch-up window when the leader could fire it (S66); `since` is then.
+SKIPPED_TOO_OLD = "skipped_too_old"
 VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER, PENDING, UNKNOWN,
-            SKIPPED_OVERLAP, BACKFILLED, SKIPPED_EXCLUDED)
+            SKIPPED_OVERLAP, BACKFILLED, SKIPPED_EXCLUDED, SKIPPED_TOO_OLD)
 
 
 def instant_outcome(verdict: str, job_state: str | None) -> str:
@@ -100,6 +102,12 @@ class JobSummary(Record):
     last_error: str | None
     queue_paused: bool  # a waiting job behind a paused queue does not run
 
+    @property
+    def source(self) -> str:
+        """Where the job came from: `fired` by its schedule, `manual` (triggered by hand) or
+        `enqueued` by the application (no schedule)."""
+        return "manual" if self.manual else "fired" if self.schedule is not None else "enqueued"
+
 
 @dataclass(frozen=True)
 class JobDetail(Record):
@@ -145,7 +153,7 @@ class Verdict(Record):
     lateness_s: float | None = None  # fired: job created_at - instant
     error: str | None = None  # the job's latest error
     by: str | None = None  # who paused, retired or triggered
-    since: datetime | None = None  # when the pause or retirement began
+    since: datetime | None = None  # when the pause or retirement began; skipped_too_old: when it was skipped
     gap_from: datetime | None = None  # no_leader: the last leadership ended here (None: unknown)
     gap_until: datetime | None = None  # ... and the next began here (None: not yet)
     into: datetime | None = None  # coalesced/no_leader: the later fire that covered it
@@ -153,6 +161,7 @@ class Verdict(Record):
     reason: str | None = None  # unknown: why
     queue: str | None = None
     queue_paused_by: str | None = None  # the job waits behind a paused queue
+    catchup_window_s: int | None = None  # skipped_too_old: the schedule's catch-up window (S66)
 
 
 @dataclass(frozen=True)
@@ -192,6 +201,7 @@ class AuditEntry(Record):
 class AuditPage(Record):
     entries: tuple[AuditEntry, ...]
     next_before_id: int | None  # pass as before_id for the next (older) page; None: last page
+    oldest: bool = False  # the oldest page (the end of the list): newer entries may exist above
 
 
 @dataclass(frozen=True)
@@ -200,7 +210,8 @@ class JobsPage(Record):
 
     now: datetime
     rows: tuple[JobSummary, ...]
-    more: bool  # older matching jobs exist beyond `rows`
+    more: bool  # older matching jobs exist beyond `rows` (with `oldest`: newer ones)
+    oldest: bool = False  # the oldest page (the end of the list), not the newest
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,32 @@ instead of a wrong verdict.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import db_now
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.guards import check_operator
+from awa_tui.engine.core.limits import DEFAULT_HORIZON, DEFAULT_KEEP, check_horizon, check_keep
 from awa_tui.engine.ledger.models import PruneResult
-from awa_tui.engine.limits import DEFAULT_HORIZON, DEFAULT_KEEP, check_horizon, check_keep
-from awa_tui.engine.operations.audit import begin_action, record_event
-from awa_tui.engine.operations.ops import check_operator
 
 BATCH = 1000
+
+
+@dataclass
+class RetentionCursor:
+    """Where the leader's retention continues: its rounds are bounded, and a round that began
+    again at the oldest finished job would spend its budget re-reading the rows it must keep
+    (a schedule's last N) and, with enough of them past the horizon, never reach a deletable
+    one again. Kept between rounds; back to the start once a walk reached the end (`laps`)."""
+
+    after_at: datetime | None = None
+    after_id: int = 0
+    laps: int = 0
 
 _CANDIDATES = """
 cand AS (
@@ -102,6 +115,27 @@ SELECT count(*) AS n FROM gone
 """
 
 
+# The leader's progress (v027): a lap begins with the first round and again when a walk reached
+# the end; `check` warns when the current one has lasted too long, /metrics exports it.
+PROGRESS_SQL = """
+UPDATE awa.retention_progress
+SET lap_started_at = CASE WHEN %(done)s THEN %(now)s ELSE coalesce(lap_started_at, %(now)s) END,
+    lap_finished_at = CASE WHEN %(done)s THEN %(now)s ELSE lap_finished_at END,
+    laps = laps + CASE WHEN %(done)s THEN 1 ELSE 0 END,
+    walked_to = %(walked_to)s, cutoff = %(cutoff)s, deleted = deleted + %(deleted)s, updated_at = %(now)s
+WHERE singleton
+"""
+
+
+def _record_progress(conn: psycopg.Connection[Any], result: PruneResult, cursor: RetentionCursor,
+                     now: datetime) -> None:
+    try:
+        conn.execute(PROGRESS_SQL, {"done": result.done, "now": now, "walked_to": cursor.after_at,
+                                    "cutoff": result.cutoff, "deleted": result.deleted})
+    except psycopg.errors.UndefinedTable:
+        pass  # a schema rolled back below v027 while this runtime runs: the prune itself went on
+
+
 def prune_jobs(
     conn: psycopg.Connection[Any],
     older_than: timedelta = DEFAULT_HORIZON,
@@ -114,6 +148,7 @@ def prune_jobs(
     budget_s: float | None = None,
     duty: float = 1.0,
     operator: str | None = None,
+    cursor: RetentionCursor | None = None,
 ) -> PruneResult:
     """Prune jobs finished before `now - older_than`, keeping each schedule's last `keep`.
 
@@ -124,15 +159,20 @@ def prune_jobs(
     housekeeping runs between evaluator passes. `duty` (0 < duty <= 1) paces a long prune:
     after a batch that took b seconds it waits b * (1 - duty) / duty, so the prune uses at
     most that share of a database core and the fire path keeps the rest. `done` says
-    whether all was seen."""
+    whether all was seen. `cursor` (the leader's) starts the walk where the last call
+    stopped and is moved to where this one stops; the leader's progress is then recorded
+    (awa.retention_progress) at `now`, the instant the call judged its horizon from."""
     if not 0 < duty <= 1:
         raise ValidationError(f"duty: expected a share in (0, 1], got {duty!r}")
     check_horizon(older_than)
     check_keep(keep)
     if operator is not None:
         operator = check_operator(operator)
-    cutoff = (now or db_now(conn)) - older_than
-    params: dict[str, Any] = {"cutoff": cutoff, "keep": keep, "batch": batch, "after_at": None, "after_id": 0}
+    now = now or db_now(conn)
+    cutoff = now - older_than
+    start = cursor or RetentionCursor()
+    params: dict[str, Any] = {"cutoff": cutoff, "keep": keep, "batch": batch, "after_at": start.after_at,
+                              "after_id": start.after_id}
     deleted = 0
     by_schedule: dict[str, int] = {}
     batches = 0
@@ -157,8 +197,12 @@ def prune_jobs(
             done = True
             break
         params["after_at"], params["after_id"] = row["last_at"], row["last_id"]
+        if cursor is not None:
+            cursor.after_at, cursor.after_id = row["last_at"], row["last_id"]
         if duty < 1:
             time.sleep(took * (1 - duty) / duty)  # pacing, not synchronisation: yield the database
+    if done and cursor is not None:  # the walk reached the end: the next one begins again
+        cursor.after_at, cursor.after_id, cursor.laps = None, 0, cursor.laps + 1
     if done and not dry_run:
         conn.execute(SKIPS_PRUNE_SQL, {"cutoff": cutoff, "batch": batch}, prepare=False)
     if operator is not None and not dry_run:
@@ -166,5 +210,8 @@ def prune_jobs(
             begin_action(conn, operator, "jobs_prune", detail)
             record_event(conn, "jobs_prune", "jobs", None, {"deleted": deleted, "done": done},
                          {**detail, "by_schedule": by_schedule})
-    return PruneResult(cutoff=cutoff, keep=keep, dry_run=dry_run, deleted=deleted, by_schedule=by_schedule,
-                       batches=batches, done=done)
+    result = PruneResult(cutoff=cutoff, keep=keep, dry_run=dry_run, deleted=deleted, by_schedule=by_schedule,
+                         batches=batches, done=done)
+    if cursor is not None and not dry_run:  # the leader's rounds: where it got to, for check and /metrics
+        _record_progress(conn, result, cursor, now)
+    return result

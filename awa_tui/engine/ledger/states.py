@@ -1,5 +1,6 @@
 """The states of a job (awa.jobs.state), apart from the ledger's read models: the filter
-grammar names them without building every model class (issue 18)."""
+grammar names them without building every model class
+(a short command starts faster)."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ from awa_tui.engine.ledger.verdicts import (
     fired_jobs,
     leader_terms,
     leadership_since,
+    split_skips,
     window,
 )
 
@@ -116,7 +117,7 @@ def fire_instants(conn: psycopg.Connection[Any], texts: set[str | None]) -> dict
 
 
 SKIPS_SQL = """
-SELECT f.cron_name, f.fire_time
+SELECT f.cron_name, f.fire_time, f.reason, f.skipped_at
 FROM unnest(%(names)s::text[], %(los)s::timestamptz[]) AS w(name, lo)
 JOIN awa.fire_skips f ON f.cron_name = w.name AND f.fire_time >= w.lo AND f.fire_time <= %(hi)s
 """
@@ -159,9 +160,9 @@ def _strips(conn: psycopg.Connection[Any], live: list[dict[str, Any]], now: date
         j["fire_time"] = instants[j["fire_text"]]
         if j["fire_time"] is not None and j["fire_time"] >= lo_of[j["name"]]:  # older ones decide nothing here
             jobs[j.pop("name")].append(j)
-    skipped: dict[str, set[datetime]] = {n: set() for n in span_names}
+    skips: dict[str, list[dict[str, Any]]] = {n: [] for n in span_names}
     for s in conn.execute(SKIPS_SQL, {"names": span_names, "los": los, "hi": now}).fetchall():
-        skipped[s["cron_name"]].add(s["fire_time"])
+        skips[s["cron_name"]].append(s)
     pruned = {p["cron_name"]: p["pruned_through"] for p in conn.execute(PRUNED_SQL, {"names": span_names})}
     terms = leader_terms(conn, min(los), now)
     since = leadership_since(conn)
@@ -170,9 +171,10 @@ def _strips(conn: psycopg.Connection[Any], live: list[dict[str, Any]], now: date
         name = row["name"]
         if not win.instants:
             continue
-        evidence = Evidence(jobs=jobs[name], terms=terms, skipped=skipped[name], leadership_since=since,
+        skipped, stale = split_skips(skips[name])
+        evidence = Evidence(jobs=jobs[name], terms=terms, skipped=skipped, leadership_since=since,
                             pruned_through=pruned.get(name),
-                            excluded=excluded_instants(row, win.instants, calendars))
+                            excluded=excluded_instants(row, win.instants, calendars), too_old=stale)
         decided = sorted((t, verdict, why["state"] if verdict in FIRED_VERDICTS else None)
                          for t, verdict, why, _ in decide(row, win, evidence, fired_jobs(evidence))
                          if t >= win.shown_from)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.db import db_now
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.ledger.models import AuditEntry, AuditPage
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ WHERE (%(operator)s::text IS NULL OR operator = %(operator)s)
   AND (%(until)s::timestamptz IS NULL OR at <= %(until)s)
   AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s)
   AND {condition}
-ORDER BY id DESC
+ORDER BY id {direction}
 LIMIT %(limit)s
 """
 
@@ -42,20 +42,23 @@ def search_audit(
     before_id: int | None = None,
     where: Filter | None = None,
     now: datetime | None = None,
+    oldest: bool = False,
 ) -> AuditPage:
     """One page of entries, newest first; `next_before_id` fetches the next (older) page.
     `where` is an audit filter (the console's `/`: operator, action, target, since, until,
-    matched as the grammar says); `now` anchors its `since:2h` (DB time when None)."""
+    matched as the grammar says); `now` anchors its `since:2h` (DB time when None).
+    `oldest`: the oldest `limit` entries instead (the end of the list: the console's G),
+    still newest first, with no older page."""
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit: expected 1..{MAX_PAGE}, got {limit!r}")
     if since is not None and until is not None and since > until:
         raise ValidationError(f"range: since {since.isoformat()} is after until {until.isoformat()}")
     condition = None
     if where:  # the filter compiler loads for a filter only (`awa-tui audit` has none)
-        from awa_tui.engine.read.filter_sql import audit_condition
+        from awa_tui.engine.filtering.sql import audit_condition
 
         condition = audit_condition(where, now or db_now(conn))
-    sql = SEARCH_SQL.format(condition=condition.sql if condition else "true")
+    sql = SEARCH_SQL.format(condition=condition.sql if condition else "true", direction="ASC" if oldest else "DESC")
     rows = conn.execute(sql, {
         **(condition.params if condition else {}),
         "operator": operator, "action": action, "target": target, "since": since, "until": until,
@@ -63,4 +66,6 @@ def search_audit(
     }).fetchall()
     entries = tuple(AuditEntry(r["id"], r["at"], r["operator"], r["action"], r["target"], r["before"],
                                r["after"], r["detail"], r["db_user"]) for r in rows[:limit])
+    if oldest:
+        return AuditPage(entries[::-1], None, oldest=True)
     return AuditPage(entries, entries[-1].id if len(rows) > limit else None)

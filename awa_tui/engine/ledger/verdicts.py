@@ -11,17 +11,20 @@ Nothing is written per fire besides the job: the ledger is computed at read time
   (awa.fire_skips, written by the fire statement, v009): `skipped_overlap`;
 - the schedule's exclusions (S56), its dates and its calendars as they stand now:
   `skipped_excluded`, naming the rule;
+- the catch-up window (S66): the fire statement records in awa.fire_skips (reason
+  'too_old') the newest instant a pass skipped as too old; every unfired instant up to it
+  since the fire before is `skipped_too_old`;
 - bounds (v009): instants before start_at, after end_at, or after the schedule finished
   are not due at all;
 - what retention pruned (awa.ledger_pruned) and since when leadership is recorded
   (awa.ledger_meta): `unknown`, never a guess.
 Precedence, first match wins: fired (or backfilled), skipped_overlap, skipped_excluded,
-skipped_retired, skipped_paused, unknown, no_leader, coalesced, pending.
+skipped_too_old, skipped_retired, skipped_paused, unknown, no_leader, coalesced, pending.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -29,9 +32,9 @@ from typing import Any
 
 import psycopg
 
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.errors import NotFound, ValidationError
 from awa_tui.engine.cron.expression import compile_cron, next_fire
-from awa_tui.engine.db import db_now
-from awa_tui.engine.errors import NotFound, ValidationError
 from awa_tui.engine.firing.evaluator import FIRST_FIRE_LOOKBACK
 from awa_tui.engine.ledger.models import (
     BACKFILLED,
@@ -44,6 +47,7 @@ from awa_tui.engine.ledger.models import (
     SKIPPED_OVERLAP,
     SKIPPED_PAUSED,
     SKIPPED_RETIRED,
+    SKIPPED_TOO_OLD,
     UNKNOWN,
     Verdict,
     job_result,
@@ -87,9 +91,10 @@ class Term:
 
 SCHEDULE_SQL = """
 SELECT name, cron_expr, timezone, queue, missed_fire_policy, awa.safe_ts(created_at) AS created_at,
-       awa.safe_ts(paused_at) AS paused_at, paused_by, awa.safe_ts(retired_at) AS retired_at, retired_by,
+       awa.safe_ts(paused_at) AS paused_at, paused_by, awa.safe_ts(paused_until) AS paused_until, pause_reason,
+       awa.safe_ts(retired_at) AS retired_at, retired_by,
        awa.safe_ts(last_enqueued_at) AS last_enqueued_at,
-       start_at, end_at, finished_at, exclude_dates, exclude_calendars
+       start_at, end_at, finished_at, exclude_dates, exclude_calendars, catchup_window
 FROM awa.cron_jobs WHERE name = %s
 """
 
@@ -275,11 +280,38 @@ class Evidence:
 
     jobs: list[dict[str, Any]]  # JOB_COLUMNS rows in id order, created since the window's lo
     terms: list[Term]
-    skipped: set[datetime]  # awa.fire_skips instants within the window
+    skipped: set[datetime]  # awa.fire_skips instants within the window (the overlap policy's)
     leadership_since: datetime | None
     pruned_through: datetime | None
     queue_paused_by: str | None = None  # the schedule's queue is paused (by whom)
     excluded: dict[datetime, str] | None = None  # S56: instant -> the rule excluding it
+    # S66: the newest instant of each pass that skipped some as too old -> when it did, ascending
+    too_old: dict[datetime, datetime] | None = None
+
+
+def split_skips(rows: list[dict[str, Any]]) -> tuple[set[datetime], dict[datetime, datetime]]:
+    """awa.fire_skips rows (fire_time, reason, skipped_at): the overlap policy's instants,
+    and the catch-up window's records (instant -> when), ascending."""
+    overlap = {r["fire_time"] for r in rows if r["reason"] != "too_old"}
+    stale = dict(sorted((r["fire_time"], r["skipped_at"]) for r in rows if r["reason"] == "too_old"))
+    return overlap, stale
+
+
+def too_old_record(t: datetime, ev: Evidence, fire_times: list[datetime]) -> tuple[datetime, datetime] | None:
+    """S66: the catch-up window's record covering unfired instant `t` (its instant, when it
+    was written): the first one at or after `t` with no fire between them. A pass that
+    skips as too old consumes every instant up to the one it records, so nothing fired there."""
+    if not ev.too_old:
+        return None
+    marks = list(ev.too_old)
+    i = bisect_left(marks, t)
+    if i == len(marks):
+        return None
+    mark = marks[i]
+    j = bisect_left(fire_times, t)
+    if j < len(fire_times) and fire_times[j] <= mark:
+        return None
+    return mark, ev.too_old[mark]
 
 
 def excluded_instants(row: dict[str, Any], instants: list[datetime], calendars: Any) -> dict[datetime, str]:
@@ -359,6 +391,9 @@ def decide(row: dict[str, Any], win: Window, ev: Evidence,
     later fire (coalesced). The ledger (judge) and the page's strips (strips.py) both read
     their verdicts here."""
     fire_times = sorted(fired)
+    # S66: a backfill later fills instants a pass skipped as too old; only the scheduler's
+    # own fires end the span a too-old record covers.
+    scheduled = [f for f in fire_times if not fired[f]["backfill"]] if ev.too_old else fire_times
     for t in win.instants:
         job = fired.get(t)
         if job is not None:
@@ -373,6 +408,10 @@ def decide(row: dict[str, Any], win: Window, ev: Evidence,
             continue
         if t < row["created_at"]:
             continue  # the first fire's lookback (S13): only an instant that fired counts
+        stale = too_old_record(t, ev, scheduled)
+        if stale is not None:
+            yield t, SKIPPED_TOO_OLD, stale, False
+            continue
         hit = next((i for i in win.retired if i.covers(t)), None)
         if hit is not None:
             yield t, SKIPPED_RETIRED, hit, False
@@ -426,6 +465,8 @@ def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Ver
                 queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
         elif verdict in (SKIPPED_RETIRED, SKIPPED_PAUSED):
             out.append(Verdict(name, t, verdict, by=why.by, since=why.start))
+        elif verdict == SKIPPED_TOO_OLD:
+            out.append(Verdict(name, t, verdict, since=why[1], catchup_window_s=row.get("catchup_window")))
         elif verdict in (UNKNOWN, SKIPPED_EXCLUDED):
             out.append(Verdict(name, t, verdict, reason=why))
         elif verdict == NO_LEADER:
@@ -475,14 +516,15 @@ def ledger(
     win = window(row, history, lo, hi, limit, FOLD_LOOKBACK)
     mark = conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = %s", (name,)).fetchone()
     queue = conn.execute("SELECT paused, paused_by FROM awa.queue_meta WHERE queue = %s", (row["queue"],)).fetchone()
-    skipped = {r["fire_time"] for r in conn.execute(
-        "SELECT fire_time FROM awa.fire_skips WHERE cron_name = %s AND fire_time >= %s AND fire_time <= %s",
-        (name, win.lo, hi))} if win.instants else set()
+    # Up to now, not hi: a record of the catch-up window may follow the instants it covers.
+    skipped, stale = split_skips(conn.execute(
+        "SELECT fire_time, reason, skipped_at FROM awa.fire_skips WHERE cron_name = %s AND fire_time >= %s "
+        "AND fire_time <= %s", (name, win.lo, now)).fetchall()) if win.instants else (set(), {})
     evidence = Evidence(
         jobs=_jobs(conn, name, win.lo), terms=leader_terms(conn, win.lo, hi) if win.instants else [], skipped=skipped,
         leadership_since=leadership_since(conn), pruned_through=mark["pruned_through"] if mark else None,
         queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None,
-        excluded=excluded_instants(row, win.instants, calendars_for(conn, [row])))
+        excluded=excluded_instants(row, win.instants, calendars_for(conn, [row])), too_old=stale)
     return judge(name, row, win, evidence)
 
 

@@ -8,14 +8,18 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.cron.expression import iso_utc
-from awa_tui.engine.db import db_now
+from awa_tui.engine.core.db import db_now
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.cron.expression import iso_utc, parse_timezone
 from awa_tui.engine.ledger import models
 from awa_tui.engine.ledger.models import LedgerView, Verdict, Why
 from awa_tui.engine.ledger.verdicts import (
     MAX_INSTANTS,
+    born,
+    calendars_for,
     definition_segments,
     due_instants,
+    excluded_instants,
     ledger,
     next_due,
     schedule_history,
@@ -27,6 +31,10 @@ def _t(value: datetime | None) -> str:
     return iso_utc(value) if value is not None else "?"
 
 
+def _second(value: datetime) -> datetime:
+    return value.replace(microsecond=0)
+
+
 def _s(seconds: float | None) -> str:
     return "?" if seconds is None else f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
 
@@ -36,6 +44,33 @@ def _rule(reason: str | None) -> str:
     if reason is None:
         return "?"
     return reason if reason.startswith("calendar ") else f"the date rule {reason}"
+
+
+# How many excluded instants the next due one is looked for past (a calendar excluding
+# every day of a year still leaves the answer within reach; beyond it, "?").
+MAX_EXCLUDED_SKIPS = 1000
+
+
+def _next_not_excluded(row: dict[str, Any], segments: Any, after: datetime, calendars: Any) -> datetime | None:
+    """The next due instant after `after` that the schedule's exclusions (S56) leave in."""
+    following = next_due(segments, after)
+    for _ in range(MAX_EXCLUDED_SKIPS):
+        if following is None or not excluded_instants(row, [following], calendars):
+            return following
+        following = next_due(segments, following)
+    return None
+
+
+def _excluded_day(row: dict[str, Any], at: datetime, calendars: Any) -> str | None:
+    """'calendar X (2027-01-05)' when the day of `at` in the schedule's zone is excluded."""
+    rule = excluded_instants(row, [at], calendars).get(at)
+    if rule is None:
+        return None
+    try:
+        day = at.astimezone(parse_timezone(row["timezone"])).date().isoformat()
+    except ValidationError:
+        day = "?"
+    return f"{_rule(rule)} ({day})"
 
 
 def _by(v: Verdict) -> str:
@@ -78,18 +113,43 @@ def describe(v: Verdict) -> str:
     if simple is not None:
         return simple(v, at)
     if v.verdict == models.NO_LEADER:
-        since = f"from {_t(v.gap_from)}" if v.gap_from else "(since before the recorded terms)"
-        until = f"until {_t(v.gap_until)}" if v.gap_until else "still now"
+        # The gap's ends are terms' ends and starts (to the microsecond): whole seconds in a sentence.
+        since = f"from {_t(_second(v.gap_from))}" if v.gap_from else "(since before the recorded terms)"
+        until = f"until {_t(_second(v.gap_until))}" if v.gap_until else "and none holds it now"
         text = f"{at}: not fired: no runtime held leadership {since} {until}"
         if v.into is not None:
             text += f"; coalesced into the fire at {_t(v.into)} ({v.folded} instant{'s' if v.folded != 1 else ''})"
         return text + "."
+    if v.verdict == models.SKIPPED_TOO_OLD:
+        # S66: whole seconds, like the gap's ends: `since` is the pass that skipped it.
+        from awa_tui.instants import span_precise
+
+        window = "?" if v.catchup_window_s is None else span_precise(v.catchup_window_s)
+        when = f" at {_t(_second(v.since))}" if v.since is not None else ""
+        return (f"{at}: not fired: too old to catch up: when the leader could fire it{when}, it was older "
+                f"than the schedule's catch-up window ({window}).")
     if v.verdict == models.COALESCED:
         return (f"{at}: not fired on its own: coalesced into the fire at {_t(v.into)} "
                 f"({v.folded} instant{'s' if v.folded != 1 else ''} folded).")
     if v.verdict == models.PENDING:
         return f"{at}: due, not fired yet (the leader's next pass decides)."
     return f"{at}: unknown ({v.reason})."
+
+
+IMPORTED_RUN_SQL = """
+SELECT id, state, metadata ->> 'imported_from' AS source,
+       CASE WHEN jsonb_typeof(errors) = 'array' THEN errors -> -1 ->> 'error' END AS error
+FROM awa.jobs
+WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = %(name)s AND metadata ? 'imported_from'
+  AND awa.try_timestamptz(metadata ->> 'cron_fire_time') = %(at)s
+ORDER BY id LIMIT 1
+"""
+
+
+def _imported_run(conn: psycopg.Connection[Any], name: str, at: datetime) -> dict[str, Any] | None:
+    """The run another scheduler made for `at` before the schedule was imported (S68), if carried."""
+    row = conn.execute(IMPORTED_RUN_SQL, {"name": name, "at": at}).fetchone()
+    return dict(row) if row is not None else None
 
 
 def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
@@ -100,7 +160,8 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
     found = [v for v in ledger(conn, name, until=min(asked, now), limit=1, now=now) if v.verdict != models.MANUAL]
     row, history = schedule_history(conn, name)
     segments = definition_segments(history, row["cron_expr"], row["timezone"])
-    following = next_due(segments, asked)
+    calendars = calendars_for(conn, [row])
+    following = _next_not_excluded(row, segments, max(asked, born(row)), calendars)
     verdict = found[-1] if found else None
     if verdict is not None and verdict.into is not None and verdict.into > verdict.instant:
         # Read up to the fire it was folded into, so every folded instant is counted.
@@ -108,7 +169,21 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
         span = ledger(conn, name, until=verdict.into, limit=len(between), now=now)
         verdict = next((v for v in span if v.instant == verdict.instant and v.verdict != models.MANUAL), verdict)
     label = printable(name)
-    if verdict is None:
+    excluded = _excluded_day(row, at, calendars) if at is not None else None
+    imported = _imported_run(conn, name, at) if at is not None and at < born(row) else None
+    if imported is not None:
+        # S68: a run of the scheduler it was imported from, carried over as a finished job.
+        outcome = "completed" if imported["state"] == "completed" else f"failed: {printable(imported['error'] or '?')}"
+        text = (f"{label}: {_t(at)} ran in {printable(imported['source'])} before the import (job {imported['id']}, "
+                f"{outcome}); the schedule was created {_t(row['created_at'])} (next due {_t(following)}).")
+    elif at is not None and at < born(row):
+        text = (f"{label}: not due at {_t(at)}: the schedule did not exist yet: created {_t(row['created_at'])} "
+                f"(next due {_t(following)}).")
+    elif excluded is not None and (verdict is None or verdict.instant != at):
+        # An instant not judged yet (in the future, or before the first due one) on an
+        # excluded day: the exclusion is the answer, not "not due yet".
+        text = f"{label}: not due at {_t(at)}: excluded by {printable(excluded)} (next due {_t(following)})."
+    elif verdict is None:
         text = f"{label}: not due yet at {_t(asked)} (next is {_t(following)})."
     elif at is not None and verdict.instant != at:
         text = (f"{label}: not due at {_t(at)} (next is {_t(following)}); "
@@ -120,7 +195,10 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
     if row["retired_at"] is not None:
         text += f" Now retired (by {printable(row['retired_by'] or '?')})."
     elif row["paused_at"] is not None:
-        text += f" Now paused (by {printable(row['paused_by'] or '?')} at {_t(row['paused_at'])})."
+        # S65: the pause's end and reason, as everywhere a pause is shown.
+        until = f" until {_t(row['paused_until'])}" if row["paused_until"] is not None else ""
+        reason = f": {printable(row['pause_reason'])}" if row["pause_reason"] else ""
+        text += f" Now paused{until} (by {printable(row['paused_by'] or '?')} at {_t(row['paused_at'])}){reason}."
     return Why(schedule=name, asked_at=at, verdict=verdict, next_due=following, text=text)
 
 

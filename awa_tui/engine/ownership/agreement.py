@@ -14,9 +14,10 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.operations.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.core.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.core.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
+from awa_tui.engine.ownership.differing import differing_names, differing_text
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
-from awa_tui.engine.read.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.schedules.columns import (
     DEFINITION,
     DEFINITION_DEFAULTS,
@@ -53,11 +54,13 @@ desired AS (
 # synchronised owner costs one join that returns nothing.
 DIFF_SQL = f"""
 WITH {DESIRED_CTE}
-SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_at,
+SELECT d.name, d.definition, c.name IS NOT NULL AS present, c.owner, c.retired_at, c.origin,
        CASE WHEN c.name IS NOT NULL THEN {code_definition_json("c")} END AS current
 FROM desired d LEFT JOIN awa.cron_jobs c ON c.name = d.name
 WHERE c.name IS NULL OR c.owner IS DISTINCT FROM %(owner)s OR c.retired_at IS NOT NULL
-   -- An overridden row is compared on its code side: still declared as is (issue 16).
+   -- A name made at run time (S64) is never the manifest's, even with the same definition.
+   OR c.origin <> 'code'
+   -- An overridden row is compared on its code side: still declared as is (S49).
    OR {code_differs("c", "d")}
 ORDER BY d.name
 """
@@ -65,6 +68,7 @@ ORDER BY d.name
 ABSENT_SQL = """
 SELECT c.name FROM awa.cron_jobs c
 WHERE c.owner = %(owner)s AND c.retired_at IS NULL
+  AND c.origin = 'code'  -- S64: a schedule made at run time is in no manifest, and stays
   AND NOT EXISTS (SELECT 1 FROM awa.runtime_instances r
                   WHERE r.instance_id = %(source)s AND r.manifest ? c.name)
 ORDER BY c.name
@@ -72,7 +76,8 @@ ORDER BY c.name
 
 COUNTS_SQL = """
 SELECT count(*) FILTER (WHERE retired_at IS NULL) AS active,
-       count(*) FILTER (WHERE retired_at IS NOT NULL) AS retired
+       count(*) FILTER (WHERE retired_at IS NOT NULL) AS retired,
+       count(*) FILTER (WHERE retired_at IS NULL AND origin = 'code') AS active_code
 FROM awa.cron_jobs WHERE owner = %(owner)s
 """
 
@@ -154,6 +159,8 @@ class OwnerState:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     owned_active: int = 0
     owned_retired: int = 0
+    owned_code: int = 0  # active and declared in code: what a certificate counts (S64 rows are not)
+    differing: list[str] = field(default_factory=list)  # mixed manifests: the names they disagree on
 
     @property
     def single_hash(self) -> str | None:
@@ -191,18 +198,21 @@ def assess(
         default=timedelta(0),
     )
     window = max((r["fresh_window"] for r in declarations), default=FRESH_MIN)
-    counts = conn.execute(COUNTS_SQL, {"owner": owner}).fetchone() or {"active": 0, "retired": 0}
+    counts = conn.execute(COUNTS_SQL, {"owner": owner}).fetchone() or {"active": 0, "retired": 0, "active_code": 0}
     state = OwnerState(
         owner=owner, now=now, record=record, declarations=declarations, incapable=incapable,
         hashes=sorted({r["manifest_hash"] for r in declarations}), grace_required=grace, window=window,
         owned_active=int(counts["active"]), owned_retired=int(counts["retired"]),
+        owned_code=int(counts["active_code"]),
     )
     live = state.single_hash
     if live is None:
+        if len(state.hashes) > 1:
+            state.differing = differing_names(conn, declarations)
         return state
     state.source = declarations[0]["instance_id"]  # the most recently seen publisher
     state.checked = True
-    if live == record["certificate_hash"] and state.owned_active == record["certificate_size"]:
+    if live == record["certificate_hash"] and state.owned_code == record["certificate_size"]:
         # S31: a certificate proves every desired name active, owned and in sync; any
         # operator action touching this owner voids it, and the count catches deletions.
         state.certified_fast = True
@@ -231,6 +241,12 @@ def classify(state: OwnerState, row: dict[str, Any]) -> None:
             "name": name, "kind": "foreign", "owner": row["owner"],
             "message": f"schedule {name!r} is owned by {row['owner']!r}, not {owner!r}; "
                        "an operator must transfer it",
+        })
+    elif row["origin"] != "code":
+        state.conflicts.append({
+            "name": name, "kind": "made_at_run_time", "owner": owner,
+            "message": f"schedule {name!r} of {owner!r} was made at run time; the manifest cannot declare it "
+                       "(delete it at run time, or rename the declared one)",
         })
     elif row["retired_at"] is not None:
         state.conflicts.append({
@@ -329,7 +345,8 @@ def blockers(state: OwnerState, agreement: Agreement) -> list[dict[str, Any]]:
         out.append(_blocker(
             "mixed_manifests",
             f"{len(state.declarations)} fresh runtimes of {owner!r} publish {len(state.hashes)} different "
-            f"manifests ({', '.join(short_hash(h) for h in state.hashes)}); waiting for one",
+            f"manifests ({', '.join(short_hash(h) for h in state.hashes)}){differing_text(state.differing)}; "
+            "waiting for one",
             ("inserts", "updates", "retirements"),
             hashes=list(state.hashes),
         ))

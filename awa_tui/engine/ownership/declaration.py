@@ -13,12 +13,12 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import PROTOCOL_LOCK_KEY
-from awa_tui.engine.errors import Conflict
+from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY
+from awa_tui.engine.core.errors import Conflict
 from awa_tui.engine.schedules.columns import DEFINITION, listed
 from awa_tui.engine.schedules.definition import Schedule
-from awa_tui.engine.schedules.first_hints import FirstHints
-from awa_tui.engine.schedules.sync import INPUT_CTE, chunks, rows_json
+from awa_tui.engine.sync.first_hints import FirstHints
+from awa_tui.engine.sync.writer import INPUT_CTE, chunks, rows_json
 
 INSERT_OWNED_SQL = f"""
 WITH {INPUT_CTE},
@@ -76,7 +76,7 @@ def sync_writer(owner: str | None) -> SyncWrite:
     makes the additive UPSERT (S5). A name of a calendar that does not exist refuses the
     whole sync before anything is written (S56)."""
     from awa_tui.engine.calendars.store import refuse_unknown_calendars
-    from awa_tui.engine.schedules.sync import sync_schedules
+    from awa_tui.engine.sync.writer import sync_schedules
 
     def write(conn: psycopg.Connection[Any], schedules: Sequence[Schedule]) -> dict[str, int]:
         refuse_unknown_calendars(conn, schedules)

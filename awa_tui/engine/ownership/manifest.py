@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.guards import refuse_format_characters
 
 if TYPE_CHECKING:
     from awa_tui.engine.schedules.definition import Schedule
@@ -57,6 +58,13 @@ def check_owner(owner: object) -> str:
     if not isinstance(owner, str) or not 1 <= len(owner) <= 200 or _CONTROL.search(owner):
         raise ValidationError(f"owner: must be 1..200 characters without control characters, got {owner!r}")
     return owner
+
+
+def check_new_owner(owner: object) -> str:
+    """An owner name given to schedules (a runtime's --owner, adopt, transfer): a stable
+    label that looks like no other, so no invisible format characters either. Names
+    already in the database are still accepted where an owner is only referred to."""
+    return refuse_format_characters("owner", check_owner(owner))
 
 
 def short_hash(value: str | None) -> str:

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import pq
 
-from awa_tui.engine.db import PROTOCOL_LOCK_KEY, db_now, set_context
-from awa_tui.engine.errors import NotFound
-from awa_tui.engine.operations.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.core.audit import RECONCILER_LABEL, begin_reconcile, declare_actor
+from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY, db_now
+from awa_tui.engine.core.errors import NotFound
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.ownership.manifest import check_owner, short_hash
 from awa_tui.engine.schedules.columns import DEFINITION, keep_overridden_set, kept, listed
 
 if TYPE_CHECKING:
-    from awa_tui.engine.read.owners import OwnerPlan, OwnerSummary
+    from awa_tui.engine.ownership.plans import OwnerPlan, OwnerSummary
 
 AUTO_OPERATOR = RECONCILER_LABEL  # retired_by of an automatic retirement, and its audit label
 
@@ -59,7 +59,7 @@ RETURNING name
 
 LOCK_ROWS_SQL = "SELECT name FROM awa.cron_jobs WHERE name = ANY(%(names)s::text[]) ORDER BY name FOR UPDATE"
 
-_SET = keep_overridden_set("c", "d")  # an operator override survives (issue 16)
+_SET = keep_overridden_set("c", "d")  # an operator override survives (S49)
 SYNC_SQL = f"""
 WITH {DESIRED_CTE}
 UPDATE awa.cron_jobs c SET {_SET},
@@ -69,7 +69,7 @@ UPDATE awa.cron_jobs c SET {_SET},
                         THEN NULL ELSE c.next_fire_at END
 FROM desired d
 WHERE c.name = d.name AND c.name = ANY(%(names)s::text[])
-  AND c.owner = %(owner)s AND c.retired_at IS NULL
+  AND c.owner = %(owner)s AND c.retired_at IS NULL AND c.origin = 'code'
 RETURNING c.name
 """
 
@@ -130,12 +130,12 @@ def reconcile_owner(
         updated: list[str] = []
         certified = False
         if state.can_sync:
-            set_context(conn, "manager", owner)
+            begin_reconcile(conn, owner)
             updated = sync_definitions(conn, state)
             certified = certify(conn, state)
         retired: list[str] = []
         if state.retirements and agreement.may_retire(state, evidence):
-            set_context(conn, "manager", owner)
+            begin_reconcile(conn, owner)
             retired = retire_absent(conn, state)
             state.retirements = []
         return {
@@ -228,7 +228,7 @@ def plan(conn: psycopg.Connection[Any], owner: str | None = None, now: datetime 
     None), manifest_hashes (every live hash), certificate {hash, size, certified_at,
     current}, schedules {active, retired}, inserts [{name, definition}], updates [{name,
     changes: {column: {from, to}}}], retirements [name], conflicts [{name, kind
-    (unowned|foreign|retired), owner, message}], will_insert / will_update / will_retire
+    (unowned|foreign|retired|made_at_run_time), owner, message}], will_insert / will_update / will_retire
     (bools), agreement {hash, since, recorded_since, evidence_window_s, grace_required_s,
     grace_remaining_s}, blockers [{code, message, blocks, ...}]. Blocker codes:
     no_fresh_declaration, mixed_manifests, conflict, retired_desired, incapable_runtime,
@@ -341,13 +341,13 @@ def _seconds(value: Any) -> float | None:
 def owner_plans(conn: psycopg.Connection[Any], owner: str | None = None,
                 now: datetime | None = None) -> list[OwnerPlan]:
     """`plan` as the typed read models the console and the CLI read."""
-    from awa_tui.engine.read.owners import owner_plan
+    from awa_tui.engine.ownership.plans import owner_plan
 
     return [owner_plan(p) for p in plan(conn, owner, now)]
 
 
 def owner_summaries(conn: psycopg.Connection[Any], now: datetime | None = None) -> list[OwnerSummary]:
     """`list_owners` as typed read models."""
-    from awa_tui.engine.read.owners import owner_summary
+    from awa_tui.engine.ownership.plans import owner_summary
 
     return [owner_summary(o) for o in list_owners(conn, now)]

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
+
+from awa_tui.printable import printable
 
 
 @dataclass(frozen=True)
@@ -22,14 +25,16 @@ class QueueRow:
 
 @dataclass(frozen=True)
 class Blocker:
-    """A database session that held a lock the leader's pass waited for (S59). Its text
-    comes from pg_stat_activity (anyone's SQL): printable and cut, never obeyed."""
+    """A database session that held a lock the leader's pass waited for (S59): enough to
+    find and end it, never its statement's text (anyone's SQL, literals and secrets
+    included), only the statement's kind. Printable."""
 
     pid: int  # the blocking session's backend pid
     application: str  # its application_name ('' when unset)
     state: str  # active, idle in transaction, ...
-    query: str  # its current (or, when idle, last) statement
+    kind: str  # its current (or, when idle, last) statement's kind: 'ALTER ROLE', 'UPDATE awa.cron_jobs'
     waited_for: str  # what the pass waited on: a table (awa.jobs), a row, a transaction
+    user: str = ""  # the role it is logged in as
 
 
 @dataclass(frozen=True)
@@ -67,3 +72,57 @@ class RuntimeRow:
     role: str  # leader | stalled | follower
     lease_expires_at: datetime | None
     passes: tuple[PassSummary, ...] = ()  # its last evaluator passes, newest first (leaders only)
+    schema_version: int | None = None  # the schema its code was built for (None: not reported)
+    # The protocol the schema's release policy judges (`--version` prints it, `migrate
+    # --leaders-from` takes it): 1 for a release that reported a schema but no protocol.
+    leader_protocol: int | None = None
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """Who holds the leader lock now (pg_locks), and the state of its lease, at `now`.
+
+    Leadership is the lock holder's, never a snapshot's is_leader flag (which lags, and
+    stays true in the row of a runtime killed with -9)."""
+
+    now: datetime
+    backend_pid: int | None = None  # the lock session; None: nobody holds the lock
+    application_name: str | None = None  # from pg_stat_activity
+    client_addr: str | None = None
+    instance_id: uuid.UUID | None = None  # from the lease, when it names the lock session
+    hostname: str | None = None  # from that runtime's snapshot
+    pid: int | None = None
+    lease_expires_at: datetime | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.backend_pid is not None
+
+    @property
+    def stalled(self) -> bool:
+        """The lock is held but its lease has expired (or it has none): a frozen holder."""
+        return self.held and (self.lease_expires_at is None or self.lease_expires_at <= self.now)
+
+    @property
+    def lease_left_s(self) -> float | None:
+        if self.lease_expires_at is None:
+            return None
+        return (self.lease_expires_at - self.now).total_seconds()
+
+    def holder(self) -> str:
+        """'app-1 pid 4242 (instance 6f1c2a9e)', or the lock session's own labels when no
+        runtime snapshot names it. Control characters escaped."""
+        if not self.held:
+            return "nobody"
+        if self.instance_id is not None and self.hostname is not None:
+            return printable(f"{self.hostname} pid {self.pid} (instance {str(self.instance_id)[:8]})")
+        where = f" from {self.client_addr}" if self.client_addr else ""
+        return printable(f"session {self.backend_pid} {self.application_name or '?'!r}{where} (no lease)")
+
+
+def describe(blockers: tuple[Blocker, ...]) -> str:
+    """'session 4242 (user alice, psql, idle in transaction) holding table awa.jobs: LOCK
+    TABLE awa.jobs' for a log line, `check` and the console."""
+    return "; ".join(f"session {b.pid} (user {b.user or 'unknown'}, {b.application or 'no application name'}, "
+                     f"{b.state or 'unknown'}) holding {b.waited_for or 'a lock'}: "
+                     f"{b.kind or '(statement not shown)'}" for b in blockers)

@@ -20,21 +20,23 @@ from typing import TYPE_CHECKING, Any
 # fleet.py, owners.py, results.py (beside it) and ledger/models.py, and are named
 # from here too. Each of those modules loads when one of its names is first asked for:
 # building a frozen dataclass costs ~1 ms on a slow core, and `cron show` needs 4 of the
-# 41 (issue 18).
+# 41.
 if TYPE_CHECKING:
+    from awa_tui.engine.calendars.models import CalendarInfo as CalendarInfo
+    from awa_tui.engine.calendars.models import CalendarSummary as CalendarSummary
     from awa_tui.engine.ledger.models import AuditEntry as AuditEntry
+    from awa_tui.engine.ownership.plans import Agreement as Agreement
+    from awa_tui.engine.ownership.plans import Certificate as Certificate
+    from awa_tui.engine.ownership.plans import OwnedSchedules as OwnedSchedules
+    from awa_tui.engine.ownership.plans import OwnerCounts as OwnerCounts
+    from awa_tui.engine.ownership.plans import OwnerPlan as OwnerPlan
+    from awa_tui.engine.ownership.plans import OwnerSummary as OwnerSummary
+    from awa_tui.engine.ownership.plans import owner_plan as owner_plan
+    from awa_tui.engine.ownership.plans import owner_summary as owner_summary
     from awa_tui.engine.read.fleet import Blocker as Blocker
     from awa_tui.engine.read.fleet import PassSummary as PassSummary
     from awa_tui.engine.read.fleet import QueueRow as QueueRow
     from awa_tui.engine.read.fleet import RuntimeRow as RuntimeRow
-    from awa_tui.engine.read.owners import Agreement as Agreement
-    from awa_tui.engine.read.owners import Certificate as Certificate
-    from awa_tui.engine.read.owners import OwnedSchedules as OwnedSchedules
-    from awa_tui.engine.read.owners import OwnerCounts as OwnerCounts
-    from awa_tui.engine.read.owners import OwnerPlan as OwnerPlan
-    from awa_tui.engine.read.owners import OwnerSummary as OwnerSummary
-    from awa_tui.engine.read.owners import owner_plan as owner_plan
-    from awa_tui.engine.read.owners import owner_summary as owner_summary
     from awa_tui.engine.read.page import Attention as Attention
     from awa_tui.engine.read.page import ScheduleDetail as ScheduleDetail
     from awa_tui.engine.read.page import SchedulePage as SchedulePage
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
 
 _ELSEWHERE = {
     "AuditEntry": "awa_tui.engine.ledger.models",
+    "CalendarInfo": "awa_tui.engine.calendars.models",
+    "CalendarSummary": "awa_tui.engine.calendars.models",
     "SchedulePageRow": "awa_tui.engine.read.page",
     "Attention": "awa_tui.engine.read.page",
     "SchedulePage": "awa_tui.engine.read.page",
@@ -55,14 +59,14 @@ _ELSEWHERE = {
     "PassSummary": "awa_tui.engine.read.fleet",
     "Blocker": "awa_tui.engine.read.fleet",
     "RuntimeRow": "awa_tui.engine.read.fleet",
-    "OwnerCounts": "awa_tui.engine.read.owners",
-    "OwnerSummary": "awa_tui.engine.read.owners",
-    "Certificate": "awa_tui.engine.read.owners",
-    "OwnedSchedules": "awa_tui.engine.read.owners",
-    "Agreement": "awa_tui.engine.read.owners",
-    "OwnerPlan": "awa_tui.engine.read.owners",
-    "owner_summary": "awa_tui.engine.read.owners",
-    "owner_plan": "awa_tui.engine.read.owners",
+    "OwnerCounts": "awa_tui.engine.ownership.plans",
+    "OwnerSummary": "awa_tui.engine.ownership.plans",
+    "Certificate": "awa_tui.engine.ownership.plans",
+    "OwnedSchedules": "awa_tui.engine.ownership.plans",
+    "Agreement": "awa_tui.engine.ownership.plans",
+    "OwnerPlan": "awa_tui.engine.ownership.plans",
+    "owner_summary": "awa_tui.engine.ownership.plans",
+    "owner_plan": "awa_tui.engine.ownership.plans",
     "ScheduleState": "awa_tui.engine.read.results",
     "TriggeredJob": "awa_tui.engine.read.results",
     "QueueState": "awa_tui.engine.read.results",
@@ -132,6 +136,13 @@ class _ScheduleColumns(CronDefinition):
     # S56: dates ([start, end] ISO days in the zone) and calendars it never fires on.
     exclude_dates: list[list[str]] | None = None
     exclude_calendars: list[str] | None = None
+    # S64: "code" (declared in code: sync or a manifest) or "api" (made at run time).
+    origin: str = "code"
+    # S65: when the pause ends by itself (the leader resumes it) and why it was paused.
+    paused_until: datetime | None = None
+    pause_reason: str | None = None
+    # S66: how old, in seconds, a due instant may be when it fires; None = no bound.
+    catchup_window: int | None = None
 
 
 @dataclass(frozen=True)
@@ -182,3 +193,36 @@ class Fire:
     fire_time: str | None  # the metadata's text as stored (a hand-written one may be no instant)
     manual: bool
     lateness: timedelta | None
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One audit entry in full (the console's audit detail): the action, BEFORE and AFTER
+    whole, and the database session that wrote it, as the audit trigger recorded it.
+    `session_recorded` is False where the trail keeps no session (upstream Awa mode)."""
+
+    id: int
+    at: datetime
+    operator: str
+    action: str
+    target: str
+    before: Any
+    after: Any
+    detail: Any
+    db_user: str | None
+    client_addr: str | None  # None over a Unix socket
+    application_name: str | None
+    backend_pid: int | None
+    session_recorded: bool = True
+
+
+def overdue_s(state: str, at: datetime | None, due: bool, now: datetime) -> float | None:
+    """How long an active schedule's due fire (`at`, `due`: not a fault's) has waited past its
+    instant at `now` (the database clock of the read), once that is OVERDUE: a fleet that
+    stopped firing; None otherwise. The console, `cron list` and its `--json` say the same."""
+    from awa_tui.engine.core.limits import OVERDUE_AFTER_S
+
+    if not due or state != "active" or at is None:
+        return None
+    waited = (now - at).total_seconds()
+    return waited if waited >= OVERDUE_AFTER_S else None

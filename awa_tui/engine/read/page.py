@@ -27,6 +27,7 @@ class PageQuery:
     now: datetime | None
     where: Filter | None
     counts: bool
+    from_end: bool = False  # the last `limit` rows of the order (the console's G), in that order
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SchedulePageRow(ScheduleRow):
     health: str | None = field(default=None, kw_only=True)
     health_since: datetime | None = field(default=None, kw_only=True)
     health_reason: str | None = field(default=None, kw_only=True)
-    # The ledger's columns (issue 13), read with the page (views.SCHEDULE_PAGE_SQL):
+    # The ledger's columns (S39), read with the page (views.SCHEDULE_PAGE_SQL):
     last_result: str = "none"  # its latest job (manual too): ok, failed, running, waiting, cancelled, none
     last_error: str | None = None  # that job's latest error, when it failed
     fails_24h: int = 0  # its jobs created in the last 24 h whose latest attempt failed
@@ -76,6 +77,10 @@ class SchedulePage:
     # S42: unhealthy schedules by health (all of them, not just the page), and the worst.
     unhealthy: dict[str, int] = field(default_factory=dict)
     attention: Attention | None = None
+    # Active schedules whose due fire is OVERDUE (views.OVERDUE_AFTER_S past its instant, by
+    # database time): what a stalled fleet leaves behind, whoever judges health.
+    overdue: int | None = None
+    from_end: bool = False  # the last rows of the order (the end of the list), not the first
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,16 @@ class ScheduleState:
     expect_success_within: int | None = field(default=None, kw_only=True)
     max_consecutive_failures: int | None = field(default=None, kw_only=True)
     pause_after_failures: int | None = field(default=None, kw_only=True)
-    cron_written: str | None = None  # issue 16 (see _ScheduleColumns)
+    cron_written: str | None = None  # S48 (see _ScheduleColumns)
     jitter_ms: int = 0
     overridden: dict[str, Any] | None = None
     # S56: dates ([start, end] ISO days in the zone) and calendars it never fires on.
     exclude_dates: list[list[str]] | None = None
     exclude_calendars: list[str] | None = None
+    # S65: the pause's end and reason, when set.
+    paused_until: datetime | None = None
+    pause_reason: str | None = None
+    catchup_window: int | None = None  # S66: seconds
 
 
 @dataclass(frozen=True)

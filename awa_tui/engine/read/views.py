@@ -1,28 +1,31 @@
 """Read models the console and the CLI show (awa_tui/engine/read/models.py), DB time, no side effects.
 
-Each read imports the models, parsers and compilers it uses (issue 18): `runtime list`
+Each read imports the models, parsers and compilers it uses (start-up time): `runtime list`
 builds no schedule model and loads no cron parser, `cron show` no filter compiler."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.db import LEADER_LOCK_KEY
-from awa_tui.engine.errors import NotFound, ValidationError
-from awa_tui.engine.health.vocabulary import UNHEALTHY
-from awa_tui.engine.read.freshness import fresh_sql
+from awa_tui.engine.core.db import LEADER_LOCK_KEY
+from awa_tui.engine.core.errors import NotFound, ValidationError
+from awa_tui.engine.core.freshness import fresh_sql
+from awa_tui.engine.core.health_words import UNHEALTHY
+from awa_tui.engine.core.limits import OVERDUE_AFTER_S
+from awa_tui.engine.core.standby import read_time
 from awa_tui.engine.schedules.columns import FAULT_SQL, VIEW_ROW, safe_listed
 
 if TYPE_CHECKING:
     from awa_tui.engine.ledger.models import AuditEntry
-    from awa_tui.engine.read.fleet import QueueRow, RuntimeRow
+    from awa_tui.engine.read.fleet import Leadership, QueueRow, RuntimeRow
     from awa_tui.engine.read.models import Fire, NextFire, ScheduleInfo, ScheduleRow
     from awa_tui.engine.read.page import Attention, PageQuery, ScheduleDetail, SchedulePage
-    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.schedules.definition import Schedule
     from awa_tui.filters import Filter
 
 # S15: a row written by hand can hold instants Python cannot load (infinity, BC dates):
@@ -55,9 +58,9 @@ LIMIT %(limit)s
 
 
 def db_time(conn: psycopg.Connection[Any]) -> datetime:
-    row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
-    assert row is not None
-    return row["now"]
+    """The time reads are judged at: the database's clock, or on a standby replaying behind,
+    the time of the newest change it replayed (core/standby.py)."""
+    return read_time(conn)
 
 
 def _like(text: str | None) -> str | None:
@@ -71,7 +74,7 @@ def _text_filter(text: str | None) -> tuple[str, dict[str, Any]]:
     """The plain free text (the console's `/`, `filter_text`) as a condition over `c` and
     its parameter: a substring of the name, kind, queue or owner, any case
     (filter_sql.text_sql); no text, no condition."""
-    from awa_tui.engine.read.filter_sql import text_sql
+    from awa_tui.engine.filtering.sql import text_sql
 
     pattern = _like(text)
     if pattern is None:
@@ -86,7 +89,7 @@ def list_schedules(
     """Every schedule with its state and queue pause (S18 badge), name order; `fault` is
     why it is BROKEN (S15), or None. `where` is a parsed filter (awa_tui/filters.py),
     judged at `now` (DB time when omitted), on top of the free text."""
-    from awa_tui.engine.read.filter_sql import schedule_condition
+    from awa_tui.engine.filtering.sql import schedule_condition
     from awa_tui.engine.read.models import ScheduleRow
     from awa_tui.engine.schedules.definition import row_fault
 
@@ -127,6 +130,28 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
     return ScheduleInfo(**row)
 
 
+def definition_fires(conn: psycopg.Connection[Any], schedule: Schedule, count: int = 5, *,
+                     after: datetime | None = None) -> list[NextFire]:
+    """The next fires of a definition not (or not yet) stored: a dry run's preview of a
+    schedule made or edited at run time (S64), exclusions and DST marks included, from
+    `after` (default: now, DB time)."""
+    from awa_tui.engine.calendars.store import refuse_unknown_calendars
+    from awa_tui.engine.read.models import ScheduleInfo
+
+    refuse_unknown_calendars(conn, [schedule])
+    d = schedule.definition()
+    row = ScheduleInfo(
+        name=schedule.name, cron_expr=d["cron_expr"], timezone=d["timezone"], kind=d["kind"], queue=d["queue"],
+        priority=d["priority"], max_attempts=d["max_attempts"], missed_fire_policy=d["missed_fire_policy"],
+        last_enqueued_at=None, next_fire_at=None, created_at=None, updated_at=None, paused_at=None,
+        paused_by=None, owner=None, retired_at=None, retired_by=None, fault=None, args=d["args"],
+        metadata=d["metadata"], tags=d["tags"], queue_paused=False, queue_paused_by=None, state="active",
+        start_at=schedule.start_at, end_at=schedule.end_at, max_fires=schedule.max_fires,
+        exclude_dates=d.get("exclude_dates"), exclude_calendars=d.get("exclude_calendars"),
+    )
+    return _upcoming(row, after or db_time(conn), count, conn)
+
+
 def _refuse_broken(row: ScheduleInfo) -> None:
     if row.fault:
         raise ValidationError(row.fault)  # the reason alone, as the evaluator words it
@@ -139,9 +164,15 @@ def next_fires(
     in UTC and the schedule's zone, with DST marks."""
     row = get_schedule(conn, name)
     _refuse_broken(row)  # S15: a one-line error naming the fault, not a crash
+    now = db_time(conn)
+    start = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
     if after is None:
-        now = db_time(conn)
-        after = max(now, row.last_enqueued_at) if row.last_enqueued_at else now
+        after = start
+    elif row.max_fires is not None and after > start:
+        # A later page: the fires between the first page's start and `after` use up max_fires too.
+        before = _upcoming(row, start, max(row.max_fires - row.fires_count, 0), conn)
+        shown = sum(1 for fire in before if fire.excluded is None and fire.utc <= after)
+        row = replace(row, fires_count=row.fires_count + shown)
     return _upcoming(row, after, count, conn)
 
 
@@ -266,7 +297,7 @@ WHERE l.pid IS NOT NULL
 
 def leadership(conn: psycopg.Connection[Any], now: datetime | None = None) -> Leadership:
     """Who holds the leader lock at `now` (DB time when omitted) and its lease state."""
-    from awa_tui.engine.runtime.leader import Leadership
+    from awa_tui.engine.read.fleet import Leadership
 
     now = now or db_time(conn)
     row = conn.execute(LEADERSHIP_SQL, {"key": LEADER_LOCK_KEY, "now": now}).fetchone()
@@ -279,6 +310,7 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
     `role` is 'leader' for the runtime whose lease names the lock's holding session,
     'stalled' when that lease has expired at `now`, else 'follower'; `is_leader` is only
     what the snapshot last reported (it lags, and a runtime killed with -9 keeps it)."""
+    now = now or db_time(conn)
     rows = conn.execute(
         f"""
         WITH ls AS MATERIALIZED (
@@ -294,7 +326,10 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
                CASE WHEN ls.instance_id IS NULL THEN 'follower'
                     WHEN ls.expires_at > coalesce(%(now)s::timestamptz, now()) THEN 'leader'
                     ELSE 'stalled' END AS role,
-               awa.safe_ts(ls.expires_at) AS lease_expires_at, r.recent_passes
+               awa.safe_ts(ls.expires_at) AS lease_expires_at, r.recent_passes, r.schema_version,
+               -- by name from the row: a schema rolled back below v019 has no such column
+               coalesce((to_jsonb(r) ->> 'leader_protocol')::int,
+                        CASE WHEN r.schema_version IS NOT NULL THEN 1 END) AS leader_protocol
         FROM awa.runtime_instances r
         LEFT JOIN ls ON ls.instance_id = r.instance_id
         ORDER BY (r.stopped_at IS NULL) DESC, r.last_seen_at DESC
@@ -306,7 +341,7 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
 
 def _runtime_row(row: dict[str, Any]) -> RuntimeRow:
     from awa_tui.engine.read.fleet import RuntimeRow
-    from awa_tui.engine.runtime.passes import from_json as passes_from_json
+    from awa_tui.engine.read.passes import from_json as passes_from_json
 
     passes = passes_from_json(row.pop("recent_passes"))
     return RuntimeRow(**row, passes=passes)
@@ -355,7 +390,7 @@ SCHEDULE_SORTS = {
     "owner": "c.owner",
     # S42: worst first (broken, failing, missed, late), then the rest.
     "health": HEALTH_RANK_SQL,
-    # The ledger's columns (issue 13): failed first, then running, waiting, ok, cancelled, none.
+    # The ledger's columns (S39): failed first, then running, waiting, ok, cancelled, none.
     "result": "(CASE o.last_state WHEN 'retryable' THEN 0 WHEN 'discarded' THEN 0 WHEN 'running' THEN 1 "
               "WHEN 'available' THEN 2 WHEN 'completed' THEN 3 WHEN 'cancelled' THEN 4 ELSE 5 END)",
     "fails": "coalesce(f.n, 0)",
@@ -365,7 +400,9 @@ SCHEDULE_COUNTS_SQL = """
 SELECT count(*) AS total,
        count(*) FILTER (WHERE c.paused_at IS NOT NULL AND c.retired_at IS NULL) AS paused,
        count(*) FILTER (WHERE c.retired_at IS NOT NULL) AS retired,
-       count(*) FILTER (WHERE {text} AND {condition}) AS matched
+       count(*) FILTER (WHERE {text} AND {condition}) AS matched,
+       count(*) FILTER (WHERE c.next_fire_at < %(overdue_before)s AND c.paused_at IS NULL
+                          AND c.retired_at IS NULL AND c.finished_at IS NULL) AS overdue
 FROM awa.cron_jobs c
 """
 
@@ -405,7 +442,7 @@ LEFT JOIN LATERAL (
     ORDER BY jb.id DESC LIMIT 1
 ) j ON c.last_enqueued_at IS NOT NULL
 WHERE {{filter}}
-ORDER BY {{order}} {{direction}} NULLS LAST, c.name {{direction}}
+ORDER BY {{order}} {{direction}} NULLS {{nulls}}, c.name {{direction}}
 LIMIT %(limit)s
 """
 
@@ -437,26 +474,33 @@ def schedule_page(conn: psycopg.Connection[Any], query: PageQuery) -> SchedulePa
     """One page of schedules for the console: rows with next fire and last-fire lateness,
     plus counts (all, matching the filter, paused, retired; None without `counts`) and the
     `now` used. `where` is a parsed filter (awa_tui/filters.py), on top of the free text."""
+    from awa_tui.engine.filtering.sql import schedule_condition
     from awa_tui.engine.ledger.models import job_result
     from awa_tui.engine.ledger.strips import strips
-    from awa_tui.engine.read.filter_sql import schedule_condition
     from awa_tui.engine.read.page import SchedulePage, SchedulePageRow
     from awa_tui.engine.schedules.definition import row_fault
 
     filter_text, sort, descending, limit, where, counts = (
         query.filter_text, query.sort, query.descending, query.limit, query.where, query.counts)
+    # The last page (the console's G): the same order reversed, its first `limit` rows
+    # turned back; nothing between the first and the last page is read.
+    backwards = descending != query.from_end
     if sort not in SCHEDULE_SORTS:
         raise ValueError(f"sort: expected one of {', '.join(SCHEDULE_SORTS)}, got {sort!r}")
     now = query.now or db_time(conn)
     condition = schedule_condition(conn, where, now)
     text, text_params = _text_filter(filter_text)
-    params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24)}
+    params = {**text_params, "limit": max(1, limit), **condition.params, "fails_since": now - timedelta(hours=24),
+              "overdue_before": now - timedelta(seconds=OVERDUE_AFTER_S)}
     counted = (conn.execute(SCHEDULE_COUNTS_SQL.format(text=text, condition=condition.sql), params).fetchone()
-               if counts else dict.fromkeys(("total", "paused", "retired", "matched")))
+               if counts else dict.fromkeys(("total", "paused", "retired", "matched", "overdue")))
     sql = SCHEDULE_PAGE_SQL.format(
-        filter=f"{text} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if descending else "ASC"
+        filter=f"{text} AND {condition.sql}", order=SCHEDULE_SORTS[sort], direction="DESC" if backwards else "ASC",
+        nulls="FIRST" if query.from_end else "LAST",
     )
     rows = conn.execute(sql, params).fetchall()
+    if query.from_end:
+        rows.reverse()
     cache: dict[tuple[str, str], Any] = {}
     for row in rows:
         row["fault"] = row_fault(row)
@@ -472,7 +516,7 @@ def schedule_page(conn: psycopg.Connection[Any], query: PageQuery) -> SchedulePa
         row["outcomes"] = outcomes.get(row["name"], ())
         page.append(SchedulePageRow(**row))
     assert counted is not None  # an aggregate without GROUP BY always returns its row
-    return SchedulePage(now=now, rows=page, **counted, **_unhealthy_summary(conn))
+    return SchedulePage(now=now, rows=page, **counted, **_unhealthy_summary(conn), from_end=query.from_end)
 
 
 def _unhealthy_summary(conn: psycopg.Connection[Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """What each loop of this process is doing now: in a step since when, or waiting since its
-last step ended. `awa-tui check --alive` reads it through the metrics server (health/alive.py)
+last step ended. `awa-tui check --alive` reads it through the metrics server (runtime/alive.py)
 to tell a live runtime from one whose loop is stuck in a call that never returns."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class LoopBeats:
                     name=name,
                     running=self._threads[name].is_alive(),
                     busy_s=None if busy is None else round(now - busy, 3),
-                    since_step_s=None if self._done[name] is None else round(now - self._done[name], 3),
+                    since_step_s=None if (done := self._done[name]) is None else round(now - done, 3),
                     bounded=name not in UNBOUNDED_LOOPS,
                 )
                 for name, busy in self._busy.items()

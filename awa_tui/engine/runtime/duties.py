@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.core.limits import HEALTH_INTERVAL_S
 from awa_tui.engine.firing.evaluator import PassResult
-from awa_tui.engine.health.models import HealthPass
-from awa_tui.engine.limits import HEALTH_INTERVAL_S
+from awa_tui.engine.health.models import HealthPass, UnservedKind
 from awa_tui.engine.ownership import reconcile
-from awa_tui.printable import printable_logger
+from awa_tui.printable import printable, printable_logger
 
 log = printable_logger("awa_tui")
 
@@ -35,6 +35,12 @@ HOUSEKEEPING_INTERVAL_S = 10.0
 # waits for the next round.
 PRUNE_BATCHES_PER_ROUND = 20
 PRUNE_BUDGET_S = 0.2
+# Pauses with an end are ended at this cadence (S65): one indexed statement a round, never
+# in the fire statement, so a pause ends within about a second of its time.
+PAUSE_END_INTERVAL_S = 1.0
+# Kinds nobody serves are looked for at this cadence (one read of the waiting jobs): a
+# schedule dropped from code, or a handler never deployed, is logged within a minute or two.
+UNSERVED_INTERVAL_S = 60.0
 
 
 class LeaderHost(Protocol):
@@ -51,6 +57,10 @@ class LeaderHost(Protocol):
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]: ...
 
     def evaluate_health(self, now: datetime | None = None) -> HealthPass: ...
+
+    def end_pauses(self, now: datetime | None = None) -> list[tuple[str, datetime]]: ...
+
+    def unserved_kinds(self, now: datetime | None = None) -> list[UnservedKind]: ...
 
 
 @dataclass
@@ -83,10 +93,14 @@ class LeaderDuties:
         self.host = host
         self.clock = clock
         self.services = [
+            # First: a pause that ended is resumed before health judges the schedule.
+            Duty("pause ends", PAUSE_END_INTERVAL_S, self._end_pauses),
             Duty("housekeeping", HOUSEKEEPING_INTERVAL_S, self._keep_house),
             Duty("reconciliation", RECONCILE_INTERVAL_S, self._reconcile),
             Duty("health", HEALTH_INTERVAL_S, self._health),
+            Duty("unserved kinds", UNSERVED_INTERVAL_S, self._unserved),
         ]
+        self.unserved: set[str] = set()  # kinds logged as unserved, until they are served again
 
     def run_pass(self) -> None:
         self.host.evaluate()
@@ -111,6 +125,28 @@ class LeaderDuties:
             elif result["inserted"] or result["updated"] or result["retired"]:
                 log.info("reconciled %s", reconcile.describe(result))
         return busy
+
+    def _end_pauses(self) -> bool:
+        # One line a round, a few names: a fleet-wide maintenance window ends all at once.
+        ended = self.host.end_pauses()
+        if ended:
+            names = ", ".join(printable(name) for name, _ in ended[:5]) + (", ..." if len(ended) > 5 else "")
+            log.info("resumed %d schedule(s) whose pause reached its end: %s", len(ended), names)
+        return False
+
+    def _unserved(self) -> bool:
+        # Once per kind when its jobs start waiting unserved, once when that ends: not every
+        # round, so a kind nobody will ever serve does not fill the log.
+        found = {u.kind: u for u in self.host.unserved_kinds()}
+        for kind in sorted(found.keys() - self.unserved):
+            u = found[kind]
+            log.warning("%d job(s) of kind %s wait in %s and no live runtime runs a handler for it: deploy one, "
+                        "or retire the schedule that fires it", u.waiting, printable(kind),
+                        ", ".join(printable(q) for q in u.queues))
+        for kind in sorted(self.unserved - found.keys()):
+            log.info("jobs of kind %s no longer wait unserved", printable(kind))
+        self.unserved = set(found)
+        return False
 
     def _health(self) -> bool:
         # One line per pass, counts only: a leader outage can turn 100k schedules late at

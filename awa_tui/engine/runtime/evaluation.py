@@ -11,13 +11,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from awa_tui.engine.db import ConnectionSource
-    from awa_tui.engine.errors import AwaError
+    from awa_tui.engine.core.db import ConnectionSource
+    from awa_tui.engine.core.errors import AwaError
     from awa_tui.engine.firing.evaluator import PassResult, PassTimedOut, Timeouts
-    from awa_tui.engine.health.metrics import MetricsServer
+    from awa_tui.engine.read.blockers import PassWatch
     from awa_tui.engine.read.fleet import Blocker
-    from awa_tui.engine.runtime.blockers import PassWatch
-    from awa_tui.engine.runtime.passes import RecentPasses
+    from awa_tui.engine.read.passes import RecentPasses
+    from awa_tui.engine.runtime.metrics import MetricsServer
 
 
 class PassHost(Protocol):
@@ -80,7 +80,7 @@ def _timed_out(host: PassHost, exc: PassTimedOut, blockers: tuple[Blocker, ...],
                wake: Callable[[], None]) -> AwaError:
     """S59: the pass is recorded (the runtimes page and `check` show it) and its error
     names what blocked it, in one line."""
-    from awa_tui.engine.runtime.blockers import describe
+    from awa_tui.engine.read.fleet import describe
 
     if exc.now is not None:
         host.recent_passes.record(exc.now, took, 0, 0, 0, timed_out=True, blockers=blockers)

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from awa_tui.engine.db import ConnectionSource
+from awa_tui.engine.core.db import ConnectionSource
+from awa_tui.engine.jobs.context import Job
+from awa_tui.engine.jobs.handlers import HandlerSpec
 from awa_tui.engine.runtime.identity import RuntimeIdentity
-from awa_tui.engine.runtime.worker import Handler, Job
 
 
 class RuntimeHost(Protocol):
@@ -33,10 +34,16 @@ class RuntimeHost(Protocol):
     def snapshot_interval(self) -> timedelta: ...
 
     @property
+    def fleet_alert_grace(self) -> timedelta: ...  # S70
+
+    @property
+    def fleet_stall_after(self) -> timedelta: ...
+
+    @property
     def db(self) -> ConnectionSource: ...
 
     @property
-    def handlers(self) -> Mapping[str, Handler]: ...
+    def handlers(self) -> Mapping[str, HandlerSpec]: ...
 
     def sync(self) -> dict[str, int]: ...
 
@@ -51,3 +58,8 @@ class RuntimeHost(Protocol):
     def leader_services(self) -> None: ...
 
     def work_once(self, limit: int | None = None) -> list[tuple[Job, str]]: ...
+
+    @property
+    def worker(self) -> Any: ...  # jobs.worker.Worker: its step() is the worker loop's
+
+    def shutdown_worker(self) -> None: ...

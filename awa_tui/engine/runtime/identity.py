@@ -1,5 +1,6 @@
 """Who a runtime is: the identity its snapshots carry (S21). Apart from the reporter that
-writes them, so a Client is built without loading the snapshot machinery (issue 18)."""
+writes them, so a Client is built without loading the snapshot machinery
+(a short command starts faster)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from datetime import timedelta
 
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION
 
+# What this release's runtime can do, as the schema's release policy (v019) judges it: 1 is
+# every release before the policy existed; 2 leads with exclusions and calendars (v018); 3
+# leads with catch-up windows and ends pauses at their end (v025).
+RUNTIME_PROTOCOL = 3
+
 
 @dataclass
 class RuntimeIdentity:
@@ -20,6 +26,7 @@ class RuntimeIdentity:
     hostname: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
     protocol_version: int = PROTOCOL_VERSION
+    leader_protocol: int = RUNTIME_PROTOCOL
     owner: str | None = None
     authoritative: bool = False
     retire_grace: timedelta | None = None

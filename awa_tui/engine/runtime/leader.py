@@ -18,15 +18,14 @@ import threading
 import time
 import uuid
 from contextlib import nullcontext
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.db import LEADER_LOCK_KEY, connect
-from awa_tui.engine.errors import AwaError, DatabaseUnavailable
-from awa_tui.engine.limits import DEFAULT_LEASE
+from awa_tui.engine.core.db import LEADER_LOCK_KEY, connect
+from awa_tui.engine.core.errors import AwaError, DatabaseUnavailable
+from awa_tui.engine.core.limits import DEFAULT_LEASE
 from awa_tui.engine.runtime.pooling import Route, probe_route, refusal
 from awa_tui.printable import printable, printable_logger
 
@@ -95,48 +94,6 @@ SELECT EXISTS (
 """
 
 
-@dataclass(frozen=True)
-class Leadership:
-    """Who holds the leader lock now (pg_locks), and the state of its lease, at `now`.
-
-    Leadership is the lock holder's, never a snapshot's is_leader flag (which lags, and
-    stays true in the row of a runtime killed with -9)."""
-
-    now: datetime
-    backend_pid: int | None = None  # the lock session; None: nobody holds the lock
-    application_name: str | None = None  # from pg_stat_activity
-    client_addr: str | None = None
-    instance_id: uuid.UUID | None = None  # from the lease, when it names the lock session
-    hostname: str | None = None  # from that runtime's snapshot
-    pid: int | None = None
-    lease_expires_at: datetime | None = None
-
-    @property
-    def held(self) -> bool:
-        return self.backend_pid is not None
-
-    @property
-    def stalled(self) -> bool:
-        """The lock is held but its lease has expired (or it has none): a frozen holder."""
-        return self.held and (self.lease_expires_at is None or self.lease_expires_at <= self.now)
-
-    @property
-    def lease_left_s(self) -> float | None:
-        if self.lease_expires_at is None:
-            return None
-        return (self.lease_expires_at - self.now).total_seconds()
-
-    def holder(self) -> str:
-        """'app-1 pid 4242 (instance 6f1c2a9e)', or the lock session's own labels when no
-        runtime snapshot names it. Control characters escaped."""
-        if not self.held:
-            return "nobody"
-        if self.instance_id is not None and self.hostname is not None:
-            return printable(f"{self.hostname} pid {self.pid} (instance {str(self.instance_id)[:8]})")
-        where = f" from {self.client_addr}" if self.client_addr else ""
-        return printable(f"session {self.backend_pid} {self.application_name or '?'!r}{where} (no lease)")
-
-
 def lease_valid(
     conn: psycopg.Connection[Any], instance_id: uuid.UUID, term: int | None, now: datetime | None = None
 ) -> bool:
@@ -182,6 +139,7 @@ class LeaderElector:
         # server session; this runtime then never competes again (said once, in one line).
         self.refused: Route | None = None
         self._unreachable_logged: float | None = None
+        self._too_old_logged = False
 
     @property
     def is_leader(self) -> bool:
@@ -291,7 +249,13 @@ class LeaderElector:
         self._drop()
 
     def _report(self, row: dict[str, Any]) -> None:
-        """Log a deposition, or (rate-limited) why a stalled holder could not be deposed."""
+        """Log a deposition, or (rate-limited) why a stalled holder could not be deposed, or
+        (once) that the schema's release policy keeps this runtime from leading."""
+        too_old = row.get("too_old")
+        if too_old is not None and not self._too_old_logged:
+            self._too_old_logged = True
+            log.warning("%s: this runtime steps aside and keeps working jobs (a newer release leads)",
+                        printable(too_old))
         holder = f"backend pid {row['holder_pid']}"
         if row["holder_instance"] is not None:
             holder += f", instance {str(row['holder_instance'])[:8]}"

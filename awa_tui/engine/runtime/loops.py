@@ -1,6 +1,7 @@
 """The Runtime: starts and stops the loops of one process (sync, reporter, election,
-evaluator, the leader's duties, worker). It only composes the small modules; each loop has its own thread and
-its own connection, so a slow loop (or a slow console render) never delays another.
+evaluator, the leader's duties, alert delivery, worker). It only composes the small
+modules; each loop has its own thread and its own connection, so a slow loop (or a slow
+console render) never delays another.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.alerts.fleet import FleetThresholds
+from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.runtime.alerting import ALERTS_INTERVAL_S, AlertLoop
 from awa_tui.engine.runtime.beats import LoopBeats
 from awa_tui.engine.runtime.host import RuntimeHost
 from awa_tui.engine.runtime.leader import LeaderElector, lease_valid
@@ -21,7 +24,6 @@ log = printable_logger("awa_tui.runtime")
 SYNC_INTERVAL_S = 60.0
 EVALUATE_INTERVAL_S = 1.0
 DUTIES_INTERVAL_S = 1.0  # how often the duties thread looks for a due service
-WORKER_IDLE_S = 0.2
 MAX_BACKOFF_S = 5.0
 
 
@@ -38,10 +40,16 @@ class Runtime:
         self._threads: list[threading.Thread] = []
         self.beats = LoopBeats()
         self.started = False
+        self.alerts = AlertLoop(client.dsn, client.application_name, instance_id=client.identity.instance_id,
+                                thresholds=FleetThresholds(client.fleet_alert_grace, client.fleet_stall_after))
 
     @property
     def is_leader(self) -> bool:
         return self.elector.is_leader
+
+    @property
+    def runs_worker(self) -> bool:
+        return self.run_worker and bool(self.client.handlers)
 
     def start(self) -> None:
         """Sync once (so bad definitions fail startup), then start every loop."""
@@ -56,7 +64,9 @@ class Runtime:
             loops += [("leader", lambda: self.elector.run(self.stop_event, self.beats)),
                       ("evaluator", self._evaluator_loop),
                       ("duties", self._duties_loop)]
-        if self.run_worker and self.client.handlers:
+        # Every runtime watches the fleet and may deliver alerts while nobody leads (S70).
+        loops.append(("alerts", self._alerts_loop))
+        if self.runs_worker:
             loops.append(("worker", self._worker_loop))
         for name, target in loops:
             thread = threading.Thread(target=target, name=f"awa-{name}", daemon=True)
@@ -137,6 +147,15 @@ class Runtime:
 
         self._guarded("duties", "leader duties", step)
 
+    def _alerts_loop(self) -> None:
+        # The leader delivers; a follower watches the fleet and delivers only while nobody
+        # leads (the deliverer's lease keeps it to one runtime at a time).
+        def step() -> float:
+            self.alerts.step(leads=self.elector.is_leader)
+            return ALERTS_INTERVAL_S
+
+        self._guarded("alerts", "alert delivery", step)
+
     def _evaluator_loop(self) -> None:
         def step() -> float:
             self.elector.gained.clear()
@@ -148,11 +167,8 @@ class Runtime:
         self._guarded("evaluator", "evaluator", step, wake=self.elector.gained)
 
     def _worker_loop(self) -> None:
-        def step() -> float:
-            done = self.client.work_once()
-            return 0.0 if done else WORKER_IDLE_S
-
-        self._guarded("worker", "worker", step)
+        worker = self.client.worker
+        self._guarded("worker", "worker", worker.step, wake=worker.wake)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop every loop, write the final snapshot, release the leader lock."""
@@ -160,10 +176,15 @@ class Runtime:
         self.elector.changed.set()  # wakes the reporter, which waits on leadership changes
         self.elector.gained.set()  # ... and the evaluator, likewise
         self.elector.nudge()
+        if self.run_worker and self.client.handlers:
+            self.client.worker.wake.set()  # its loop waits on its own event
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
-        self.elector.release()
+        self.alerts.close()
+        self.elector.release()  # leadership goes at once; running jobs finish after (S62)
+        if self.started:
+            self.client.shutdown_worker()
         if self.started:
             try:
                 self.client.snapshot(is_leader=False, stopped=True)
@@ -173,21 +194,31 @@ class Runtime:
 
 
 def launch(host: RuntimeHost, migrate: Callable[[], object], parts: Callable[[], object], *, run_worker: bool,
-           lead: bool) -> Runtime:
+           lead: bool, migrating: bool = True) -> Runtime:
     """Start a client's loops: refused on a hot standby, where a runtime could write nothing
     (S58); the schema migrated first only when it is behind (an up-to-date one needs no DDL
-    rights, which a runtime's role lacks); `parts`, what the loops' threads share, made
-    before any of them starts."""
+    rights, which a runtime's role lacks) and `migrating` (else a schema behind is refused in
+    one line: migration is then a deploy step of its own); a newer schema is run on when its
+    release policy admits this runtime (the compatibility window), which then leads only if
+    the policy lets it; `parts`, what the loops' threads share, made before any of them starts."""
     from awa_tui.engine import migrations
-    from awa_tui.engine.errors import ReadOnly
-    from awa_tui.engine.standby import standby_refusal
+    from awa_tui.engine.core.errors import ReadOnly, SchemaError
+    from awa_tui.engine.core.standby import standby_refusal
 
     with host.db.connection() as conn:
         refusal = standby_refusal(conn)
         if refusal is not None:
             raise ReadOnly(f"cannot run: {refusal}")
-        current = migrations.current_version(conn) == migrations.code_version()
-    if not current:
+        found = migrations.read_status(conn)
+        window = migrations.window_refusal(conn, found, host.identity.leader_protocol)
+    if window is not None:
+        raise SchemaError(window)
+    if found.ahead:
+        log.warning("%s; running within the compatibility window (docs/operations.md, Upgrading)",
+                    found.mismatch())
+    elif found.mismatch() is not None:
+        if not migrating:
+            raise SchemaError(f"{found.mismatch()} (this runtime does not migrate: --no-migrate)")
         migrate()
     parts()
     runtime = Runtime(host, run_worker=run_worker, lead=lead)
@@ -195,20 +226,51 @@ def launch(host: RuntimeHost, migrate: Callable[[], object], parts: Callable[[],
     return runtime
 
 
-def run_until_stopped(start: Callable[[], object], close: Callable[[], None], stop: threading.Event | None) -> None:
+SIGNAL_POLL_S = 0.25  # how soon a signal received by another thread is acted on
+
+
+def run_until_stopped(start: Callable[[], object], close: Callable[[], None], stop: threading.Event | None,
+                      force: Callable[[], None] | None = None, end_grace: threading.Event | None = None) -> None:
     """Run a client until `stop` is set or SIGINT/SIGTERM/SIGHUP arrives (signals only on the
-    main thread); then close it cleanly, the previous signal handlers back."""
+    main thread); then close it cleanly. The handlers stay in place until the close is done:
+    a second signal (`timeout`'s follow-up, a double Ctrl-C) ends the running jobs' shutdown
+    grace (`end_grace`: they are released to run again now) and the clean stop goes on; a
+    third forces it, after `force` has marked the runtime stopped, by raising
+    KeyboardInterrupt. The previous handlers are put back at the end."""
     import signal
 
     stop = stop or threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+        if len(received) == 2:
+            if end_grace is not None:
+                end_grace.set()
+            log.warning("%s: already stopping cleanly; running jobs are released now (a third signal "
+                        "forces the stop)", signal.Signals(signum).name)
+        elif len(received) >= 3:
+            log.warning("%s: forced stop, the runtime marked stopped", signal.Signals(signum).name)
+            if force is not None:
+                force()
+            raise KeyboardInterrupt
+
     previous = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+            previous[sig] = signal.signal(sig, on_signal)
     try:
-        start()
-        stop.wait()
+        try:
+            start()
+            # A bounded wait, again and again: the kernel may deliver a signal to any of the
+            # engine's threads, and then the main thread (where Python runs its handlers) is
+            # only woken by a timeout; an unbounded wait would never see it.
+            while not stop.wait(SIGNAL_POLL_S):
+                pass
+        finally:
+            if len(received) < 3:  # forced: the process is on its way out, its row already stopped
+                close()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        close()

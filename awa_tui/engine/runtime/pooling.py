@@ -24,8 +24,8 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.db import STATEMENT_POOLING, behind_pooler, connect, server_pid
-from awa_tui.engine.errors import AwaError
+from awa_tui.engine.core.db import STATEMENT_POOLING, behind_pooler, connect, server_pid
+from awa_tui.engine.core.errors import AwaError
 
 PROBE_ROUNDS = 4  # alternations of our statements and the probe's
 
@@ -87,3 +87,8 @@ def refusal(route: Route) -> str:
         f"cannot be held safely; give the leader connection a direct database URL (--leader-dsn or "
         f"AWA_LEADER_DATABASE_URL) or use the pooler's session mode. Workers and sync go on through the pooler"
     )
+
+
+def short_refusal(route: Route | None) -> str | None:
+    """The refusal in a badge's words (`pooler in transaction mode`), None when there is none."""
+    return None if route is None else f"pooler in {route.mode} mode"

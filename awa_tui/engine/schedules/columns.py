@@ -17,17 +17,19 @@ DEFINITION_TYPES = {
     "cron_expr": "text", "timezone": "text", "kind": "text", "queue": "text", "args": "jsonb",
     "priority": "smallint", "max_attempts": "smallint", "tags": "jsonb", "metadata": "jsonb",
     "missed_fire_policy": "text",
-    # Expectations (issue 14, pause on failure of issue 15): seconds and counts, NULL = none.
+    # Expectations (S41) and pause on failure (S44): seconds and counts, NULL = none.
     "max_lateness": "integer", "expect_success_within": "integer", "max_consecutive_failures": "integer",
     "pause_after_failures": "integer",
     # What fires (v009): the overlap policy and the bounds.
     "overlap": "text", "start_at": "timestamptz", "end_at": "timestamptz", "max_fires": "integer",
-    # Issue 16 (migration v010): the expression as written when it uses H (cron_expr holds
+    # S48 (migration v010): the expression as written when it uses H (cron_expr holds
     # it resolved, so every reader of cron_expr needs no name), and the jitter.
     "cron_written": "text", "jitter_ms": "bigint",
     # S56 (migration v018): dates and calendars the schedule never fires on, as JSON arrays
     # ([[start, end], ...] ISO dates in its zone; [name, ...]); NULL = none.
     "exclude_dates": "jsonb", "exclude_calendars": "jsonb",
+    # S66 (migration v025): how old, in seconds, a due instant may be when it fires; NULL = no bound.
+    "catchup_window": "integer",
 }
 # The expectation columns, for the health rules (engine/health.py) and the definition views.
 EXPECTATIONS = ("max_lateness", "expect_success_within", "max_consecutive_failures", "pause_after_failures")
@@ -35,19 +37,25 @@ DEFINITION = tuple(DEFINITION_TYPES)
 # The value of a definition column added after a manifest format was published, for a
 # manifest (or input row) that predates it: an older runtime's during a rolling deploy.
 DEFINITION_DEFAULTS: dict[str, object] = {"cron_written": None, "jitter_ms": 0, "overlap": "allow",
-                                          "exclude_dates": None, "exclude_calendars": None}
-STATE = ("last_enqueued_at", "paused_at", "paused_by", "owner", "retired_at", "retired_by", "finished_at")
+                                          "exclude_dates": None, "exclude_calendars": None,
+                                          "catchup_window": None}
+# S65 (migration v025): a pause's end and reason go with the pause.
+STATE = ("last_enqueued_at", "paused_at", "paused_by", "paused_until", "pause_reason", "owner", "retired_at",
+         "retired_by", "finished_at")
 # While an operator overrides a definition (migration v010), the main columns hold the
 # effective values and this jsonb object the code's values of the overridden columns.
 OVERRIDDEN = "overridden"
 # What an operator may override; cron_written goes with cron_expr (the text behind H).
 OVERRIDE_COLUMNS = ("cron_expr", "cron_written", "timezone", "args", "queue", "priority")
+# Where the definition comes from (migration v024): 'code' (sync, a manifest) or 'api'
+# (made at run time, S64). Written once, at the row's creation; the fire path never reads it.
+ORIGIN = "origin"
 BOOKKEEPING = ("next_fire_at", "created_at", "updated_at", "fires_count")
 # Definition columns holding documents (jsonb, text[]), which views load apart as text.
 DOCUMENTS = ("args", "tags", "metadata")
 # timestamptz columns: a hand-written row may hold an instant Python cannot load (S15).
-INSTANTS = frozenset({"last_enqueued_at", "paused_at", "retired_at", "next_fire_at", "created_at", "updated_at",
-                      "start_at", "end_at", "finished_at"})
+INSTANTS = frozenset({"last_enqueued_at", "paused_at", "paused_until", "retired_at", "next_fire_at", "created_at",
+                      "updated_at", "start_at", "end_at", "finished_at"})
 # Definition instants travel in JSON as awa.instant_text writes them (schedule.instant_text).
 DEFINITION_INSTANTS = ("start_at", "end_at")
 
@@ -60,6 +68,7 @@ ACTION_ROW = (KEY, *DEFINITION, *STATE, OVERRIDDEN)
 VIEW_ROW = (
     KEY, *(c for c in DEFINITION if c not in DOCUMENTS), "last_enqueued_at", *BOOKKEEPING,
     *(c for c in STATE if c != "last_enqueued_at"), OVERRIDDEN,
+    ORIGIN,
 )
 
 
@@ -67,7 +76,7 @@ VIEW_ROW = (
 # adds the parser's verdict. Column arguments, not the row: the function is inlined into
 # plain expressions evaluated in C (measured: ~3 ms per 100k rows), no per-row Python.
 # Here, not in the evaluator, so the views and filters name it without loading the
-# evaluator (issue 18).
+# evaluator (a short command starts faster).
 FAULT_SQL = (
     "awa.cron_job_fault(c.last_enqueued_at, c.next_fire_at, c.created_at, c.updated_at, "
     "c.paused_at, c.retired_at, c.args, c.metadata, c.priority, c.max_attempts, c.kind, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -17,11 +17,12 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.errors import short_repr as _short
+from awa_tui.engine.core.guards import refuse_format_characters
+from awa_tui.engine.core.limits import DEFAULT_MAX_LATENESS_S, check_seconds
 from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron, parse_cron, parse_timezone
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
-from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.errors import short_repr as _short
-from awa_tui.engine.limits import DEFAULT_MAX_LATENESS_S, check_seconds
 from awa_tui.engine.schedules.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.schedules.exclusions import (
     calendars_of,
@@ -43,7 +44,7 @@ JSON_MAX_BYTES = 256 * 1024  # args and metadata, as Postgres prints them (jsonb
 class Schedule:
     """One periodic schedule, validated at construction (S1, S2).
 
-    Slotted: a process may register a million of these (issue 18), and a __dict__ per
+    Slotted: a process may register a million of these, and a __dict__ per
     instance would be most of its memory."""
 
     name: str
@@ -67,7 +68,7 @@ class Schedule:
     start_at: datetime | None = None
     end_at: datetime | None = None
     max_fires: int | None = None
-    # Issue 16: cron_expr as written when it uses H (cron_expr then holds it resolved for
+    # S48: cron_expr as written when it uses H (cron_expr then holds it resolved for
     # this name), else None; and the jitter of each fire's run_at, in milliseconds.
     cron_written: str | None = None
     jitter_ms: int = 0
@@ -75,6 +76,8 @@ class Schedule:
     # on, canonical (engine/schedules/exclusions.py); None when there are none.
     exclude_dates: tuple[tuple[str, str], ...] | None = None
     exclude_calendars: tuple[str, ...] | None = None
+    # S66: how old (whole seconds) a due instant may be when it fires; None = no bound.
+    catchup_window: int | None = None
 
     def __post_init__(self) -> None:
         _check_text("name", self.name)
@@ -90,6 +93,8 @@ class Schedule:
             check_jitter(self.jitter_ms, spec.croniter_expr, spec.has_seconds, self.cron_written or self.cron_expr)
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
+        if not self.queue.isascii():  # a queue is shared by name: it must look like no other
+            refuse_format_characters("queue", self.queue)
         if not (type(self.priority) is int and 1 <= self.priority <= 4) and (  # the common case first
                 isinstance(self.priority, bool) or not isinstance(self.priority, int) or not 1 <= self.priority <= 4):
             raise ValidationError(f"priority: must be an integer 1..4, got {_short(self.priority)}")
@@ -125,6 +130,8 @@ class Schedule:
             self._check_what_fires()
         if self.exclude_dates is not None or self.exclude_calendars is not None:
             self._check_exclusions()
+        if self.catchup_window is not None:
+            object.__setattr__(self, "catchup_window", check_catchup_window(self.catchup_window))
 
     def _check_exclusions(self) -> None:
         """The stored form (a definition read back from a manifest carries it as JSON lists)."""
@@ -197,9 +204,11 @@ class Schedule:
         jitter: Any = None,
         exclude: Any = None,
         calendar: str | list[str] | tuple[str, ...] | None = None,
+        catchup_window: timedelta | str | int | None = None,
     ) -> Schedule:
-        """The `periodic()` signature of S1; `jitter` is a timedelta (issue 16); `exclude`
-        dates and inclusive (start, end) date pairs and `calendar` names (S56).
+        """The `periodic()` signature of S1; `jitter` is a timedelta (S48); `exclude`
+        dates and inclusive (start, end) date pairs and `calendar` names (S56);
+        `catchup_window` a timedelta, a duration such as "1h", or seconds (S66).
 
         Filled as the generated __init__ would, every field given in field order, without
         its 22 frozen-bypass assignments in Python (half of a registration's time, 1M
@@ -211,7 +220,7 @@ class Schedule:
             {} if metadata is None else metadata, missed_fire_policy, max_lateness, expect_success_within,
             max_consecutive_failures, pause_after_failures, overlap, start_at, end_at, max_fires,
             None, jitter_ms_of(jitter),  # cron_written: resolved from cron_expr by __post_init__
-            exclude_dates_of(exclude), calendars_of(calendar),
+            exclude_dates_of(exclude), calendars_of(calendar), catchup_window,
         )))
         schedule.__post_init__()
         return schedule
@@ -230,6 +239,8 @@ class Schedule:
             del out["exclude_calendars"]
         else:
             out["exclude_calendars"] = list(self.exclude_calendars)
+        if self.catchup_window is None:
+            del out["catchup_window"]  # S66: left out when unset, like the exclusions
         for fname in DEFINITION_INSTANTS:
             out[fname] = instant_text(out[fname])
         return out
@@ -250,9 +261,9 @@ def instant_text(value: datetime | None) -> str | None:
 _FIELDS = (KEY, "cron_expr", "kind", "args", "timezone", "queue", "priority", "max_attempts", "tags",
            "metadata", "missed_fire_policy", "max_lateness", "expect_success_within",
            "max_consecutive_failures", "pause_after_failures", "overlap", "start_at", "end_at",
-           "max_fires", "cron_written", "jitter_ms", "exclude_dates", "exclude_calendars")
+           "max_fires", "cron_written", "jitter_ms", "exclude_dates", "exclude_calendars", "catchup_window")
 _assign = object.__setattr__  # past the frozen __setattr__, as the generated __init__ does
-_fill = deque(maxlen=0).extend  # runs an iterator to its end in C
+_fill: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend  # runs an iterator to its end in C
 
 
 # Schedule's fields are named like the columns they are stored in (one registry).
@@ -261,6 +272,19 @@ _definition_values = attrgetter(*_DEFINITION_KEYS)  # one C call: sync builds 10
 
 
 MAX_COUNT = 1_000_000
+
+
+def check_catchup_window(value: object) -> int:
+    """S66: a catch-up window as whole seconds, from a timedelta, a duration such as "1h"
+    (the CLI's and the console's words) or a number of seconds (a stored definition); zero
+    and negative windows are refused, in one line naming the field."""
+    if isinstance(value, str):
+        from awa_tui.instants import parse_duration
+
+        value = parse_duration(value, "catchup_window")
+    seconds = check_seconds("catchup_window", value)
+    assert seconds is not None
+    return seconds
 
 
 def check_count(fname: str, value: object) -> int | None:
@@ -444,15 +468,26 @@ def row_fault(row: Mapping[str, Any]) -> str | None:
     return None
 
 
-def declare(registry: dict[str, Schedule], max_lateness: float, /, *args: Any, **kwargs: Any) -> Schedule:
+def declare(registry: dict[str, Schedule], max_lateness: int | None, /, *args: Any, **kwargs: Any) -> Schedule:
     """Build a schedule (`Schedule.build`'s parameters), validated at once, into a process's
     `registry`. `max_lateness` is the client's default: one other than the built-in one is
     stored with a schedule that declares none; the built-in one stays NULL (which means
     it), so upgrading rewrites no existing row."""
-    schedule = Schedule.build(*args, **kwargs)
-    if schedule.max_lateness is None and max_lateness != DEFAULT_MAX_LATENESS_S:
-        schedule = replace(schedule, max_lateness=max_lateness)
+    schedule = built(max_lateness, *args, **kwargs)
     if schedule.name in registry:
         raise ValidationError(f"name: schedule {schedule.name!r} is already registered in this process")
     registry[schedule.name] = schedule
+    return schedule
+
+
+def built(max_lateness: int | None, /, *args: Any, **kwargs: Any) -> Schedule:
+    """`Schedule.build`, with a client's default `max_lateness` as `declare` stores it (a
+    schedule made at run time gets the same, S64)."""
+    return with_default_lateness(Schedule.build(*args, **kwargs), max_lateness)
+
+
+def with_default_lateness(schedule: Schedule, max_lateness: int | None) -> Schedule:
+    """`schedule` with a client's default `max_lateness` when it declares none (see `declare`)."""
+    if schedule.max_lateness is None and max_lateness != DEFAULT_MAX_LATENESS_S:
+        return replace(schedule, max_lateness=max_lateness)
     return schedule

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from awa_tui.engine.errors import ValidationError
-from awa_tui.engine.errors import short_repr as _short
+from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.errors import short_repr as _short
 
 # A sane range: a date outside it is a typo (20266-12-25, 0026-12-25), never a holiday.
 MIN_DATE = date(1970, 1, 1)

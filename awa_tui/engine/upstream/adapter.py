@@ -30,12 +30,13 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from awa_tui.engine.core.db import ConnectionSource, connect, translate
+from awa_tui.engine.core.errors import Conflict, NotFound, SchemaError, ValidationError
+from awa_tui.engine.core.guards import check_operator, require_writable
+from awa_tui.engine.core.standby import ServerRole
 from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
-from awa_tui.engine.db import ConnectionSource, connect, translate
-from awa_tui.engine.errors import Conflict, NotFound, SchemaError, ValidationError
-from awa_tui.engine.operations.ops import check_operator, require_writable
-from awa_tui.engine.standby import ServerRole
-from awa_tui.engine.upstream.detect import detect_schema
+from awa_tui.engine.migrations.detect import detect_schema
+from awa_tui.engine.read.results import TriggeredJob
 from awa_tui.engine.upstream.models import (
     ActionOutcome,
     AuditEntry,
@@ -265,6 +266,12 @@ class UpstreamAdapter:
             assert self._caps is not None
             return self._caps
 
+    def info(self) -> SchemaInfo:
+        """The upstream schema found at the first connection (its version names refusals)."""
+        with self._conn():
+            assert self._info is not None
+            return self._info
+
     def audited(self) -> bool:
         """Whether actions are recorded (awa_tui_audit.audit_log exists; see init_audit)."""
         with self._conn() as conn:
@@ -355,7 +362,7 @@ class UpstreamAdapter:
             return self._now(conn, None)
 
     def server_role(self) -> ServerRole:
-        from awa_tui.engine.standby import server_role
+        from awa_tui.engine.core.standby import server_role
 
         with self._conn() as conn:
             return server_role(conn)
@@ -364,7 +371,7 @@ class UpstreamAdapter:
         """Why this session cannot pause, resume or trigger (one line), or None if it can."""
         if self.read_only:
             return "this client is read-only"
-        from awa_tui.engine.standby import server_where, standby_message
+        from awa_tui.engine.core.standby import server_where, standby_message
 
         with self._conn() as conn:
             row = conn.execute(WRITE_ACCESS_SQL).fetchone()
@@ -473,7 +480,8 @@ class UpstreamAdapter:
                 raise NotFound(f"unknown schedule {_short(name)}")
             job = conn.execute(
                 """
-                SELECT inserted.id, inserted.queue
+                SELECT inserted.id, inserted.queue, c.kind, now() AS created_at,
+                       c.metadata || jsonb_build_object('cron_name', c.name, 'triggered_manually', true) AS metadata
                 FROM awa.cron_jobs c
                 CROSS JOIN LATERAL awa.insert_job_compat(
                     c.kind, c.queue, c.args, 'available'::awa.job_state, c.priority, c.max_attempts, NULL,
@@ -485,8 +493,10 @@ class UpstreamAdapter:
             ).fetchone()
             assert job is not None
             audit_id = _audit(conn, operator, "trigger", name, None, {"job_id": job["id"]})
+        made = TriggeredJob(id=job["id"], kind=job["kind"], queue=job["queue"], state="available",
+                            metadata=job["metadata"], created_at=job["created_at"])
         return ActionOutcome("trigger", name, f"triggered schedule {name!r}: job {job['id']} on queue {job['queue']!r}",
-                             audit_id is not None, audit_id, job_id=job["id"])
+                             audit_id is not None, audit_id, job_id=job["id"], job=made)
 
     def queue_pause(self, queue: str, operator: str) -> ActionOutcome:
         """awa.queue_meta.paused = true: upstream's workers claim nothing from the queue."""

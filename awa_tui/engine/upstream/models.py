@@ -11,18 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from awa_tui.engine.read.models import CronDefinition
-
-SchemaKind = Literal["awa-tui", "upstream", "none"]
-
-
-@dataclass(frozen=True)
-class SchemaInfo:
-    """What owns the `awa` schema of a database, read from its own version table."""
-
-    kind: SchemaKind
-    version: int | None  # the newest migration recorded; None when there is no schema
-    detail: str  # one line, for headers and error messages
+from awa_tui.engine.migrations.detect import SchemaInfo as SchemaInfo
+from awa_tui.engine.migrations.detect import SchemaKind as SchemaKind
+from awa_tui.engine.read.fleet import QueueRow, RuntimeRow
+from awa_tui.engine.read.models import CronDefinition, Fire, ScheduleInfo, ScheduleRow
+from awa_tui.engine.read.results import QueueState, ScheduleState, TriggeredJob
 
 
 @dataclass(frozen=True)
@@ -131,6 +124,7 @@ class ActionOutcome:
     audited: bool
     audit_id: int | None = None
     job_id: int | None = None
+    job: TriggeredJob | None = None  # the job a trigger wrote, as it wrote it
 
 
 @dataclass(frozen=True)
@@ -143,3 +137,68 @@ class AuditEntry:
     before: object
     after: object
     detail: object
+
+
+# --- upstream rows as awa-tui's own read models --------------------------------------------------
+# What the console and the CLI read is awa-tui's own read model (engine/read/models.py); these
+# subclasses only add what upstream mode says besides, so `--json` keeps the keys scripts read
+# in upstream mode (next_fire_mark, problem, audited...). kw_only: the base models end in defaults.
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamScheduleRow(ScheduleRow):
+    next_fire_mark: str | None  # "gap" | "fold" when DST moved or de-duplicated the next fire
+    problem: str | None  # why next_fire_at is None (an expression awa-tui cannot evaluate)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamScheduleInfo(ScheduleInfo):
+    next_fire_mark: str | None
+    problem: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamFireRow(Fire):
+    finalized_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamQueueRow(QueueRow):
+    scheduled: int  # scheduled + retryable: waiting for their run_at
+    failed: int
+    completed: int  # terminal completed rows upstream still keeps
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamRuntimeRow(RuntimeRow):
+    shutting_down: bool
+    storage_capability: str | None
+    queues: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamScheduleState(ScheduleState):
+    """A schedule after pause / resume, with its `cron list` columns."""
+
+    state: str
+    queue_paused: bool
+    next_fire_at: datetime | None
+    next_fire_mark: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    problem: str | None
+    audited: bool  # whether awa-tui's audit trail (`db init-audit`) recorded the action
+    audit_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamTriggeredJob(TriggeredJob):
+    name: str
+    audited: bool  # whether awa-tui's audit trail (`db init-audit`) recorded the action
+    audit_id: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamQueueState(QueueState):
+    audited: bool  # whether awa-tui's audit trail (`db init-audit`) recorded the action
+    audit_id: int | None

@@ -17,7 +17,7 @@ from textual import events
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from awa_tui.engine.read.backend import ConsoleBackend
+from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.tui import actions, filtering
 from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested, SortMenuRequested
 from awa_tui.tui.operations import NotPossible
@@ -127,7 +127,8 @@ class Panel(Vertical, Generic[Row]):
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
-        self.sort_by_column(event.column_key.value)
+        if event.column_key.value is not None:
+            self.sort_by_column(event.column_key.value)
 
     def action_copy(self) -> None:
         key = self.table.selected_key

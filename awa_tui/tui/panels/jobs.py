@@ -1,7 +1,8 @@
 """Jobs: the newest jobs, fired and triggered, with their state, attempts and last error
-(issue 13: "why did this job fail?"). Filtered by the engine (the jobs grammar of
+(S39: "why did this job fail?"). Filtered by the engine (the jobs grammar of
 docs/keys.md compiled to SQL), so a filter searches every job, not just the loaded page;
-moving onto the last row loads the next, older page.
+moving onto the last row loads the next, older page. G reads the last page (the oldest
+jobs) at once, however many there are; g goes back to the newest.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.engine.ledger.jobs import MAX_LIMIT
 from awa_tui.engine.ledger.models import JobsPage, JobSummary
-from awa_tui.engine.read.backend import ConsoleBackend
 from awa_tui.filters import FilterError, parse
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions, operations
@@ -73,6 +74,8 @@ def summary(job: JobSummary) -> Text:
                 f"of {job.max_attempts}")
     if job.manual:
         text.append(f" · triggered by hand by {job.triggered_by or '?'} at {utc(job.created_at)}")
+    elif job.source == "enqueued":
+        text.append(f" · enqueued by the application at {utc(job.created_at)}, to run at {utc(job.run_at)}")
     else:
         text.append(f" · fired for {utc(job.fire_time)}, {seconds_text(lateness_s(job))} late")
     text.append(f" · queue {job.queue}")
@@ -93,6 +96,16 @@ class JobsPanel(Panel[JobSummary]):
         super().__init__()
         self.limit = PAGE
         self.page: JobsPage | None = None
+        # Bumped when the filter changes; a page read under an older filter never moves the
+        # cursor. The first page of a new filter puts it on the newest job (v then enter
+        # opens the schedule's latest run), and an enter pressed before that page arrived
+        # waits for it instead of opening a job of the old list.
+        self.filter_generation = 0
+        self.shown_generation = 0
+        self.open_when_shown = False
+        # G: the oldest page is shown (the end of the list), not the newest; g: back to the first row of the newest.
+        self.tail = False
+        self.to_start = False
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -106,25 +119,47 @@ class JobsPanel(Panel[JobSummary]):
 
     def work(self) -> Work:
         bar = self.filter_bar
-        where, limit = (bar.where if bar is not None else None), self.limit
+        where, limit, generation = (bar.where if bar is not None else None), self.limit, self.filter_generation
+        tail = self.tail
+        limit = PAGE if tail else limit
 
-        def fetch(client: ConsoleBackend, now: datetime | None) -> JobsPage:
-            return client.jobs_page(where, limit=limit, now=now)
+        def fetch(client: ConsoleBackend, now: datetime | None) -> tuple[int, JobsPage]:
+            return generation, client.reads.jobs_page(where, limit=limit, now=now, oldest=tail)
 
         return fetch
 
-    def show(self, data: JobsPage, now: datetime) -> None:
+    def show(self, fetched: tuple[int, JobsPage], now: datetime) -> None:
+        generation, data = fetched
+        if generation < self.filter_generation or data.oldest != self.tail:
+            return  # read under the previous filter, or before G / g: the next refresh brings this one's
         self.now = now
         self.page = data
         # Keyed by the job id (the table's first column); the values stay the real rows.
         self.rows = {str(job.id): job for job in data.rows}
         failed = sum(1 for job in data.rows if job.result == "failed")
-        title = Text.assemble(("Jobs ", "bold"), f"{len(data.rows):,} newest · {failed} FAILED shown")
-        if data.more:
-            title.append(" · end of list loads more")
+        if data.oldest:
+            title = Text.assemble(("Jobs ", "bold"), f"{len(data.rows):,} oldest · {failed} FAILED shown")
+            title.append(" · the end of the list; g: the newest" if data.more else " · all shown")
+        else:
+            title = Text.assemble(("Jobs ", "bold"), f"{len(data.rows):,} newest · {failed} FAILED shown")
+            if data.more:
+                title.append(" · end of list loads more, G the oldest")
         self.title_line(title.append_text(self.filter_note()))
         self.table.sync([(key, cells(printable_row(job))) for key, job in self.rows.items()])
+        if generation != self.shown_generation or self.to_start:
+            self.shown_generation, self.to_start = generation, False
+            if data.rows:  # newest first: the first row is the newest job
+                self.table.move_cursor(row=self.table.get_row_index(str(data.rows[0].id)), animate=False)
+            if self.open_when_shown:
+                self.open_when_shown = False
+                self.action_details()
         self._summary()
+
+    def _filter_changed(self) -> None:
+        self.limit = PAGE
+        self.tail = False
+        self.table.to_end = False
+        self.filter_generation += 1
 
     def apply_filter(self, text: str) -> None:
         """Filter by `text` (v on a schedule brings its jobs here)."""
@@ -136,11 +171,11 @@ class JobsPanel(Panel[JobSummary]):
             bar.where, bar.error = None, str(exc)
         bar.value = text
         bar.display = bool(text)
-        self.limit = PAGE
+        self._filter_changed()
         self.table.focus()
 
     def on_filter_bar_filter_changed(self, message: FilterBar.FilterChanged) -> None:
-        self.limit = PAGE
+        self._filter_changed()
         super().on_filter_bar_filter_changed(message)
 
     def _summary(self) -> None:
@@ -156,8 +191,21 @@ class JobsPanel(Panel[JobSummary]):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
+        if self.tail or self.table.to_end:
+            return  # the end of the list is shown, or G is reading it (_edge)
         if at_end and self.page is not None and self.page.more and self.limit <= len(self.rows) < MAX_LIMIT:
             self.limit = min(self.limit + PAGE, MAX_LIMIT)  # the engine reads at most MAX_LIMIT at once
+            self.post_message(RefreshRequested())
+
+    @on(KeyedTable.EdgeRequested, "#jobs-table")
+    def _edge(self, event: KeyedTable.EdgeRequested) -> None:
+        """G with older jobs beyond the loaded ones: the last page is read (never every job
+        in between); g from that page: the newest page again, cursor on its first row."""
+        if event.last and not self.tail and self.page is not None and self.page.more:
+            self.tail = True
+            self.post_message(RefreshRequested())
+        elif not event.last and self.tail:
+            self.tail, self.limit, self.to_start = False, PAGE, True
             self.post_message(RefreshRequested())
 
     @on(DataTable.RowSelected, "#jobs-table")
@@ -168,6 +216,9 @@ class JobsPanel(Panel[JobSummary]):
         return "job id", key
 
     def action_details(self) -> None:
+        if self.shown_generation != self.filter_generation:
+            self.open_when_shown = True  # the rows shown are the old filter's
+            return
         job = self.selected_row()
         if job is not None:
             self.post_message(JobDetailRequested(job.id))
@@ -177,7 +228,7 @@ class JobsPanel(Panel[JobSummary]):
         if job is None:
             return
         if job.schedule is None:
-            self.notify(f"job {job.id} has no schedule (enqueued by hand)", markup=False, timeout=3)
+            self.notify(f"job {job.id} has no schedule (enqueued by the application)", markup=False, timeout=3)
         else:
             self.post_message(DetailRequested(job.schedule))
 

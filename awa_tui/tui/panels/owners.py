@@ -49,8 +49,8 @@ def manifest_text(row: OwnerSummary) -> str:
 
 def grace_text(row: OwnerSummary) -> str:
     remaining, required = row.grace_remaining_s, row.grace_required_s
-    if remaining is None:
-        return "-"
+    if remaining is None or not row.pending.retirements:
+        return "-"  # nothing would be retired: no clock to watch
     if remaining <= 0:
         return "met"
     return f"{span_precise(remaining)} left" if required else "-"
@@ -95,7 +95,7 @@ class OwnersPanel(Panel[OwnerSummary]):
     def on_mount(self) -> None:
         self.title_line("Owners: loading…")
     def work(self) -> Work:
-        return lambda client, now: client.list_owners(now=now)
+        return lambda client, now: client.reads.list_owners(now=now)
 
     def show(self, data: list[OwnerSummary], now: datetime) -> None:
         self.now = now

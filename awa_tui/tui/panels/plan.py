@@ -106,7 +106,7 @@ class PlanPanel(Panel[OwnerPlan]):
         self.title_line("Plan: loading…")
 
     def work(self) -> Work:
-        return lambda client, now: client.plan(now=now)
+        return lambda client, now: client.reads.plan(now=now)
 
     def show(self, data: list[OwnerPlan], now: datetime) -> None:
         # Names, messages and changed values come from the database: escaped for display.

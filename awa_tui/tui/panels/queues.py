@@ -58,7 +58,7 @@ class QueuesPanel(Panel[QueueRow]):
         self.title_line("Queues: loading…")
 
     def work(self) -> Work:
-        return lambda client, now: client.list_queues()
+        return lambda client, now: client.reads.list_queues()
 
     def show(self, data: list[QueueRow], now: datetime) -> None:
         self.now = now

@@ -10,7 +10,7 @@ killed with -9 keeps that flag in its row for a whole freshness window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rich.console import Group
 from rich.table import Table
@@ -19,11 +19,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from awa_tui.engine.read.fleet import Leadership, describe
 from awa_tui.engine.read.models import RuntimeRow
-from awa_tui.engine.runtime.leader import Leadership
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions
-from awa_tui.tui.formatting import relative, span, utc
+from awa_tui.tui.formatting import relative, span, span_precise, utc
 from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
@@ -52,17 +52,20 @@ class RuntimesView:
     rows: list[RuntimeRow]
     leadership: Leadership
     own_instance: str | None = None  # this console's in-process runtime (--lead), marked in ROLE
+    own_refusal: str | None = None  # why that runtime never competes for leadership (client.runtime.leader_refusal)
 
 
-def attention(leadership: Leadership) -> str | None:
-    """The cluster-level problem an operator must see on every panel, if any."""
+def attention(leadership: Leadership, own_refusal: str | None = None) -> str | None:
+    """The cluster-level problem an operator must see on every panel, if any. `own_refusal`:
+    this console's engine refuses to lead, so it is not the runtime that will take over."""
+    not_us = f"; not this console, which refuses to lead ({own_refusal})" if own_refusal else ""
     if not leadership.held:
-        return "no live leader: nothing fires until a runtime takes the leader lock"
+        return f"no live leader: nothing fires until a runtime takes the leader lock{not_us}"
     if leadership.stalled:
         left = leadership.lease_left_s
         since = f" {span(left)} ago" if left is not None else ""
         return (f"leader STALLED: {leadership.holder()} holds the lock but its lease expired{since}; "
-                "nothing fires until a standby deposes it")
+                f"nothing fires until a standby deposes it{not_us}")
     return None
 
 
@@ -84,14 +87,32 @@ def blocked_text(row: RuntimeRow) -> str | None:
     text = f"last pass TIMED OUT at {utc(newest.at)} after {newest.duration_ms / 1000:.1f} s"
     if not newest.blockers:
         return text
-    return text + "; blocked by " + "; ".join(
-        f"session {b.pid} ({b.application or 'no application name'}, {b.state or 'unknown'}) "
-        f"holding {b.waited_for or 'a lock'}: {b.query or '(no statement)'}" for b in newest.blockers)
+    return text + "; blocked by " + describe(newest.blockers)
 
 
-def state_text(row: RuntimeRow) -> str:
+# A runtime snapshots every snapshot_interval (10 s unless configured): past 1.5 of them
+# plus a margin its heartbeat stopped (killed -9, frozen, cut off), long before its row
+# stops being fresh (3 intervals, at least 30 s).
+DEFAULT_SNAPSHOT_INTERVAL = timedelta(seconds=10)
+SILENT_MARGIN = timedelta(seconds=2)
+
+
+def silent_for(row: RuntimeRow, now: datetime) -> timedelta | None:
+    """How long a still-fresh runtime has said nothing, once that is past its heartbeat."""
+    if row.stopped_at is not None or not row.fresh or row.last_seen_at is None:
+        return None
+    interval = row.snapshot_interval if row.snapshot_interval and row.snapshot_interval > timedelta(0) \
+        else DEFAULT_SNAPSHOT_INTERVAL
+    quiet = now - row.last_seen_at
+    return quiet if quiet > interval * 1.5 + SILENT_MARGIN else None
+
+
+def state_text(row: RuntimeRow, now: datetime) -> str:
     if row.stopped_at is not None:
         return "stopped"
+    quiet = silent_for(row, now)
+    if quiet is not None:
+        return f"SILENT {span_precise(quiet.total_seconds())}"
     return "fresh" if row.fresh else "STALE"
 
 
@@ -104,7 +125,7 @@ def cells(row: RuntimeRow, now: datetime) -> tuple[Text, ...]:
     return (
         cell(str(row.instance_id)),
         cell(ROLES.get(role, role), "" if role == "follower" else "bold"),
-        cell(state_text(row), "" if row.fresh else "bold"),
+        cell(state_text(row, now), "" if row.fresh and silent_for(row, now) is None else "bold"),
         cell(relative(row.last_seen_at, now)),
         cell(row.hostname),
         cell(row.pid),
@@ -116,15 +137,20 @@ def cells(row: RuntimeRow, now: datetime) -> tuple[Text, ...]:
     )
 
 
-def runtime_text(row: RuntimeRow, now: datetime) -> Table:
-    """A runtime's snapshot in full (escaped row): what the narrow columns cut."""
+def runtime_text(row: RuntimeRow, now: datetime, refusal: str | None = None) -> Table:
+    """A runtime's snapshot in full (escaped row): what the narrow columns cut. `refusal`:
+    why this console's own runtime never competes for leadership."""
     interval = row.snapshot_interval
+    if refusal:
+        role = f"refused: {refusal}; it never competes for the leader lock (give it a direct leader connection)"
+    elif row.lease_expires_at:
+        role = f"{ROLES.get(row.role, row.role)} (lease until {utc(row.lease_expires_at)})"
+    else:
+        role = ROLES.get(row.role, str(row.role))
     return facts([
         ("instance", str(row.instance_id)),
-        ("role", f"{ROLES.get(row.role, row.role)} (lease until "
-                 f"{utc(row.lease_expires_at)})" if row.lease_expires_at else
-         ROLES.get(row.role, str(row.role))),
-        ("state", f"{state_text(row)}; last seen {utc(row.last_seen_at)} ({relative(row.last_seen_at, now)})"),
+        ("role", role),
+        ("state", f"{state_text(row, now)}; last seen {utc(row.last_seen_at)} ({relative(row.last_seen_at, now)})"),
         ("host", f"{row.hostname} pid {row.pid}"),
         ("version", f"{row.version} (protocol {row.protocol_version})"),
         ("owner", f"{row.owner or '- (none)'}{' authoritative' if row.authoritative else ''}"),
@@ -153,9 +179,9 @@ def passes_table(row: RuntimeRow, now: datetime) -> Table | Text | Group:
     return Group(table, Text(blocked, style="bold"))
 
 
-def runtime_page(row: RuntimeRow, now: datetime) -> Group:
+def runtime_page(row: RuntimeRow, now: datetime, refusal: str | None = None) -> Group:
     """Enter on a runtime: its snapshot in full, then its last passes (escaped row)."""
-    return Group(runtime_text(row, now), Text.assemble("\n", ("Last passes", "bold underline")),
+    return Group(runtime_text(row, now, refusal), Text.assemble("\n", ("Last passes", "bold underline")),
                  passes_table(row, now))
 
 
@@ -163,6 +189,8 @@ class RuntimesPanel(Panel):
     panel_id = "runtimes"
     title = "Runtimes"
     BINDINGS = actions.bindings("runtimes")
+    own_instance: str | None = None  # from the last RuntimesView: enter's page says the refusal
+    own_refusal: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -179,10 +207,15 @@ class RuntimesPanel(Panel):
         rows = data.rows
         fresh = sum(1 for r in rows if r.fresh)
         title = Text.assemble(("Runtimes ", "bold"), f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}")
+        silent = sum(1 for r in rows if silent_for(r, now) is not None)
+        if silent:
+            title.append(f" · {silent} SILENT", style="bold")
         # The leader's passes give up on a lock: who holds it, on the panel's first line.
         blocked = next((blocked_text(printable_row(r)) for r in rows if r.role == "leader"), None)
         if blocked:
             title.append(f" · {blocked}", style="bold")
+        if data.own_refusal:
+            title.append(f" · this console refuses to lead: {data.own_refusal}", style="bold")
         self.title_line(title.append_text(self.filter_note()))
         # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
         # live before stopped, then by host, pid and id.
@@ -190,8 +223,9 @@ class RuntimesPanel(Panel):
                                                              r.pid or 0, str(r.instance_id)))
         self.now = now
         self.rows = {str(r.instance_id): r for r in ordered}
+        self.own_instance, self.own_refusal = data.own_instance, data.own_refusal
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r.instance_id), self._marked(cells(printable_row(r), now), r, data.own_instance))
+        self.table.sync([(str(r.instance_id), self._marked(cells(printable_row(r), now), r, data))
                          for r in ordered])
 
     def copy_value(self, key: str) -> tuple[str, str]:
@@ -205,14 +239,16 @@ class RuntimesPanel(Panel):
         """Enter: the runtime in full (identity, manifest, lease, its last reported health)."""
         row = self.selected_row()
         if row is not None and self.now is not None:
+            refusal = self.own_refusal if str(row.instance_id) == self.own_instance else None
             self.post_message(InfoRequested(f"Runtime {row.instance_id}", runtime_page(printable_row(row),
-                                                                                          self.now)))
+                                                                                          self.now, refusal)))
 
     @staticmethod
-    def _marked(made: tuple[Text, ...], row: RuntimeRow, own: str | None) -> tuple[Text, ...]:
-        """The ROLE of this console's own runtime says so (only under --lead)."""
-        if own is None or str(row.instance_id) != own:
+    def _marked(made: tuple[Text, ...], row: RuntimeRow, view: RuntimesView) -> tuple[Text, ...]:
+        """The ROLE of this console's own runtime says so (only under --lead), and that it
+        refuses to lead when it does (its snapshot only says follower)."""
+        if view.own_instance is None or str(row.instance_id) != view.own_instance:
             return made
-        role = made[1].copy()
+        role = cell("refused", "bold") if view.own_refusal else made[1].copy()
         role.append(" (this)", style="bold")  # this console's runtime
         return (made[0], role, *made[2:])

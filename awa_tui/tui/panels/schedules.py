@@ -17,10 +17,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Input, Static
 
+from awa_tui.engine.backend.protocol import ConsoleBackend
+from awa_tui.engine.core.limits import DEFAULT_MAX_LATENESS_S
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
-from awa_tui.engine.read.backend import ConsoleBackend
-from awa_tui.engine.read.models import AnySchedule, SchedulePage, SchedulePageRow
+from awa_tui.engine.read.models import AnySchedule, SchedulePage, SchedulePageRow, overdue_s
 from awa_tui.filters import Filter, FilterError, Term, parse
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
@@ -31,6 +32,7 @@ from awa_tui.tui.formatting import (
     relative,
     result_text,
     short_utc,
+    span_precise,
     state_by,
     state_text,
     state_word,
@@ -42,11 +44,14 @@ from awa_tui.tui.messages import (
     JobsFilterRequested,
     RefreshRequested,
     ScheduleActions,
+    ScheduleFormRequested,
     SortMenuRequested,
     request_operation,
 )
+from awa_tui.tui.operations import RUN_TIME, ScheduleForm, create_schedule
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import bulk_operation
+from awa_tui.tui.widgets.filter_bar import take_keys
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
@@ -69,6 +74,7 @@ COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line
     Column("owner", "OWNER", 12, priority=8),
     Column("queue", "QUEUE", 14, priority=9),
     Column("by", "PAUSED/RETIRED BY", 26, priority=13),
+    Column("made", "MADE", 8, priority=14),  # S64: "code" or "run time" (how it is changed: e)
 )
 
 
@@ -80,7 +86,7 @@ def state_cell(row: SchedulePageRow) -> Text:
         if row.state != "active":
             text.append(", ")
             text.append(state_word(row.state), style=style)
-    elif row.overridden and row.state == "active":  # issue 16: "active" would not fit beside it
+    elif row.overridden and row.state == "active":  # S49: "active" would not fit beside it
         text = cell("OVERRIDDEN", "bold magenta")
     else:
         text = cell(state_word(row.state), style)
@@ -98,9 +104,26 @@ HEALTH_STYLES = {"broken": "bold red", "failing": "bold red", "missed": "bold re
                  "ok": "green"}
 
 
-def health_cell(row: SchedulePageRow) -> Text:
-    word = row.health or "-"  # "-": the leader has not judged it yet
-    return cell(word.upper() if word in UNHEALTHY else word, HEALTH_STYLES.get(word, "dim"))
+def _health_live(value: tuple[str | None, str, datetime | None, bool, int | None], now: datetime) -> str:
+    """The leader's word, or LATE when its due fire waited past the schedule's lateness
+    bound: a stalled leader (or none) judges nothing, and its last word was ok."""
+    health, state, at, due, max_lateness = value
+    waited = overdue_s(state, at, due, now)
+    bound = DEFAULT_MAX_LATENESS_S if max_lateness is None else max_lateness
+    if waited is not None and waited > bound and health in (None, "ok"):
+        return "LATE"
+    word = health or "-"  # "-": the leader has not judged it yet
+    return word.upper() if word in UNHEALTHY else word
+
+
+class HealthCell(LiveCell):
+    """HEALTH, styled by its word (which the clock can turn to LATE between two reads)."""
+
+    __slots__ = ()
+
+    def text(self) -> Text:
+        word = self.plain
+        return cell(word, HEALTH_STYLES.get(word.lower(), "dim"))
 
 
 def attention_text(page: SchedulePage) -> Text | None:
@@ -121,7 +144,7 @@ def attention_text(page: SchedulePage) -> Text | None:
         text.append(f" (+{others:,} more: filter health:…)")
     return text
 def cron_text(row: AnySchedule) -> str:
-    """The expression fired from, and beside it the written one when it uses H (issue 16)."""
+    """The expression fired from, and beside it the written one when it uses H (S48)."""
     return f"{row.cron_expr} (= {row.cron_written})" if row.cron_written else row.cron_expr
 
 
@@ -148,7 +171,10 @@ def _next_live(value: tuple[str, datetime | None, bool], now: datetime) -> str:
     if state == "retired" or at is None:
         return "-"
     if due:
-        return "on resume" if state == "paused" else "due now"
+        if state == "paused":
+            return "on resume"
+        waited = overdue_s(state, at, due, now)
+        return "due now" if waited is None else f"overdue {span_precise(waited)}"
     text = relative(at, now)
     return f"{text} if resumed" if state == "paused" else text
 
@@ -170,13 +196,14 @@ SIGNATURE = attrgetter(
     "health",
     "finished_at",
     "cron_written", "overridden",
-    "last_result", "fails_24h", "outcomes",
+    "last_result", "fails_24h", "outcomes", "origin",
 )
 
 
 # Columns a backend feature provides (engine/read/backend.FEATURES): upstream mode has no
 # health judgement and no fire ledger, so it shows neither rather than blanks.
-COLUMN_NEEDS = {"health": "health", "result": "ledger", "fails": "ledger", "strip": "ledger"}
+COLUMN_NEEDS = {"health": "health", "result": "ledger", "fails": "ledger", "strip": "ledger",
+                "made": "runtime_schedules"}
 
 
 def shown_columns(features: frozenset[str]) -> tuple[int, ...]:
@@ -190,7 +217,7 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         cell(row.name),
         state_cell(row),
         LiveCell((row.state, row.next_fire, row.next_fire_due), _next_live, clock),
-        health_cell(row),
+        HealthCell((row.health, row.state, row.next_fire, row.next_fire_due, row.max_lateness), _health_live, clock),
         result_text(row.last_result),
         cell(f"{row.fails_24h:,}", "bold red" if row.fails_24h else ""),
         cell(outcome_strip(row.outcomes)),
@@ -204,6 +231,7 @@ def cells(row: SchedulePageRow, clock: Clock) -> tuple[Any, ...]:
         cell(row.owner or "-"),
         cell(row.queue),
         LiveCell(who, _who_live, clock),
+        cell("run time" if row.origin == RUN_TIME else "code"),
     )
 
 
@@ -218,6 +246,8 @@ def summary(row: SchedulePageRow, now: datetime, *, ledger: bool = True) -> Text
         text.append("BROKEN", style="bold")
         text.append(f" ({row.fault}): skipped until repaired")
     text.append(f" · {cron_text(row)} ({describe(row.cron_expr)}) {row.timezone}")
+    if row.origin == RUN_TIME:  # S64: e edits it in the schedule form (code's: an override)
+        text.append(" · made at run time")
     if row.overridden:
         text.append(" · ")
         text.append(overridden_text(row), style="bold")
@@ -269,7 +299,11 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.clock = Clock()
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
         # Shown name -> real row when selected: bulk actions act on these (names, re-checked by the engine).
-        self.selected: dict[str, dict[str, Any]] = {}
+        self.selected: dict[str, SchedulePageRow] = {}
+        # G: the last page of the order is shown (the end of the list), not the first; g:
+        # back to the first page, cursor on its first row.
+        self.tail = False
+        self.to_start = False
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
@@ -289,18 +323,21 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     # --- data -----------------------------------------------------------------------------
 
     def work(self) -> Work:
-        where, sort, descending, limit = self.where, self.sort, self.descending, self.limit
+        where, sort, descending, limit, tail = self.where, self.sort, self.descending, self.limit, self.tail
+        limit = self.page_size if tail else limit
         # The first page comes without its counts, which at a million rows are a scan of the
-        # table and most of the fetch (issue 18): the rows show first, the counts a refresh later.
+        # table and most of the fetch: the rows show first, the counts a refresh later.
         counts = self.counts is not None
 
         def fetch(client: ConsoleBackend, now: datetime | None) -> SchedulePage:
-            return client.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where,
-                                        counts=counts)
+            return client.reads.schedule_page(None, sort=sort, descending=descending, limit=limit, now=now, where=where,
+                                        counts=counts, from_end=tail)
 
         return fetch
 
     def show(self, data: SchedulePage, now: datetime) -> None:
+        if data.from_end != self.tail:
+            return  # read before G or g: the read they asked for follows
         moved = now != self.now
         self.now = self.clock.now = now
         # Keyed by the shown name (the table's first column is its row key); the values stay
@@ -312,6 +349,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if moved and not table.last_sync_stats["updated"] and not table.last_sync_stats["added"]:
             table.tick()  # relative times of the visible rows
         self._cells = {name: self._cells[name] for name in self.rows}
+        if self.to_start:  # g from the last page: the first row of the first
+            self.to_start = False
+            table.move_cursor(row=0, animate=False)
         self._title()
         self._attention()
         self._summary()
@@ -319,9 +359,10 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             self.post_message(RefreshRequested())  # the counts, now
 
     def _more_matching(self) -> bool:
-        """More schedules match than the page holds (unknown until counted: no)."""
+        """More schedules match than the page holds (unknown until counted: no); on the last
+        page (G) none beyond it."""
         matched = self.counts.matched if self.counts else None
-        return matched is not None and len(self.rows) < matched
+        return matched is not None and len(self.rows) < matched and not self.tail
 
     def _attention(self) -> None:
         assert self.counts is not None
@@ -357,6 +398,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         text.append("Schedules ", style="bold")
         if c.total is None or c.matched is None:
             text.append(f"{len(self.rows):,} · counting…")
+        elif self.tail:
+            text.append(f"the last {len(self.rows):,} of {c.matched:,}")
         elif self.filter_text:
             text.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
         else:
@@ -375,6 +418,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             lifecycle = "lifecycle" in self.console.features  # not upstream
             retired = f" · {c.retired:,} RETIRED" if lifecycle and c.retired is not None else ""
             text.append(f" · {c.paused:,} PAUSED{retired}")
+        if c.overdue:  # whoever judges health: fires nobody made (a stalled or absent leader)
+            text.append(" · ")
+            text.append(f"{c.overdue:,} OVERDUE", style="bold yellow")
         for health in UNHEALTHY:  # S42: worst first, only those there are
             if c.unhealthy.get(health):
                 text.append(" · ")
@@ -382,7 +428,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         text.append(f" · sort {self.sort}")
         text.append(" ↓" if self.descending else " ↑")
         if self._more_matching():
-            text.append(" · end of list loads more")
+            text.append(" · end of list loads more, G the last")
+        elif self.tail and c.matched is not None and len(self.rows) < c.matched:
+            text.append(" · the end of the list; g: the first")
         self.title_line(text)
 
     def _summary(self) -> None:
@@ -397,8 +445,21 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._summary()
         at_end = event.cursor_row >= self.table.row_count - 1
+        if self.table.to_end:
+            return  # G reads the last page instead (_edge)
         if at_end and self._more_matching() and self.limit <= len(self.rows):
             self.limit += self.page_size
+            self.post_message(RefreshRequested())
+
+    @on(KeyedTable.EdgeRequested, "#schedules-table")
+    def _edge(self, event: KeyedTable.EdgeRequested) -> None:
+        """G with more matching rows than loaded: the last page of the order is read (one
+        page, not every row between); g from there: the first page again."""
+        if event.last and self._more_matching():
+            self.tail = True
+            self.post_message(RefreshRequested())
+        elif not event.last and self.tail:
+            self.tail, self.limit, self.to_start = False, self.page_size, True
             self.post_message(RefreshRequested())
 
     @on(DataTable.RowSelected, "#schedules-table")
@@ -409,9 +470,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
-        box.display = True
+        take_keys(box)
         box.value = self.filter_text
-        box.focus()
 
     def apply_filter(self, text: str) -> None:
         """Filter by `text` (enter on an owner or a queue brings its schedules here)."""
@@ -434,7 +494,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
                 self._title()
             return
         self.filter_text, self.where, self.filter_error = text, where or None, None
-        self.limit = self.page_size
+        self.limit, self.tail = self.page_size, False
+        self.table.to_end = False
         self.post_message(RefreshRequested(soon=True))
 
     @on(Input.Submitted, "#filter")
@@ -456,6 +517,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             box.value = ""
             box.display = False
             self.filter_text, self.where, self.filter_error = "", None, None
+            self.tail = False
             self.table.focus()
             self.post_message(RefreshRequested())
 
@@ -469,7 +531,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             self.descending = not self.descending
         else:
             self.sort, self.descending = key, False
-        self.limit = self.page_size
+        self.limit, self.tail = self.page_size, False
         self.table.mark_sort(self.sort, self.descending)
         self.post_message(RefreshRequested())
 
@@ -480,11 +542,11 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def action_cycle_sort(self) -> None:
         self.sort = SORTS[(SORTS.index(self.sort) + 1) % len(SORTS)]
-        self.limit = self.page_size
+        self.limit, self.tail = self.page_size, False
         self.post_message(RefreshRequested())
 
     def action_reverse_sort(self) -> None:
-        self.descending = not self.descending
+        self.descending, self.tail = not self.descending, False
         self.table.mark_sort(self.sort, self.descending)
         self.post_message(RefreshRequested())
 
@@ -505,8 +567,13 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.table.action_cursor_down()  # space, space, space selects a run of rows
 
     def action_select_all(self) -> None:
-        self.selected = dict(self.rows)
+        # Added to what is selected (a second filter's rows join the first's); esc clears.
+        before = len(self.selected)
+        self.selected.update(self.rows)
         self._reshow()
+        if before:
+            self.notify(f"{len(self.selected):,} selected: {len(self.selected) - before:,} added to the {before:,} "
+                        "already selected (esc clears)", markup=False, timeout=4)
         if self.counts and self._more_matching():
             self.notify(f"selected the {len(self.rows):,} loaded of {self.counts.matched:,} matching; "
                         "go to the end of the list to load more", markup=False, timeout=6)
@@ -555,6 +622,15 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         row = self.selected_row()
         if row is not None:
             self.post_message(DetailRequested(row.name))
+
+    def action_new_schedule(self) -> None:
+        """n: the schedule form, then the usual confirmation (S64)."""
+
+        def filled(form: ScheduleForm | None) -> None:
+            if form is not None:
+                request_operation(self, lambda: create_schedule(form), self.after_operation)
+
+        self.post_message(ScheduleFormRequested(None, filled))
 
     def action_show_jobs(self) -> None:
         """v: the schedule's jobs (the jobs panel, filtered by schedule:NAME)."""

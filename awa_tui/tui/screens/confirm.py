@@ -4,17 +4,20 @@ consequence; a retire asks to type the name; adopt/transfer asks for the owner."
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.printable import printable
-from awa_tui.tui.operations import Operation
+from awa_tui.tui.operations import Choice, Operation
 from awa_tui.tui.screens.dialog import YesNoDialog
 
 
@@ -39,8 +42,11 @@ class ConfirmScreen(YesNoDialog[str]):
     def __init__(self, title: str, verb: str, details: list[tuple[str, str]], *,
                  type_to_confirm: str | None = None, ask: str | None = None,
                  suggestions: tuple[str, ...] = (), declared_owners: frozenset[str] | None = None,
-                 note: Text | None = None) -> None:
+                 note: Text | None = None, listed: tuple[str, ...] = (), choices: tuple[Choice, ...] = ()) -> None:
         super().__init__()
+        self.choices = choices  # optional values offered besides yes and no (a pause's end and reason)
+        self.chosen: dict[str, Any] = {}  # their values, read when confirmed (None: left empty)
+        self.listed = tuple(printable(name) for name in listed)  # every target, when the facts name a few
         # Owners some running runtime declares (a manifest): a typed owner outside it is said.
         self.declared_owners = declared_owners
         self.note = note  # a fact computed before asking (what a resume would fire)
@@ -65,8 +71,16 @@ class ConfirmScreen(YesNoDialog[str]):
             [("Target", op.target), ("Database", database), ("Operator", operator), ("Consequence", op.consequence),
              *audit],
             type_to_confirm=op.type_to_confirm, ask=op.ask, suggestions=op.suggestions,
-            declared_owners=declared_owners if op.asks_owner else None, note=note,
+            declared_owners=declared_owners if op.asks_owner else None, note=note, listed=op.listed,
+            choices=op.choices,
         )
+
+    def show_note(self, note: Text) -> None:
+        """A newer reading of the fact (a resume's preview moves with the clock)."""
+        self.note = note
+        notes = self.query("#dialog-note")
+        if notes:
+            notes.first(Static).update(note)
 
     @property
     def needs_input(self) -> bool:
@@ -76,6 +90,10 @@ class ConfirmScreen(YesNoDialog[str]):
         with Vertical(id="dialog"):
             yield Static(Text(self.heading, style="bold"), id="dialog-title")
             yield Static(facts(self.details), id="dialog-facts")
+            if self.listed:
+                yield Static(Text(f"All {len(self.listed):,} (scroll: tab to the list, then arrows):", style="dim"))
+                with VerticalScroll(id="dialog-list"):
+                    yield Static(Text(", ".join(self.listed)))
             if self.note is not None:
                 yield Static(self.note, id="dialog-note")
             if self.type_to_confirm:
@@ -86,6 +104,13 @@ class ConfirmScreen(YesNoDialog[str]):
                 suggester = SuggestFromList(self.suggestions, case_sensitive=True) if self.suggestions else None
                 yield Input(id="answer", suggester=suggester,
                             placeholder=", ".join(self.suggestions) or "owner name")
+            if self.choices:
+                yield Static(Text("Optional (tab to them):", style="dim"), classes="prompt")
+                for choice in self.choices:
+                    with Horizontal(classes="form-row"):
+                        yield Static(Text(f"{choice.label}:"), classes="form-label")
+                        yield Input(id=f"choice-{choice.key}", placeholder=choice.placeholder)
+                    yield Static(id=f"choice-{choice.key}-note", classes="field-error")
             yield Static(id="dialog-owner-note")
             yield Static(id="dialog-error")
             with Horizontal(id="dialog-buttons"):
@@ -94,6 +119,8 @@ class ConfirmScreen(YesNoDialog[str]):
                 yield Button(Text("Cancel [esc]" if self.needs_input else "Cancel [n]"), id="no")
 
     def on_mount(self) -> None:
+        for choice in self.choices:
+            self._note(choice.key, Text(""))
         if self.needs_input:
             self.query_one("#answer", Input).focus()
         else:
@@ -101,11 +128,42 @@ class ConfirmScreen(YesNoDialog[str]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # With a text box, y and n are letters being typed, not answers.
-        if action in ("confirm", "cancel") and self.needs_input:
+        if action in ("confirm", "cancel") and (self.needs_input or isinstance(self.focused, Input)):
             return action == "cancel" or None
         return True
 
+    def read_choices(self) -> bool:
+        """Read the optional values into `chosen`; False (each problem said under its field) when one is refused."""
+        ok = True
+        for choice in self.choices:
+            text = self.query_one(f"#choice-{choice.key}", Input).value.strip()
+            try:
+                self.chosen[choice.key] = choice.read(text) if text else None
+            except ValidationError as exc:
+                self._note(choice.key, Text(printable(str(exc)), style="bold red"))
+                ok = False
+        return ok
+
+    def _note(self, key: str, text: Text) -> None:
+        note = self.query_one(f"#choice-{key}-note", Static)
+        note.display = bool(text.plain)  # no empty line under a field with nothing to say
+        note.update(text)
+
+    @on(Input.Changed, ".form-row Input")
+    def _choice_typed(self, event: Input.Changed) -> None:
+        choice = next(c for c in self.choices if f"choice-{c.key}" == event.input.id)
+        text = event.value.strip()
+        try:
+            value = choice.read(text) if text else None
+        except ValidationError as exc:
+            self._note(choice.key, Text(printable(str(exc)), style="bold red"))
+            return
+        words = choice.meaning(value) if choice.meaning is not None and value is not None else ""
+        self._note(choice.key, Text(printable(words), style="dim"))
+
     def action_confirm(self) -> None:
+        if self.choices and not self.read_choices():
+            return
         if not self.needs_input:
             self.dismiss("")
             return
@@ -134,6 +192,6 @@ class ConfirmScreen(YesNoDialog[str]):
                                                        or "none") + ").")
         self.query_one("#dialog-owner-note", Static).update(warning)
 
-    @on(Input.Submitted, "#answer")
+    @on(Input.Submitted)
     def _submitted(self) -> None:
         self.action_confirm()

@@ -1,7 +1,8 @@
-"""One schedule in full: definition, args, metadata, the next 5 fires with DST marks,
-recent fires with their job states, its audit entries, and the fire ledger: the verdict
-of each of its last 50 due instants, and why one of them (the latest; [ and ] choose)
-did or did not fire. Actions work here too."""
+"""One schedule in full: definition, args, metadata, the next 5 fires with DST marks and
+the instants its exclusions skip (n and p page through later fires), recent fires with
+their job states, its audit entries, and the fire ledger: the verdict of each of its last
+50 due instants, and why one of them (the latest; [ and ] choose) did or did not fire.
+Actions work here too."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from awa_tui.engine.ledger.models import (
     LedgerView,
     Verdict,
 )
-from awa_tui.engine.read.models import Fire, ScheduleDetail, ScheduleInfo
+from awa_tui.engine.read.models import AnySchedule, Fire, NextFire, ScheduleDetail, ScheduleInfo
 from awa_tui.filters import Term
+from awa_tui.instants import span_precise
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import (
@@ -49,6 +51,7 @@ from awa_tui.tui.messages import (
     JobsFilterRequested,
     LedgerDataRequested,
     MutationKeyPressed,
+    NextFiresRequested,
     ScheduleActions,
     usable_reply,
 )
@@ -61,6 +64,9 @@ DST_WORDS = {
     "gap": "DST gap: wall time skipped, fires at the gap's end",
     "fold": "DST fold: wall time repeats, fires at the first",
 }
+RUN_TIME = "api"  # a schedule's origin when made at run time (S64), not declared in code
+# The same, shorter: where the table shares a dialog's width (the schedule form's preview).
+SHORT_DST_WORDS = {"gap": "DST gap: fires at its end", "fold": "DST fold: fires the first"}
 WIDE = 110  # from this width, definition and args/metadata sit side by side
 
 
@@ -101,16 +107,26 @@ def definition(row: ScheduleInfo, now: datetime) -> Table:
         ("zone", row.timezone),
         ("kind", row.kind),
         ("queue", row.queue),
-        ("policy", row.missed_fire_policy),
+        # S66: the catch-up window beside the policy it bounds.
+        ("policy", row.missed_fire_policy + (f"   catch-up window {span_precise(row.catchup_window)}"
+                                             if row.catchup_window is not None else "")),
         *excludes(row),
         ("priority", f"{row.priority}   max attempts {row.max_attempts}"),
         ("tags", ", ".join(row.tags or []) or "-"),
         ("owner", row.owner or "- (unowned)"),
+        ("made", origin_words(row)),
         ("expects", expectations(row)),
         ("last fire", last),
         ("created", utc(row.created_at)),
         ("updated", utc(row.updated_at)),
     ])
+
+
+def origin_words(row: AnySchedule) -> str:
+    """S64: where the definition comes from, and so how an operator changes it."""
+    if row.origin == RUN_TIME:
+        return "at run time (e edits it, D deletes it; code sync never touches it)"
+    return "in code (e overrides it; a deploy changes it)"
 
 
 def excludes(row: ScheduleInfo) -> list[tuple[str, str]]:
@@ -153,25 +169,36 @@ def health_line(data: ScheduleDetail) -> Text:
     return text
 
 
-def next_fires(data: ScheduleDetail) -> Table | Text:
-    if not data.next:
+def next_fires(data: ScheduleDetail, fires: list[NextFire] | None = None) -> Table | Text:
+    """The next fires (`fires`: a later page of them, n; else the detail's own, from now)."""
+    paged = fires is not None
+    fires = data.next if fires is None else fires
+    if paged and not fires:
+        return Text("none: the schedule ends before these")
+    if not fires:
         if data.schedule.fault:
             return Text("none: a BROKEN schedule never fires until repaired")
         return Text("none: a retired schedule never fires")
+    return fires_table(fires, data.schedule.timezone, data.now)
+
+
+def fires_table(fires: list[NextFire], zone: str, now: datetime, dst_words: dict[str, str] = DST_WORDS) -> Table:
+    """Fires in UTC and local time, how soon, and their DST marks and exclusions (the
+    detail's next fires, and the schedule form's preview of a definition not yet written)."""
     # S56: an excluded instant is listed, dimmed and struck through, its rule in the last
     # column (which then says so: NOTE, the DST words and the exclusions together).
-    excluding = any(fire.excluded for fire in data.next)
-    table = _table("UTC", f"LOCAL ({printable(data.schedule.timezone)})", "IN", "NOTE" if excluding else "DST")
-    for fire in data.next:
-        note = Text(DST_WORDS.get(fire.dst or "", "-"))
+    excluding = any(fire.excluded for fire in fires)
+    table = _table("UTC", f"LOCAL ({printable(zone)})", "IN", "NOTE" if excluding else "DST")
+    for fire in fires:
+        note = Text(dst_words.get(fire.dst or "", "-"))
         cells = [Text(utc(fire.utc)), Text(fire.local.strftime("%Y-%m-%d %H:%M:%S %Z")),
-                 Text(relative(fire.utc, data.now))]
+                 Text(relative(fire.utc, now))]
         if fire.excluded:
             for cell in cells:
                 cell.stylize("strike dim")
             note = Text(f"excluded: {printable(fire.excluded)}", style="yellow")
             if fire.dst:
-                note.append(f"; {DST_WORDS.get(fire.dst, '-')}", style="dim")
+                note.append(f"; {dst_words.get(fire.dst, '-')}", style="dim")
         table.add_row(*cells, note)
     return table
 
@@ -202,6 +229,7 @@ def audit(data: ScheduleDetail) -> Table | Text:
 
 
 LEDGER_SIZE = 50
+FIRES_PAGE = 5  # fires a page of n lists (as many as the detail's own), excluded instants besides
 
 
 def _note(v: Verdict) -> str:
@@ -276,6 +304,11 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.data: ScheduleDetail | None = None
         self.ledger: LedgerView | None = None
         self.chosen: datetime | None = None  # the instant the Why explains (None: the latest)
+        # n / p: the next fires after `fires_after` (None: from now, the detail's own), the
+        # instants earlier pages started after (p goes back), and the page read for it.
+        self.fires_after: datetime | None = None
+        self.fires_back: list[datetime | None] = []
+        self.fires: list[NextFire] | None = None
         self.loading = False  # a read is on the reader thread: the timer does not queue another
 
     @property
@@ -316,6 +349,8 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def action_reload(self) -> None:
         self.loading = True
         self.post_message(DetailDataRequested(self.schedule_name, self.show))
+        if self.fires_after is not None:  # the page shown follows a changed definition too
+            self._read_fires()
         self.post_message(LedgerDataRequested(self.schedule_name, self.chosen, self.show_ledger))
 
     def show_ledger(self, data: LedgerView | None, error: str | None) -> None:
@@ -350,6 +385,39 @@ class DetailScreen(ScheduleActions, Screen[None]):
     def action_newer_instant(self) -> None:
         self._choose(+1)
 
+    def _read_fires(self) -> None:
+        after = self.fires_after
+        assert after is not None
+
+        def shown(fires: list[NextFire] | None, error: str | None) -> None:
+            if after != self.fires_after or not usable_reply(self, "#detail-body", error, self.schedule_name):
+                return  # a page left (n or p again) before its read answered
+            self.fires = fires
+            if self.data is not None:
+                self._paint(self.data)
+
+        self.post_message(NextFiresRequested(self.schedule_name, after, FIRES_PAGE, shown))
+
+    def action_later_fires(self) -> None:
+        """n: the next page of fires, after the last instant listed (excluded ones included)."""
+        listed = self.fires if self.fires_after is not None else (self.data.next if self.data else None)
+        if not listed:
+            return
+        self.fires_back.append(self.fires_after)
+        self.fires_after, self.fires = listed[-1].utc, None
+        self._read_fires()
+
+    def action_earlier_fires(self) -> None:
+        """p: the page before; from the first page, nothing."""
+        if not self.fires_back:
+            return
+        self.fires_after, self.fires = self.fires_back.pop(), None
+        if self.fires_after is None:
+            if self.data is not None:
+                self._paint(self.data)
+        else:
+            self._read_fires()
+
     def action_show_jobs(self) -> None:
         self.post_message(JobsFilterRequested(str(Term("field", "schedule", self.schedule_name))))
 
@@ -357,9 +425,12 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.loading = False
         if not usable_reply(self, "#detail-body", error, self.schedule_name):
             return
-        body = self.query_one("#detail-body", Static)
         assert data is not None
         self.data = data
+        self._paint(data)
+
+    def _paint(self, data: ScheduleDetail) -> None:
+        body = self.query_one("#detail-body", Static)
         row, now = data.schedule, data.now
         shown = printable_row(row)  # every database string escaped; self.data keeps the real row
         paused = " (if resumed)" if row.state == "paused" else ""
@@ -380,10 +451,21 @@ class DetailScreen(ScheduleActions, Screen[None]):
             health_line(data),
             loaded,
             top,
-            section(f"Next {sum(1 for f in data.next if not f.excluded)} fires{paused}"), next_fires(data),
+            *self._fires_part(data, paused),
             section("Recent fires"), recent(data),
             section("Audit"), audit(data),
         ))
+
+    def _fires_part(self, data: ScheduleDetail, paused: str) -> tuple[Text, Table | Text]:
+        if self.fires_after is None:
+            count = sum(1 for f in data.next if not f.excluded)
+            return section(f"Next {count} fires{paused} (n: later)"), next_fires(data)
+        if self.fires is None:
+            return section(f"Fires after {utc(self.fires_after)}{paused}"), Text("loading…")
+        count = sum(1 for f in self.fires if not f.excluded)
+        page = len(self.fires_back) + 1
+        return (section(f"Fires after {utc(self.fires_after)}{paused}: {count} (page {page}; n: later, p: earlier)"),
+                next_fires(data, self.fires))
 
     def action_close(self) -> None:
         self.dismiss()

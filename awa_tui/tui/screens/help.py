@@ -20,9 +20,53 @@ from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act
 LEGEND = (
     "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "
     "fires continue, dispatch waits), STALE (data not refreshed; the database is not answering), "
-    "LEADER, READ-ONLY, ATTENTION. Times are UTC unless a zone is named. Every action asks first, "
+    "OVERDUE (a due fire nobody made, counted from the database clock), SILENT (a runtime that missed its "
+    "heartbeats), LEADER, NOT LEADING (this console's engine refuses the leader lock), READ-ONLY, ATTENTION. "
+    "Times are UTC unless a zone is named. Every action asks first, "
     "names its target, database and operator, and is written to the audit log (l)."
 )
+
+
+# What each HEALTH word means (the leader judges it every 10 s in database time); the
+# console runs on hosts without docs/, so the help says it.
+HEALTH_MEANINGS = (
+    ("ok", "fires on time and its jobs succeed"),
+    ("LATE", "its first unfired due instant is older than its lateness bound (60 s unless set); the console "
+             "also says LATE for a fire overdue past that bound while no leader judges"),
+    ("FAILING", "its failed jobs in a row exceed max_consecutive_failures (none declared: its last job failed)"),
+    ("MISSED", "its latest decided instant had no successful job within expect_success_within"),
+    ("BROKEN", "the engine cannot evaluate its row (bad expression or zone): it fires nothing until repaired"),
+    ("paused", "stopped by an operator (or by awa-autopause): never late"),
+    ("retired", "a tombstone: never fires again until restored"),
+    ("finished", "past its bounds (end_at, max_fires): nothing more fires"),
+    ("-", "not judged yet: no leader has evaluated health"),
+)
+
+
+def health_table() -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
+    for word, meaning in HEALTH_MEANINGS:
+        table.add_row(Text(word), Text(meaning))
+    return table
+
+
+def filters_table() -> Table:
+    """Each list's `/` fields and flags, from the grammar itself (awa_tui/filters.py)."""
+    from awa_tui.filters import GRAMMARS
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
+    for panel, grammar in GRAMMARS.items():
+        fields = ", ".join(f"{f}:" for f in grammar.fields)
+        flags = f"; flags {', '.join(grammar.flags)}" if grammar.flags else ""
+        table.add_row(Text(panel), Text(f"{fields}{flags}"))
+    table.add_row(Text(""), Text("Terms are ANDed; -term negates; free text matches names (schedules: kinds, "
+                                 'queues, owners too); "quoted text" is text, never a field or a flag; '
+                                 "since:/until: take 2h or an ISO instant."))
+    return table
 
 
 def strip_legend_text(*, upstream: bool) -> str:
@@ -40,10 +84,10 @@ def help_table(allowed: Callable[[Act], bool]) -> Table:
     for scope, title in SCOPES:
         rows = [a for a in ACTS if a.scope == scope and allowed(a)]
         if scope == "app":
-            panels = [a for a in rows if a.action.startswith("show_panel")]
+            panels = [a for a in rows if a.action.startswith("show_panel") and a.key.isdigit()]
             keys = f"1-{len(PANELS)}" if len(panels) == len(PANELS) else ",".join(a.key for a in panels)
             rows.insert(2, Act("app", keys, "", "", "panels: " + ", ".join(a.label for a in panels)))
-            rows = [a for a in rows if not a.action.startswith("show_panel")]
+            rows = [a for a in rows if not (a.action.startswith("show_panel") and a.key.isdigit())]
         for index, act in enumerate(rows):
             table.add_row(Text(title if index == 0 else "", style="bold"), Text(act.key_label), Text(act.help))
         if rows:
@@ -71,6 +115,11 @@ class HelpScreen(ModalScreen[None]):
             if self.features_note:
                 yield Static(Text(self.features_note.capitalize() + "."), id="help-features")
             yield Static(help_table(self.allowed))
+            yield Static(Text("Filters (/)", style="bold"))
+            yield Static(filters_table())
+            yield Static(Text("\nHEALTH", style="bold"))
+            yield Static(health_table())
+            yield Static(Text(""))
             yield Static(Text(LEGEND))
             yield Static(Text(strip_legend_text(upstream=self.features_note is not None)))
             yield Static(Text("esc, ? or q closes this help", style="dim"))

@@ -1,4 +1,4 @@
-"""One job in full (issue 13: "why did this job fail?"): its state and timings, every
+"""One job in full (S39: "why did this job fail?"): its state and timings, every
 attempt's error and the tail of its traceback, args and metadata, and the schedule it was
 fired for (v opens it). Retry and cancel work here too, confirmed like every action."""
 
@@ -51,9 +51,10 @@ def attempt_part(attempt: Attempt) -> RenderableType:
 def job_facts(data: JobDetail) -> RenderableType:
     job = data.job
     how = (f"triggered by hand by {job.triggered_by or '?'}" if job.manual
+           else "enqueued by the application" if job.source == "enqueued"
            else f"fired for {utc(job.fire_time)}, {seconds_text(data.lateness_s)} late")
     rows = [
-        ("schedule", job.schedule or "- (none: enqueued by hand)"),
+        ("schedule", job.schedule or "- (none: enqueued by the application)"),
         ("how", how),
         ("kind", job.kind),
         ("queue", job.queue + ("  (QUEUE PAUSED: it waits)" if job.queue_paused and job.result == "waiting" else "")),
@@ -123,7 +124,7 @@ class JobDetailScreen(Screen[None]):
         if job.last_error:
             head.append(f"  {job.last_error}")  # escaped: one line
         attempts: list[RenderableType] = [attempt_part(a) for a in data.attempts] or [Text("no failed attempt")]
-        links = Text("v: its schedule · t: retry · x: cancel (waiting only) · esc: back", style="dim")
+        links = Text("v: its schedule · t: retry · x: cancel · esc: back", style="dim")
         self.query_one("#job-body", Static).update(Group(
             head, links,
             section("Job"), job_facts(shown),
@@ -142,7 +143,7 @@ class JobDetailScreen(Screen[None]):
         if self.data is None:
             return
         if self.data.job.schedule is None:
-            self.notify(f"job {self.job_id} has no schedule (enqueued by hand)", markup=False, timeout=3)
+            self.notify(f"job {self.job_id} has no schedule (enqueued by the application)", markup=False, timeout=3)
         else:
             self.post_message(DetailRequested(self.data.job.schedule))
 

@@ -11,9 +11,9 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
-from awa_tui.tui.actions import PANELS
+from awa_tui.tui.actions import ALL_PANELS, PANELS
 
-TARGETS = (*PANELS, "audit")
+TARGETS = (*ALL_PANELS, "audit")
 
 
 def resolve(text: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The panels screen: header, panel bar, status bar, the six panels, footer."""
+"""The panels screen: header, panel bar, status bar, the panels (six numbered, calendars by `:`), footer."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Header, Static
 
-from awa_tui.tui.actions import PANELS
+from awa_tui.tui.actions import ALL_PANELS
 from awa_tui.tui.messages import PanelsResumed
 from awa_tui.tui.panels.base import Panel
+from awa_tui.tui.panels.calendars import CalendarsPanel
 from awa_tui.tui.panels.jobs import JobsPanel
 from awa_tui.tui.panels.owners import OwnersPanel
 from awa_tui.tui.panels.plan import PlanPanel
@@ -43,6 +44,7 @@ class MainScreen(Screen[None]):
             yield PlanPanel()
             yield QueuesPanel()
             yield JobsPanel()
+            yield CalendarsPanel()
         yield Static(id="too-small")
         yield Footer(compact=True)
 
@@ -53,7 +55,7 @@ class MainScreen(Screen[None]):
     def _shown(self) -> tuple[str, ...]:
         """The panels this console's backend has (upstream Awa: no owners, no plan)."""
         console: ConsoleApp = self.app  # type: ignore[assignment]
-        return tuple(p for p in PANELS if console.panel_allowed(p))
+        return tuple(p for p in ALL_PANELS if console.panel_allowed(p))
 
     def panel(self, panel_id: str) -> Panel:
         return self.query_one(f"#panel-{panel_id}", Panel)

@@ -1,4 +1,4 @@
-"""The override form (issue 16): a schedule's expression, zone, queue, priority and args,
+"""The override form (S49): a schedule's expression, zone, queue, priority and args,
 prefilled with the effective values and, while overridden, the code's beside them.
 
 It only collects what changed; the engine validates it (one line, nothing written when
@@ -15,9 +15,9 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.widgets import Button, Input, Static
 
-from awa_tui.engine.errors import ValidationError, short_repr
+from awa_tui.engine.actions.overrides import OverrideRequest
+from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.engine.read.models import AnySchedule
-from awa_tui.engine.schedules.overrides import OverrideRequest
 from awa_tui.printable import printable
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.screens.dialog import YesNoDialog
@@ -54,7 +54,10 @@ class OverrideScreen(YesNoDialog[OverrideRequest]):
         with Vertical(id="dialog"):
             yield Static(Text(f"Override schedule {printable(row.name)}", style="bold"), id="dialog-title")
             code = row.overridden or {}
-            lines = [("Effective", f"{row.cron_expr} {row.timezone}, queue {row.queue}, priority {row.priority}")]
+            # S64: the one way a code-declared schedule changes without a deploy (the schedule
+            # form is for those made at run time, which have no code to keep beside them).
+            lines = [("Kind", "Declared in code: changed by an override (this form), not the schedule form"),
+                     ("Effective", f"{row.cron_expr} {row.timezone}, queue {row.queue}, priority {row.priority}")]
             if code:
                 lines.append(("Code", ", ".join(f"{k} {v}" for k, v in sorted(code.items()) if k != "cron_written")))
             lines.append(("Keeps", "sync never overwrites an override; reset (E) returns to the code"))
@@ -88,7 +91,7 @@ class OverrideScreen(YesNoDialog[OverrideRequest]):
         if "args" in changed:
             try:
                 args = json.loads(changed["args"])
-            except ValueError as exc:
+            except json.JSONDecodeError as exc:
                 raise ValidationError(f"args: not valid JSON ({exc.msg}): {short_repr(changed['args'])}") from None
         request = OverrideRequest(cron=changed.get("cron"), timezone=changed.get("timezone"),
                                   queue=changed.get("queue"), priority=priority, args=args)

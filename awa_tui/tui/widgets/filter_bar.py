@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual import events
+from textual.actions import SkipAction
 from textual.message import Message
 from textual.widgets import Input
 
@@ -31,8 +32,7 @@ class FilterBar(Input):
         self.display = False
 
     def open(self) -> None:
-        self.display = True
-        self.focus()
+        take_keys(self)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         text = event.value.strip()
@@ -74,3 +74,15 @@ class FilterBar(Input):
             text.append(" · filter: ")
             text.append(printable(str(self.where)), style="bold")
         return text
+
+
+def take_keys(box: Input) -> None:
+    """Show `box` and give it the keyboard NOW, for `/`'s binding (a priority one, run when
+    the app reads the key). Widget.focus() moves focus only after the queue drains, and
+    the app hands each key to whatever has focus when it reads it: keys typed right after
+    `/` (a paste, a burst over a slow link) went to the table and fired its action keys.
+    A `/` typed into the box itself is text: the binding steps aside (SkipAction)."""
+    if box.screen.focused is box:  # not has_focus: that is set when the Focus event is handled
+        raise SkipAction()
+    box.display = True
+    box.screen.set_focus(box)

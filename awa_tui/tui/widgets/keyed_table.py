@@ -24,6 +24,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.geometry import Region
+from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
@@ -141,6 +142,7 @@ class KeyedTable(DataTable[Any]):
         self._order: list[str] = []
         self.last_sync_stats: dict[str, int] = {}
         self.hover_shown = False
+        self.to_end = False  # G/End was the last key: the cursor follows the list's end
         # (row key, column index) -> (cell, its LiveCell text, (row index, cursor, hover,
         # paint, width), segments): the cell object is held, so identity is a safe check.
         self._rendered: dict[tuple[str, int], tuple[Any, str | None, tuple[Any, ...], list[Segment]]] = {}
@@ -250,6 +252,11 @@ class KeyedTable(DataTable[Any]):
         return sorted(rows, key=order, reverse=descending)
 
     def sync(self, rows: Sequence[Row]) -> None:
+        self._sync(rows)
+        if self.to_end and self.row_count:  # G was the last key: rows a page load added are passed too
+            self.move_cursor(row=self.row_count - 1, animate=False)
+
+    def _sync(self, rows: Sequence[Row]) -> None:
         rows = self._locally_sorted(rows)
         widths = self._content_widths(rows)
         if widths != self.widths:
@@ -425,12 +432,14 @@ class KeyedTable(DataTable[Any]):
 
     def on_click(self, event: events.Click) -> None:
         self._set_hover_shown(True)
+        self.to_end = False
 
     def on_leave(self, event: events.Leave) -> None:
         self._set_hover_shown(False)
 
     def on_key(self, event: events.Key) -> None:
         self._set_hover_shown(False)
+        self.to_end = False  # any key but G/End (its action runs after this and sets it again)
 
     def mark_sort(self, key: str | None, descending: bool) -> None:
         """The header says which column sorts the list, and which way (↑ ascending)."""
@@ -460,11 +469,30 @@ class KeyedTable(DataTable[Any]):
         elif row >= top + rows:
             self.scroll_to(y=row - rows + 1, animate=False, immediate=True)
 
+    class EdgeRequested(Message):
+        """g or G: the first or the last row of the whole list was asked for. A paged list
+        whose end is not loaded reads its last page (G), and its first again (g)."""
+
+        def __init__(self, table: KeyedTable, last: bool) -> None:
+            super().__init__()
+            self.table = table
+            self.last = last
+
+        @property
+        def control(self) -> KeyedTable:
+            return self.table
+
     def action_first_row(self) -> None:
+        self.post_message(self.EdgeRequested(self, last=False))
         if self.row_count:
             self.move_cursor(row=0, animate=False)
 
     def action_last_row(self) -> None:
+        """The last row of the whole list, not of the loaded page: on a paged list its owner
+        loads the rest or the last page (`to_end`, EdgeRequested), and every page that lands
+        moves the cursor on to its end."""
+        self.to_end = True
+        self.post_message(self.EdgeRequested(self, last=True))
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
 

@@ -12,7 +12,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widgets import Static
 
-from awa_tui.tui.actions import PANELS
+from awa_tui.tui.actions import ALL_PANELS, PANELS
 
 
 @dataclass
@@ -61,10 +61,10 @@ class PanelBar(Static):
         """`shown`: the panels this backend has (upstream Awa has no owners or plan); each
         keeps its number, which is its key."""
         text = Text(no_wrap=True, overflow="ellipsis", end="")
-        for index, name in enumerate(PANELS, start=1):
-            if name not in shown:
-                continue
-            label = f"{index} {name.capitalize()}"
+        for index, name in enumerate(ALL_PANELS, start=1):
+            if name not in shown or (name not in PANELS and name != active):
+                continue  # a panel without a number shows while it is open, with `:` for its key
+            label = f"{index} {name.capitalize()}" if name in PANELS else f":{name.capitalize()}"
             click = Style.from_meta({"@click": f"app.show_panel('{name}')"})  # a tab is clickable too
             if name == active:
                 text.append(f"[{label}]", style=Style.parse("bold reverse") + click)

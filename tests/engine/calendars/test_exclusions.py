@@ -50,8 +50,8 @@ def test_a_bad_calendar_name_is_refused_at_once(calendar: Any) -> None:
 
 def test_exclusions_are_stored_canonically_with_the_schedule(
         client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
-    client.set_calendar("alpha", [date(2026, 12, 26)], operator="ops@test")
-    client.set_calendar("zeta", [date(2026, 12, 31)], operator="ops@test")
+    client.actions.set_calendar("alpha", [date(2026, 12, 26)], operator="ops@test")
+    client.actions.set_calendar("zeta", [date(2026, 12, 31)], operator="ops@test")
     _daily(client, register, exclude=[(date(2026, 12, 27), date(2027, 1, 3)), date(2026, 12, 25),
                                       date(2026, 12, 25)],
            calendar=["zeta", "alpha"])
@@ -71,7 +71,7 @@ def test_an_unknown_calendar_is_refused_at_sync_naming_it_and_nothing_is_written
     assert str(err.value) == ("calendar: schedule 'hol' names unknown calendar 'company-holidays'; "
                               "create it first (awa-tui calendar set)")
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone() == {"n": 0}
-    client.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
     assert client.sync() == {"inserted": 2, "updated": 0}
 
 
@@ -113,12 +113,13 @@ def test_the_date_is_the_schedules_own_zone(client: Client, conn: psycopg.Connec
 
 def test_a_calendar_excludes_and_an_edit_is_seen_by_the_next_pass(
         client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
-    client.set_calendar("company-holidays", [date(2026, 12, 24)], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 24)], operator="ops@test")
     _daily(client, register, calendar="company-holidays")
     assert client.evaluate(now=at("2026-12-24T09:00:00")).jobs == []
-    client.set_calendar("company-holidays", [date(2026, 12, 31)], operator="ops@test")  # the 25th is a workday now
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 31)],
+                                operator="ops@test")  # the 25th is a workday now
     assert [j.fire_time for j in client.evaluate(now=at("2026-12-25T09:00:00")).jobs] == ["2026-12-25T09:00:00Z"]
-    client.set_calendar("company-holidays", [(date(2026, 12, 26), date(2026, 12, 27))], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [(date(2026, 12, 26), date(2026, 12, 27))], operator="ops@test")
     assert client.evaluate(now=at("2026-12-26T09:00:00")).jobs == []
     assert fire_times(conn, "nightly") == ["2026-12-25T09:00:00Z"]
 
@@ -128,7 +129,7 @@ def test_calendars_are_read_only_when_they_changed(
     """The version probe: with awa.calendars locked by another session, passes that plan a
     calendar row still complete (they never read the table); after a change the next pass
     does read it (negative control: it waits on that very lock)."""
-    client.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
     _daily(client, register, calendar="company-holidays")
     client.evaluate(now=at("2026-12-24T09:00:00"))
 
@@ -146,7 +147,7 @@ def test_calendars_are_read_only_when_they_changed(
             assert not thread.is_alive(), "a pass read the calendars although they had not changed"
         locker.rollback()
     assert fire_times(conn, "nightly") == ["2026-12-24T09:00:00Z", "2026-12-26T09:00:00Z", "2026-12-27T09:00:00Z"]
-    client.set_calendar("company-holidays", [date(2026, 12, 28)], operator="ops@test")
+    client.actions.set_calendar("company-holidays", [date(2026, 12, 28)], operator="ops@test")
     with psycopg.connect(dsn) as locker:
         locker.execute("LOCK TABLE awa.calendars IN ACCESS EXCLUSIVE MODE")
         thread, out = in_thread("2026-12-28T09:00:00")
@@ -195,11 +196,11 @@ def test_an_exclusion_change_is_a_definition_change_synced_and_audited(
 def test_a_resume_preview_and_a_backfill_skip_excluded_instants(
         client: Client, conn: psycopg.Connection[Any], register: Any) -> None:
     _daily(client, register, missed_fire_policy="catch_up", exclude=[date(2026, 12, 25)])
-    client.pause("nightly", operator="ops@test")
-    preview = client.resume_preview("nightly", now=at("2026-12-26T10:00:00"))
+    client.actions.pause("nightly", operator="ops@test")
+    preview = client.reads.resume_preview("nightly", now=at("2026-12-26T10:00:00"))
     assert preview.instants == (at("2026-12-24T09:00:00"), at("2026-12-26T09:00:00"))
     force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s WHERE name = 'nightly'", (at("2026-12-27T09:00:00"),))
-    result = client.backfill("nightly", at("2026-12-24T00:00:00"), at("2026-12-26T23:00:00"),
+    result = client.actions.backfill("nightly", at("2026-12-24T00:00:00"), at("2026-12-26T23:00:00"),
                              now=at("2026-12-27T10:00:00"), operator="ops@test")
     assert result.instants == (at("2026-12-24T09:00:00"), at("2026-12-26T09:00:00"))
     assert result.excluded == 1
@@ -212,7 +213,7 @@ def test_racing_evaluators_never_double_or_lose_around_excluded_instants(
     token ends on the last instant."""
     clients = [Client(dsn, operator=f"racer{i}@test") for i in range(3)]
     try:
-        clients[0].set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
+        clients[0].actions.set_calendar("company-holidays", [date(2026, 12, 25)], operator="ops@test")
         for client in clients:
             client.periodic("nightly", "0 9 * * *", "test.job", missed_fire_policy="catch_up",
                             calendar="company-holidays", exclude=[date(2026, 12, 27)])

@@ -214,7 +214,7 @@ def test_registered_day_forms_fire_at_their_instants(client: Client, conn: Any, 
     assert client.evaluate(now=at("2025-03-11T12:59:59")).jobs == []
     assert [j.fire_time for j in client.evaluate(now=at("2025-03-11T13:00:00")).jobs] == ["2025-03-11T13:00:00Z"]
     assert fire_times(conn, "second-tuesday") == ["2025-02-11T14:00:00Z", "2025-03-11T13:00:00Z"]
-    previews = client.next_fires("second-tuesday", 2, after=at("2025-03-11T13:00:00"))
+    previews = client.reads.next_fires("second-tuesday", 2, after=at("2025-03-11T13:00:00"))
     # April 2025 starts on a Tuesday (1, 8): 09:00 EDT = 13:00Z; May: Thu 1 -> Tue 6, 13.
     assert [p.utc for p in previews] == [at("2025-04-08T13:00:00"), at("2025-05-13T13:00:00")]
 

@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 from awa_tui import Client
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.schedules.definition import Schedule
 
 
@@ -121,7 +121,7 @@ def test_catch_up_fires_each_get_their_own_offset(client: Client, conn: psycopg.
         (f, at(f) + _documented_offset("reports.daily", f, 90000)) for f in fires
     ]
     # The ledger shows the planned run time of each job.
-    assert [j.run_at for j in client.list_jobs(schedule="reports.daily")][::-1] == [
+    assert [j.run_at for j in client.reads.list_jobs(schedule="reports.daily")][::-1] == [
         at(f) + _documented_offset("reports.daily", f, 90000) for f in fires
     ]
 
@@ -135,7 +135,7 @@ def test_a_jittered_job_waits_for_its_run_at(client: Client, conn: psycopg.Conne
     due = conn.execute("SELECT run_at <= now() AS due FROM awa.jobs").fetchone()
     assert due == {"due": True}  # 2025 is in the past of this DB clock
     force(conn, "UPDATE awa.jobs SET run_at = now() + interval '1 hour'")
-    from awa_tui.engine.runtime.worker import claim_jobs
+    from awa_tui.engine.jobs.store import claim_jobs
     assert claim_jobs(conn, ["k"], 10) == []
 
 

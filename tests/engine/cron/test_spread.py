@@ -16,8 +16,8 @@ import pytest
 from engine_helpers import at, fire_times, schedule_row
 
 from awa_tui import Client
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.cron.spread import resolve_spread
-from awa_tui.engine.errors import ValidationError
 from awa_tui.engine.schedules.definition import Schedule, row_fault
 
 PINNED = {
@@ -115,9 +115,9 @@ def test_a_restarted_process_resolves_the_same_and_sync_writes_nothing(dsn: str,
 def test_next_fires_and_json_show_the_resolved_beside_the_written(client: Client) -> None:
     client.periodic("tenant-42.sync", "H/15 * * * *", "k")
     client.sync()
-    info = client.get_schedule("tenant-42.sync")
+    info = client.reads.get_schedule("tenant-42.sync")
     assert (info.cron_expr, info.cron_written) == ("10,25,40,55 * * * *", "H/15 * * * *")
-    fires = client.next_fires("tenant-42.sync", 3, after=at("2025-01-01T00:00:00"))
+    fires = client.reads.next_fires("tenant-42.sync", 3, after=at("2025-01-01T00:00:00"))
     assert [f.utc for f in fires] == [at("2025-01-01T00:10:00"), at("2025-01-01T00:25:00"), at("2025-01-01T00:40:00")]
 
 

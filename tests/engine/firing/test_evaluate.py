@@ -145,7 +145,7 @@ def test_seconds_schedule_stamps_whole_seconds(client: Client, register: Any) ->
 def test_paused_and_retired_rows_are_not_evaluated(client: Client, conn: Any, register: Any) -> None:
     register("paused", "* * * * *", last="2025-01-01T00:00:00")
     register("live", "* * * * *", last="2025-01-01T00:00:00")
-    client.pause("paused", operator="ops@host")
+    client.actions.pause("paused", operator="ops@host")
     result = client.evaluate(now=at("2025-01-01T00:05:00"))
     assert [(j.name, j.fire_time) for j in result.jobs] == [("live", "2025-01-01T00:05:00Z")]
     assert schedule_row(conn, "paused")["last_enqueued_at"] == at("2025-01-01T00:00:00")

@@ -22,7 +22,7 @@ from engine_helpers import at, fire_times
 from psycopg.rows import dict_row
 
 from awa_tui import Client
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.firing import evaluator
 
 BASE = "2025-01-01T00:00:00"

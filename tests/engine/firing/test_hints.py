@@ -166,7 +166,7 @@ def test_a_fire_edit_or_pause_between_grouping_and_hint_write_wins(
     conn.execute("UPDATE awa.cron_jobs SET last_enqueued_at = '2025-01-01T00:00:00Z', "
                  "next_fire_at = '2025-01-01T02:00:00Z' WHERE name = 'fired'")
     conn.execute("UPDATE awa.cron_jobs SET cron_expr = '30 * * * *' WHERE name = 'edited'")
-    client.pause("paused", operator="ops")
+    client.actions.pause("paused", operator="ops")
     assert hints.write_group_hints(conn, groups, evaluator.FAULT_SQL, evaluator.CANDIDATE_LOOKBACK) == 1
     assert _hint(conn, "plain") == at("2025-01-01T01:00:00")
     assert _hint(conn, "fired") == at("2025-01-01T02:00:00")  # the fire's hint stands

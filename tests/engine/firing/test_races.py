@@ -103,7 +103,7 @@ def test_pause_committed_between_read_and_fire_wins(
     rows = evaluator.due_schedules(conn, at("2025-01-01T00:01:00"))
     plan, _ = evaluator.plan_fires(rows[0], at("2025-01-01T00:01:00"), 1000)
     assert plan is not None
-    client.pause("contested", operator="ops")  # lands after the read, before the fire
+    client.actions.pause("contested", operator="ops")  # lands after the read, before the fire
     assert evaluator.fire_batch(conn, [plan]) == []
     assert job_count(conn) == 0
     assert schedule_row(conn, "contested")["last_enqueued_at"] == at(BASE)

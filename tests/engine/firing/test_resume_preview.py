@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import at, fire_times, job_count, schedule_row
 
 from awa_tui import Client
-from awa_tui.engine.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.firing.preview import ResumePreview, resume_preview
 
 
@@ -25,8 +25,8 @@ def _audit_count(conn: psycopg.Connection[Any]) -> int:
 def test_catch_up_lists_every_missed_instant(client: Client, conn: Any, register: Any) -> None:
     # Hourly, last fired 00:00; paused; at 03:30 the missed hours are 01:00, 02:00, 03:00.
     register("hourly", "0 * * * *", last="2025-01-01T00:00:00", missed_fire_policy="catch_up")
-    client.pause("hourly")
-    preview = client.resume_preview("hourly", now=at("2025-01-01T03:30:00"))
+    client.actions.pause("hourly")
+    preview = client.reads.resume_preview("hourly", now=at("2025-01-01T03:30:00"))
     assert preview == ResumePreview(
         name="hourly", policy="catch_up", now=at("2025-01-01T03:30:00"), count=3,
         first=at("2025-01-01T01:00:00"), last=at("2025-01-01T03:00:00"), coalesced_instant=None,
@@ -41,8 +41,8 @@ def test_catch_up_beyond_the_cap_says_more_follow(dsn: str, conn: Any, register:
     capped = Client(dsn, catch_up_limit=2, operator="tester@test")
     try:
         register("ten", "*/10 * * * *", last="2025-01-01T00:00:00", missed_fire_policy="catch_up")
-        capped.pause("ten")
-        preview = capped.resume_preview("ten", now=at("2025-01-01T00:45:00"))
+        capped.actions.pause("ten")
+        preview = capped.reads.resume_preview("ten", now=at("2025-01-01T00:45:00"))
         assert (preview.count, preview.instants, preview.more, preview.next_fire) == (
             2, (at("2025-01-01T00:10:00"), at("2025-01-01T00:20:00")), True, at("2025-01-01T00:30:00"))
         assert preview.explanation == (
@@ -55,8 +55,8 @@ def test_catch_up_beyond_the_cap_says_more_follow(dsn: str, conn: Any, register:
 def test_coalesce_fires_once_for_the_latest_missed(client: Client, conn: Any, register: Any) -> None:
     # Every 5 minutes, last 00:00, now 00:17: 00:05, 00:10, 00:15 missed; coalesce fires 00:15 only.
     register("five", "*/5 * * * *", last="2025-01-01T00:00:00")
-    client.pause("five")
-    preview = client.resume_preview("five", now=at("2025-01-01T00:17:00"))
+    client.actions.pause("five")
+    preview = client.reads.resume_preview("five", now=at("2025-01-01T00:17:00"))
     assert (preview.policy, preview.count, preview.first, preview.last, preview.coalesced_instant,
             preview.instants, preview.next_fire) == (
         "coalesce", 1, at("2025-01-01T00:15:00"), at("2025-01-01T00:15:00"), at("2025-01-01T00:15:00"),
@@ -69,8 +69,8 @@ def test_coalesce_fires_once_for_the_latest_missed(client: Client, conn: Any, re
 def test_never_fired_fires_once_even_under_catch_up(client: Client, conn: Any, register: Any) -> None:
     # Created 00:00, never fired, every 15 minutes: at 01:10 the first fire is the latest, 01:00.
     register("fresh", "*/15 * * * *", created="2025-01-01T00:00:00", missed_fire_policy="catch_up")
-    client.pause("fresh")
-    preview = client.resume_preview("fresh", now=at("2025-01-01T01:10:00"))
+    client.actions.pause("fresh")
+    preview = client.reads.resume_preview("fresh", now=at("2025-01-01T01:10:00"))
     assert (preview.count, preview.instants, preview.coalesced_instant, preview.next_fire) == (
         1, (at("2025-01-01T01:00:00"),), at("2025-01-01T01:00:00"), at("2025-01-01T01:15:00"))
     assert preview.explanation == (
@@ -80,8 +80,8 @@ def test_never_fired_fires_once_even_under_catch_up(client: Client, conn: Any, r
 
 def test_nothing_missed(client: Client, conn: Any, register: Any) -> None:
     register("hourly", "0 * * * *", last="2025-01-01T00:00:00", missed_fire_policy="catch_up")
-    client.pause("hourly")
-    preview = client.resume_preview("hourly", now=at("2025-01-01T00:59:59"))
+    client.actions.pause("hourly")
+    preview = client.reads.resume_preview("hourly", now=at("2025-01-01T00:59:59"))
     assert (preview.count, preview.first, preview.last, preview.coalesced_instant, preview.instants,
             preview.more, preview.next_fire) == (0, None, None, None, (), False, at("2025-01-01T01:00:00"))
     assert preview.explanation == "nothing missed: resuming fires nothing now; the next fire is 2025-01-01T01:00:00Z"
@@ -90,10 +90,10 @@ def test_nothing_missed(client: Client, conn: Any, register: Any) -> None:
 def test_not_paused_and_unknown_are_one_line_errors(client: Client, conn: Any, register: Any) -> None:
     register("hourly", "0 * * * *", last="2025-01-01T00:00:00")
     with pytest.raises(Conflict) as not_paused:
-        client.resume_preview("hourly", now=at("2025-01-01T03:30:00"))
+        client.reads.resume_preview("hourly", now=at("2025-01-01T03:30:00"))
     assert str(not_paused.value) == "schedule 'hourly' is not paused"
     with pytest.raises(NotFound) as unknown:
-        client.resume_preview("nope", now=at("2025-01-01T03:30:00"))
+        client.reads.resume_preview("nope", now=at("2025-01-01T03:30:00"))
     assert str(unknown.value) == "unknown schedule 'nope'"
 
 
@@ -102,13 +102,13 @@ def test_a_row_the_evaluator_would_skip_is_named(client: Client, conn: Any) -> N
         "INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, paused_at, paused_by) "
         "VALUES ('bad', '* * * * *', 'Mars/X', 'k', now(), 'ops')")
     with pytest.raises(ValidationError) as bad:
-        client.resume_preview("bad", now=at("2025-01-01T03:30:00"))
+        client.reads.resume_preview("bad", now=at("2025-01-01T03:30:00"))
     assert str(bad.value) == "schedule 'bad' cannot be evaluated: timezone: unknown time zone 'Mars/X'"
 
 
 def test_connection_form_reads_only(conn: Any, client: Client, register: Any) -> None:
     register("hourly", "0 * * * *", last="2025-01-01T00:00:00", missed_fire_policy="catch_up")
-    client.pause("hourly")
+    client.actions.pause("hourly")
     before, audits = schedule_row(conn, "hourly"), _audit_count(conn)
     preview = resume_preview(conn, "hourly", at("2025-01-01T02:00:00"))
     assert preview.instants == (at("2025-01-01T01:00:00"), at("2025-01-01T02:00:00"))
@@ -122,14 +122,14 @@ def test_preview_matches_what_resuming_then_fires(client: Client, conn: Any, reg
     # Created 00:00, first pass at 00:00:30 fires 00:00 and stores the 01:00 hint, then paused.
     register("hourly", "0 * * * *", created="2025-01-01T00:00:00", missed_fire_policy=policy)
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:00:30")).jobs] == ["2025-01-01T00:00:00Z"]
-    client.pause("hourly")
+    client.actions.pause("hourly")
     now = at("2025-01-01T03:30:00")
     assert client.evaluate(now=now).fired == 0  # paused: nothing
-    preview = client.resume_preview("hourly", now=now)
+    preview = client.reads.resume_preview("hourly", now=now)
     expected = {"catch_up": ["2025-01-01T01:00:00Z", "2025-01-01T02:00:00Z", "2025-01-01T03:00:00Z"],
                 "coalesce": ["2025-01-01T03:00:00Z"]}[policy]
     assert preview.instants == tuple(at(t) for t in expected)
-    client.resume("hourly")
+    client.actions.resume("hourly")
     fired = client.evaluate(now=now)
     assert [j.fire_time for j in fired.jobs] == expected
     assert fire_times(conn, "hourly") == ["2025-01-01T00:00:00Z", *expected]

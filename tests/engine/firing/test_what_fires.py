@@ -16,7 +16,7 @@ import pytest
 from engine_helpers import at, fire_times, force, schedule_row
 
 from awa_tui import Client, ValidationError
-from awa_tui.engine.runtime.worker import Job
+from awa_tui.engine.jobs.context import Job
 from awa_tui.engine.schedules.definition import Schedule
 
 
@@ -29,7 +29,7 @@ def _skips(conn: psycopg.Connection[Any], name: str) -> list[str]:
 
 def _verdicts(client: Client, name: str, now: str) -> list[tuple[str, str]]:
     # From 00:01: the instant the test's `last` stands for (00:00) has no job and is unknown.
-    verdicts = client.ledger(name, since=at("2025-01-01T00:00:30"), now=at(now))
+    verdicts = client.reads.ledger(name, since=at("2025-01-01T00:00:30"), now=at(now))
     return [(v.instant.strftime("%H:%M"), v.verdict) for v in verdicts]
 
 
@@ -111,7 +111,7 @@ def test_a_manual_trigger_counts_as_overlapping_for_skip(
     client: Client, conn: psycopg.Connection[Any], register: Any
 ) -> None:
     register("manual", "* * * * *", last="2025-01-01T00:00:00", overlap="skip")
-    client.trigger("manual", operator="ops@host")
+    client.actions.trigger("manual", operator="ops@host")
     assert client.evaluate(now=at("2025-01-01T00:01:00")).jobs == []
     assert _skips(conn, "manual") == ["2025-01-01T00:01:00Z"]
 
@@ -242,9 +242,9 @@ def test_end_at_exactly_on_an_instant_fires_it_and_finishes(client: Client, conn
     assert (row["finished_at"], row["fires_count"], row["last_enqueued_at"]) == (
         at("2025-01-01T00:10:00"), 3, at("2025-01-01T00:03:00"))
     assert client.evaluate(now=at("2025-01-01T00:20:00")).examined == 0  # not even fetched
-    info = client.get_schedule("e")
+    info = client.reads.get_schedule("e")
     assert (info.state, info.fault) == ("finished", None)
-    assert client.next_fires("e") == []
+    assert client.reads.next_fires("e") == []
 
 
 def test_end_at_with_coalesce_fires_the_last_instant_within_it(client: Client, conn: Any, register: Any) -> None:
@@ -273,7 +273,7 @@ def test_end_at_before_any_fire_finishes_without_firing(client: Client, conn: An
 
 def test_max_fires_counts_scheduled_fires_only(client: Client, conn: Any, register: Any) -> None:
     register("m", "* * * * *", last="2025-01-01T00:00:00", max_fires=2)
-    client.trigger("m", operator="ops@host")  # manual triggers do not count
+    client.actions.trigger("m", operator="ops@host")  # manual triggers do not count
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:01:00")).jobs] == ["2025-01-01T00:01:00Z"]
     assert schedule_row(conn, "m")["finished_at"] is None
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:02:00")).jobs] == ["2025-01-01T00:02:00Z"]
@@ -283,6 +283,18 @@ def test_max_fires_counts_scheduled_fires_only(client: Client, conn: Any, regist
     assert fire_times(conn, "m") == [None, "2025-01-01T00:01:00Z", "2025-01-01T00:02:00Z"]
 
 
+def test_paging_next_fires_forward_stops_at_max_fires(client: Client, conn: Any, register: Any) -> None:
+    """The detail pages the next fires forward (`after` = the last one shown): a later page
+    counts the fires of the earlier ones against max_fires, so five fires are shown in all."""
+    register("mp", "* * * * *", max_fires=5)
+    first = client.reads.next_fires("mp", 3)
+    second = client.reads.next_fires("mp", 3, after=first[-1].utc)
+    assert client.reads.next_fires("mp", 3, after=second[-1].utc) == []
+    start = first[0].utc
+    assert start.second == 0 and start.microsecond == 0
+    assert [f.utc for f in first + second] == [start + timedelta(minutes=k) for k in range(5)]
+
+
 def test_max_fires_cuts_a_catch_up_replay(client: Client, conn: Any, register: Any) -> None:
     register("mc", "* * * * *", last="2025-01-01T00:00:00", max_fires=3, missed_fire_policy="catch_up")
     assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:05:00")).jobs] == [
@@ -290,7 +302,7 @@ def test_max_fires_cuts_a_catch_up_replay(client: Client, conn: Any, register: A
     row = schedule_row(conn, "mc")
     assert (row["fires_count"], row["finished_at"]) == (3, at("2025-01-01T00:05:00"))
     # The ledger shows no due instant after the count ran out.
-    verdicts = client.ledger("mc", since=at("2025-01-01T00:00:30"), now=at("2025-01-01T00:05:00"))
+    verdicts = client.reads.ledger("mc", since=at("2025-01-01T00:00:30"), now=at("2025-01-01T00:05:00"))
     assert [v.instant for v in verdicts] == [
         at("2025-01-01T00:01:00"), at("2025-01-01T00:02:00"), at("2025-01-01T00:03:00")]
 
@@ -367,11 +379,11 @@ def test_skip_records_past_the_horizon_are_pruned_and_read_unknown(
     client.evaluate(now=at("2025-01-01T00:03:00"))
     assert _skips(conn, "old") == ["2025-01-01T00:02:00Z", "2025-01-01T00:03:00Z"]
     conn.execute("UPDATE awa.fire_skips SET skipped_at = now() - interval '15 days'")
-    client.prune_jobs(timedelta(days=14))
+    client.actions.prune_jobs(timedelta(days=14))
     assert _skips(conn, "old") == []
     mark = conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = 'old'").fetchone()
     assert mark == {"pruned_through": at("2025-01-01T00:03:00")}
-    assert [(v.verdict, v.reason) for v in client.ledger("old", since=at("2025-01-01T00:01:30"),
+    assert [(v.verdict, v.reason) for v in client.reads.ledger("old", since=at("2025-01-01T00:01:30"),
                                                           now=at("2025-01-01T00:03:30"))] == [
         ("unknown", "pruned"), ("unknown", "pruned")]
 
@@ -384,6 +396,6 @@ def test_a_finished_schedule_is_neither_active_nor_late_in_filters(client: Clien
     client.evaluate(now=at("2025-01-01T00:01:00"))  # fires both; `done` finishes
     conn.execute("UPDATE awa.cron_jobs SET next_fire_at = '2025-01-01T00:02:00Z'")
     later = at("2025-01-01T01:00:00")  # both hints long past: `stuck` is late, `done` is not
-    names = {q: [r.name for r in client.list_schedules(where=parse(q), now=later)]
+    names = {q: [r.name for r in client.reads.list_schedules(where=parse(q), now=later)]
              for q in ("late", "active", "state:finished", "finished")}
     assert names == {"late": ["stuck"], "active": ["stuck"], "state:finished": ["done"], "finished": ["done"]}

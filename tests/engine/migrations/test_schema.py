@@ -10,6 +10,7 @@ import pytest
 from engine_helpers import at, fire_times, force
 from psycopg.rows import dict_row
 
+import awa_tui
 from awa_tui import Client, SchemaError
 from awa_tui.engine import migrations
 
@@ -124,7 +125,8 @@ def test_database_newer_than_the_code_is_refused(dsn: str, conn: psycopg.Connect
     conn.execute("INSERT INTO awa.schema_migrations (version, name) VALUES (999, 'from_the_future')")
     mine = migrations.code_version()
     message = (
-        f"the database schema is version 999, newer than this awa-tui (knows up to {mine}); upgrade awa-tui"
+        f"this database is at schema 999, newer than this awa-tui {awa_tui.__version__} (which knows up to {mine}): "
+        "upgrade awa-tui"
     )
     with pytest.raises(SchemaError) as caught:
         migrations.migrate(dsn)
@@ -132,13 +134,27 @@ def test_database_newer_than_the_code_is_refused(dsn: str, conn: psycopg.Connect
     with pytest.raises(SchemaError) as caught:
         migrations.check_version(conn)
     assert str(caught.value) == message
+    # A runtime the newer schema's release policy no longer admits refuses to start...
+    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 4")  # v025: this release speaks 3
     client = Client(dsn, operator="tester@test")
     client.periodic("p", "* * * * *", "k")
-    with pytest.raises(SchemaError, match="newer than this awa-tui"):
+    with pytest.raises(SchemaError) as refused:
         client.start(run_worker=False)
+    assert str(refused.value) == (
+        f"this database is at schema 999, which needs runtime protocol 4; this awa-tui {awa_tui.__version__} "
+        "speaks 3: upgrade awa-tui")
     assert client.is_leader is False
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone() == {"n": 0}
     client.close()
+    # ... one it admits runs within the compatibility window (and leads only if it may).
+    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 2")
+    client = Client(dsn, operator="tester@test")
+    client.periodic("p", "* * * * *", "k")
+    try:
+        client.start(run_worker=False)
+        assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone() == {"n": 1}
+    finally:
+        client.close()
 
 
 def test_missing_schema_is_reported(empty_dsn: str) -> None:
@@ -146,8 +162,8 @@ def test_missing_schema_is_reported(empty_dsn: str) -> None:
         with pytest.raises(SchemaError, match=r"no awa schema; run `awa-tui migrate`"):
             migrations.check_version(conn)
     client = Client(empty_dsn)
-    with pytest.raises(SchemaError, match="awa schema is missing"):
-        client.list_schedules()
+    with pytest.raises(SchemaError, match=r"^the database has no awa schema; run `awa-tui migrate`$"):
+        client.reads.list_schedules()
     client.close()
 
 

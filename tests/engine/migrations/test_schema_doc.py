@@ -43,7 +43,7 @@ def test_the_document_names_every_table_trigger_and_function(conn: psycopg.Conne
         "WHERE c.relnamespace = 'awa'::regnamespace AND NOT t.tgisinternal")]
     functions = conn.execute(
         "SELECT count(*) AS n FROM pg_proc WHERE pronamespace = 'awa'::regnamespace").fetchone()["n"]
-    assert len(tables) == 21 and sorted(f"### awa.{t}" for t in tables) == sorted(
+    assert len(tables) == 30 and sorted(f"### awa.{t}" for t in tables) == sorted(
         line for line in text.splitlines() if line.startswith("### awa.") and "(" not in line)
     assert all(f"- {t}: `CREATE TRIGGER {t} " in text for t in triggers)
     assert sum(1 for line in text.splitlines() if line.startswith("### awa.") and "(" in line) == functions
@@ -76,7 +76,7 @@ def test_an_included_function_is_applied(dsn: str, tmp_path: Path, monkeypatch: 
         assert conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone() == {"v": version}
     where = schema_doc.defined_in()
     assert where["include_probe"] == f"functions/include_probe.sql (included by v{version:03d}_include_probe.sql)"
-    assert where["cron_jobs_fence"] == "v010_spread_and_overrides.sql"  # grep: its last CREATE
+    assert where["cron_jobs_fence"] == "v021_fence_by_role.sql"  # grep: its last CREATE
 
 
 def test_a_missing_include_fails_in_one_line_before_anything_runs(

@@ -12,7 +12,7 @@ from engine_helpers import at, fire_times
 from poison_seed import HEALTHY, JOBS_TARGET, POISON, broken, seed
 
 from awa_tui import Client
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.firing import evaluator
 from awa_tui.engine.read import views
 
@@ -121,11 +121,11 @@ def test_every_engine_view_renders_poison_rows(client: Client, conn: psycopg.Con
     huge = seed(conn)
     now = at("2025-01-01T00:00:30")
     expected = {**broken()}
-    listed = {r.name: r.fault for r in client.list_schedules()}
+    listed = {r.name: r.fault for r in client.reads.list_schedules()}
     assert {n: f for n, f in listed.items() if f} == expected
     assert listed[huge] is None and all(listed[n] is None for n in FIRING)
 
-    page = client.schedule_page(limit=1000, now=now)
+    page = client.reads.schedule_page(limit=1000, now=now)
     assert {r.name: r.fault for r in page.rows if r.fault} == expected
     by_name = {r.name: r for r in page.rows}
     assert all(by_name[n].next_fire is None for n in expected)  # a BROKEN row fires nothing
@@ -134,19 +134,19 @@ def test_every_engine_view_renders_poison_rows(client: Client, conn: psycopg.Con
     assert by_name[JOBS_TARGET].lateness is None  # its newest job's fire time is no instant
 
     for name in [*POISON, huge, *HEALTHY, JOBS_TARGET]:
-        row = client.get_schedule(name)
+        row = client.reads.get_schedule(name)
         assert row.fault == expected.get(name)
-        detail = client.schedule_detail(name, now=now)
+        detail = client.reads.schedule_detail(name, now=now)
         assert (detail.next == []) == (name in expected or row.state == "retired")
         if name in expected:
             with pytest.raises(ValidationError) as caught:
-                client.next_fires(name, 3, after=now)
+                client.reads.next_fires(name, 3, after=now)
             assert str(caught.value) == expected[name]
-    assert client.get_schedule("p-args-bignum").args == '{"n": 1' + "0" * 5000 + "}"
-    assert client.get_schedule("p-args-nested").args == {"a": {"b": [None, True, 15 * 10**299, "\x1b[2J"]}}
-    assert client.get_schedule("p-tags-null").tags == ["ok", "NULL"]
+    assert client.reads.get_schedule("p-args-bignum").args == '{"n": 1' + "0" * 5000 + "}"
+    assert client.reads.get_schedule("p-args-nested").args == {"a": {"b": [None, True, 15 * 10**299, "\x1b[2J"]}}
+    assert client.reads.get_schedule("p-tags-null").tags == ["ok", "NULL"]
 
-    recent = client.recent_fires(JOBS_TARGET)
+    recent = client.reads.recent_fires(JOBS_TARGET)
     assert [(r.created_at, r.fire_time, r.manual, r.lateness) for r in recent] == [
         (at("2025-01-01T00:00:05"), "99999-01-01T00:00:00Z", False, None),
         (at("2025-01-01T00:00:05"), "", False, None),
@@ -155,7 +155,7 @@ def test_every_engine_view_renders_poison_rows(client: Client, conn: psycopg.Con
         (None, "not a time", False, None),
         (None, "2025-01-01T00:00:00Z", False, None),
     ]
-    runtimes = client.list_runtimes()
+    runtimes = client.reads.list_runtimes()
     assert sorted((r.pid, r.started_at, r.last_seen_at, r.stopped_at, r.fresh) for r in runtimes) == [
         (-1, None, None, None, False), (2147483647, None, None, None, False),
     ]

@@ -9,9 +9,15 @@ from typing import Any
 
 import pytest
 
-from awa_tui.engine.errors import Conflict
+from awa_tui.engine.core.errors import Conflict
 from awa_tui.engine.firing.evaluator import PassResult
-from awa_tui.engine.runtime.duties import HOUSEKEEPING_INTERVAL_S, RECONCILE_INTERVAL_S, Duty, LeaderDuties
+from awa_tui.engine.runtime.duties import (
+    HOUSEKEEPING_INTERVAL_S,
+    PAUSE_END_INTERVAL_S,
+    RECONCILE_INTERVAL_S,
+    Duty,
+    LeaderDuties,
+)
 
 
 class Recorder:
@@ -27,27 +33,35 @@ class Recorder:
 
     def rescue_orphaned_jobs(self) -> list[dict[str, Any]]:
         self.calls.append("rescue")
-        return self.client.rescue_orphaned_jobs()
+        return self.client.runtime.rescue_orphaned_jobs()
 
     def prune_runtimes(self) -> int:
         self.calls.append("prune")
-        return self.client.prune_runtimes()
+        return self.client.runtime.prune_runtimes()
 
     def prune_finished_jobs(self) -> Any:
         self.calls.append("prune jobs")
-        return self.client.prune_finished_jobs()
+        return self.client.runtime.prune_finished_jobs()
 
     def reconcile(self, now: datetime | None = None, *, wait: bool = True) -> list[dict[str, Any]]:
         self.calls.append(f"reconcile(wait={wait})")
-        return self.client.reconcile(now, wait=wait)
+        return self.client.runtime.reconcile(now, wait=wait)
 
     def evaluate_health(self, now: datetime | None = None) -> Any:
         self.calls.append("health")
-        return self.client.evaluate_health(now)
+        return self.client.runtime.evaluate_health(now)
+
+    def end_pauses(self, now: datetime | None = None) -> list[tuple[str, datetime]]:
+        self.calls.append("pause ends")
+        return self.client.runtime.end_pauses(now)  # type: ignore[no-any-return]
+
+    def unserved_kinds(self, now: datetime | None = None) -> Any:
+        self.calls.append("unserved")
+        return self.client.runtime.unserved_kinds(now)
 
 
 def test_each_duty_runs_at_its_own_interval(client: Any) -> None:
-    assert (HOUSEKEEPING_INTERVAL_S, RECONCILE_INTERVAL_S) == (10.0, 5.0)
+    assert (HOUSEKEEPING_INTERVAL_S, RECONCILE_INTERVAL_S, PAUSE_END_INTERVAL_S) == (10.0, 5.0, 1.0)
     clock = [100.0]
     host = Recorder(client)
     duties = LeaderDuties(host, clock=lambda: clock[0])
@@ -57,13 +71,14 @@ def test_each_duty_runs_at_its_own_interval(client: Any) -> None:
         host.calls.clear()
         duties.run_pass()
         seen[t] = list(host.calls)
-    # Health (10 s, engine/health/rules.py) runs with housekeeping.
+    # Health (10 s, engine/health/rules.py) runs with housekeeping; pause ends (S65) every second;
+    # the look for unserved kinds once a minute.
     everything = ["evaluate", "rescue", "prune", "prune jobs", "reconcile(wait=False)", "health"]
     assert seen == {
-        100.0: everything,
-        104.9: ["evaluate"],
+        100.0: ["evaluate", "pause ends", *everything[1:], "unserved"],
+        104.9: ["evaluate", "pause ends"],
         105.0: ["evaluate", "reconcile(wait=False)"],
-        109.9: ["evaluate"],
+        109.9: ["evaluate", "pause ends"],
         110.0: everything,
     }
 

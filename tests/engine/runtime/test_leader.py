@@ -18,7 +18,7 @@ from helpers import wait_for
 from leader_app import CATCH_UP_SCHEDULES, setup
 
 from awa_tui import Client
-from awa_tui.engine.db import LEADER_LOCK_KEY
+from awa_tui.engine.core.db import LEADER_LOCK_KEY
 from awa_tui.engine.firing.evaluator import PassResult
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +41,7 @@ def _runtime(dsn: str, label: str) -> tuple[Client, list[PassResult]]:
     client = Client(dsn, operator=f"{label}@test", application_name=f"awa-tui {label}")
     client.periodic("tick", "* * * * * *", "test.tick")
     passes: list[PassResult] = []
-    client.on_pass.append(passes.append)
+    client.runtime.on_pass.append(passes.append)
     return client, passes
 
 
@@ -85,7 +85,7 @@ def test_only_one_of_several_runtimes_leads(dsn: str, conn: psycopg.Connection[A
             client.start(run_worker=False)
         wait_for(lambda: sum(c.is_leader for c, _ in runtimes) == 1, timeout=5, what="one leader")
         leader = next(c for c, _ in runtimes if c.is_leader)
-        wait_for(lambda: leader.last_pass is not None, timeout=5, what="a pass")
+        wait_for(lambda: leader.runtime.last_pass is not None, timeout=5, what="a pass")
         assert [c.is_leader for c, _ in runtimes].count(True) == 1
         assert all(passes == [] for c, passes in runtimes if c is not leader)
         leader.close()  # a clean stop releases the lock at once
@@ -133,8 +133,9 @@ def test_kill_9_of_a_leader_mid_catch_up_loses_and_doubles_nothing(dsn: str, con
         assert leader.wait(10) == -signal.SIGKILL
         wait_for(lambda: follower.is_leader, timeout=2.0, what="the follower to take over")
         assert time.monotonic() - killed_at < 2.0  # S7: within 2 s of Postgres noticing (at once here)
-        wait_for(lambda: follower.last_pass is not None and follower.last_pass.fired <= len(CATCH_UP_SCHEDULES)
-                 and follower.last_pass.lost_races == 0, timeout=30, what="the catch-up to finish")
+        wait_for(lambda: follower.runtime.last_pass is not None
+                 and follower.runtime.last_pass.fired <= len(CATCH_UP_SCHEDULES)
+                 and follower.runtime.last_pass.lost_races == 0, timeout=30, what="the catch-up to finish")
     finally:
         if leader.poll() is None:
             leader.kill()

@@ -29,8 +29,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from awa_tui import Client
-from awa_tui.engine.db import LEADER_LOCK_KEY
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.db import LEADER_LOCK_KEY
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.firing.evaluator import PassResult
 from awa_tui.engine.runtime.leader import LeaderElector
 from awa_tui.engine.runtime.loops import Runtime
@@ -140,7 +140,7 @@ def test_a_long_evaluator_pass_does_not_lose_the_lease(dsn: str, conn: psycopg.C
     standby = Client(dsn, operator="standby@test", application_name="awa-tui standby", leader_lease=lease)
     standby.periodic("tick", "* * * * * *", "test.tick")
     standby_passes: list[PassResult] = []
-    standby.on_pass.append(standby_passes.append)
+    standby.runtime.on_pass.append(standby_passes.append)
     release = threading.Event()
     in_pass = threading.Event()
 
@@ -148,7 +148,7 @@ def test_a_long_evaluator_pass_does_not_lose_the_lease(dsn: str, conn: psycopg.C
         in_pass.set()
         release.wait(30)  # the evaluator is stuck here until the test has seen enough
 
-    leader.on_pass.append(slow_pass)
+    leader.runtime.on_pass.append(slow_pass)
     try:
         leader.start(run_worker=False)
         wait_for(lambda: leader.is_leader, timeout=5, what="the slow runtime to lead")
@@ -200,12 +200,48 @@ def test_standby_deposes_a_holder_whose_lease_expired(
     assert a.is_leader is False and lock_pid(conn) == b_pid
 
 
+def test_a_leader_whose_lock_was_released_under_its_live_session_steps_down_at_its_next_renewal(
+    conn: psycopg.Connection[Any], electors: Any
+) -> None:
+    """S57: the lease names the session, but leadership is the lock's. A lock released
+    while its session lives on (pg_advisory_unlock_all on that very session, as a
+    pooler's DISCARD ALL would do) must not be renewed as if it were still held."""
+    a, b = electors("a"), electors("b")
+    assert a.step(now=T0) is True
+    a_pid = lock_pid(conn)
+    assert a_pid is not None
+    # Negative control: while the lock is held, the renewal succeeds.
+    assert a.step(now=T0 + timedelta(seconds=1)) is True
+    # The fault, on the leader's own lock session (the elector keeps no other handle on it).
+    session = a._conn
+    assert session is not None and session.info.backend_pid == a_pid
+    session.execute("SELECT pg_advisory_unlock_all()")
+    # It happened: nobody holds the lock, the session lives, the lease still names it.
+    assert lock_pid(conn) is None
+    assert backend_alive(conn, a_pid)
+    assert (lease_row(conn)["backend_pid"], lease_row(conn)["expires_at"]) == (a_pid, T0 + timedelta(seconds=6))
+    assert a.is_leader is True  # nothing has told it yet
+    # Its next renewal, well inside the lease: refused, it leads no more.
+    assert a.step(now=T0 + timedelta(seconds=2)) is False
+    assert a.is_leader is False
+    assert lease_row(conn)["expires_at"] == T0 + timedelta(seconds=6)  # not extended
+    # A standby takes the free lock at once, with the next term.
+    assert b.step(now=T0 + timedelta(seconds=2)) is True
+    b_pid = lock_pid(conn)
+    assert b_pid not in (None, a_pid)
+    assert lease_row(conn) == {
+        "term": 2, "instance_id": b.instance_id, "backend_pid": b_pid, "lease": LEASE,
+        "acquired_at": T0 + timedelta(seconds=2), "renewed_at": T0 + timedelta(seconds=2),
+        "expires_at": T0 + timedelta(seconds=2) + LEASE,
+    }
+
+
 def _pass_runtime(dsn: str) -> tuple[Client, Runtime, list[PassResult]]:
     client = Client(dsn, operator="tester@test", application_name="awa-tui frozen", leader_lease=LEASE)
     client.periodic("tick", "* * * * * *", "test.tick")
     client.sync()
     passes: list[PassResult] = []
-    client.on_pass.append(passes.append)
+    client.runtime.on_pass.append(passes.append)
     return client, Runtime(client, run_worker=False), passes
 
 
@@ -266,7 +302,8 @@ def plain_role(conn: psycopg.Connection[Any]) -> Iterator[str]:
     """A non-superuser role that may use the lease but not signal a superuser's session."""
     role = f"awa_standby_{uuid.uuid4().hex[:10]}"
     conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'standby'").format(sql.Identifier(role)))
-    for grant in ("GRANT USAGE ON SCHEMA awa TO {role}", "GRANT SELECT, UPDATE ON awa.leader_lease TO {role}"):
+    for grant in ("GRANT USAGE ON SCHEMA awa TO {role}", "GRANT SELECT, UPDATE ON awa.leader_lease TO {role}",
+                  "GRANT EXECUTE ON FUNCTION awa.may_lead(uuid) TO {role}"):  # the runtime role's, not PUBLIC's
         conn.execute(sql.SQL(grant).format(role=sql.Identifier(role)))
     params = conninfo_to_dict(conn.info.dsn)
     params.update(user=role, password="standby")
@@ -327,9 +364,9 @@ def test_cli_run_refuses_a_bad_leader_lease_in_one_line(dsn: str) -> None:
 
 def test_cli_runtime_list_names_the_lock_holder(dsn: str, conn: psycopg.Connection[Any], electors: Any) -> None:
     client = Client(dsn, operator="tester@test")
-    client.snapshot(is_leader=True)
+    client.runtime.snapshot(is_leader=True)
     stale = Client(dsn, operator="tester@test")
-    stale.snapshot(is_leader=True)  # a leader killed with -9 leaves this row behind
+    stale.runtime.snapshot(is_leader=True)  # a leader killed with -9 leaves this row behind
     holder = LeaderElector(dsn, instance_id=client.identity.instance_id, lease=timedelta(seconds=60))
     try:
         assert holder.step() is True

@@ -7,10 +7,11 @@ from datetime import timedelta
 from engine_helpers import at
 
 from awa_tui import Client
-from awa_tui.engine.runtime import worker
+from awa_tui.engine.jobs import store as worker
+from awa_tui.engine.jobs.context import Job
 
 
-def _claim(runtime: Client, kind: str) -> worker.Job:
+def _claim(runtime: Client, kind: str) -> Job:
     """Claim one job as `runtime`'s worker would, without running its handler."""
     with runtime.db.connection() as conn:
         (job,) = worker.claim_jobs(conn, [kind], 1, claimed_by=runtime.identity.instance_id)
@@ -34,14 +35,14 @@ def _enqueue(conn, kind, max_attempts=25):
 
 def test_a_job_claimed_by_a_stopped_runtime_is_rescued_as_retryable(dsn, conn, client):
     dead = Client(dsn, operator="tester@test")
-    dead.snapshot()
+    dead.runtime.snapshot()
     job_id = _enqueue(conn, "report")
     job = _claim(dead, "report")
     assert job.id == job_id and _job(conn, job_id)["claimed_by"] == dead.identity.instance_id
-    dead.snapshot(stopped=True)  # it stopped with the job still running
+    dead.runtime.snapshot(stopped=True)  # it stopped with the job still running
     dead.close()
 
-    rescued = client.rescue_orphaned_jobs()
+    rescued = client.runtime.rescue_orphaned_jobs()
 
     assert rescued == [{"id": job_id, "state": "retryable"}]
     row = _job(conn, job_id)
@@ -51,7 +52,7 @@ def test_a_job_claimed_by_a_stopped_runtime_is_rescued_as_retryable(dsn, conn, c
 
 def test_a_job_of_a_stale_runtime_is_rescued_and_a_spent_one_discarded(dsn, conn, client):
     gone = Client(dsn, operator="tester@test", snapshot_interval=timedelta(seconds=10))
-    gone.snapshot()
+    gone.runtime.snapshot()
     spent_id = _enqueue(conn, "last-try", max_attempts=1)
     _claim(gone, "last-try")
     # Its last snapshot is 31 s old in DB time: past max(30 s, 3 x 10 s).
@@ -61,16 +62,16 @@ def test_a_job_of_a_stale_runtime_is_rescued_and_a_spent_one_discarded(dsn, conn
     )
     gone.db.close_all()
 
-    assert client.rescue_orphaned_jobs() == [{"id": spent_id, "state": "discarded"}]
+    assert client.runtime.rescue_orphaned_jobs() == [{"id": spent_id, "state": "discarded"}]
 
 
 def test_jobs_of_a_fresh_runtime_are_left_running(dsn, conn, client):
     alive = Client(dsn, operator="tester@test")
-    alive.snapshot()
+    alive.runtime.snapshot()
     job_id = _enqueue(conn, "long")
     _claim(alive, "long")
 
-    assert client.rescue_orphaned_jobs() == []
+    assert client.runtime.rescue_orphaned_jobs() == []
     assert _job(conn, job_id)["state"] == "running"
     alive.close()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.schedules.definition import _FIELDS, Schedule, _plain_json_size, _stored_json_size
 
 

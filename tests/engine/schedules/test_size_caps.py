@@ -12,7 +12,7 @@ from engine_helpers import at, fire_times, force
 
 from awa_tui import Client
 from awa_tui.engine import migrations
-from awa_tui.engine.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.schedules.definition import Schedule
 
 CAP = 262144
@@ -126,8 +126,8 @@ def test_rows_that_predate_the_caps_keep_firing_and_can_be_paused(
     name = "old\u202ename"
     result = client.evaluate(now=at("2025-01-01T00:01:00"))
     assert ([(j.name, j.fire_time) for j in result.jobs], result.errors) == ([(name, "2025-01-01T00:01:00Z")], [])
-    client.pause(name, operator="ops@test")
-    client.resume(name, operator="ops@test")
+    client.actions.pause(name, operator="ops@test")
+    client.actions.resume(name, operator="ops@test")
     conn.execute("UPDATE awa.cron_jobs SET priority = 3 WHERE name = %s", (name,))  # unrelated column: allowed
     client.evaluate(now=at("2025-01-01T00:02:00"))
     assert fire_times(conn, name) == ["2025-01-01T00:01:00Z", "2025-01-01T00:02:00Z"]

@@ -1,0 +1,225 @@
+"""A least-privilege role layout for the awa schema (`awa-tui db grants`).
+
+Four NOLOGIN group roles, named from a prefix (default `awa_`); grant them to login roles:
+
+- `<prefix>owner` owns the schema and every object in it. It alone can ALTER a table
+  (and so disable a trigger) or bypass the audit trail's append-only trigger, by
+  disabling it first: that is what owning a table means in Postgres. Run migrations as it.
+- `<prefix>runtime`: sync, publish snapshots, evaluate and fire, work jobs, reconcile
+  (`awa.begin_reconcile`). It cannot pause, adopt, retire or delete a schedule (the fence
+  asks for a capability only the audit gate grants, never a setting), nor write the audit trail.
+- `<prefix>operator`: the console and the CLI's actions (pause, resume, trigger, remove,
+  retire, restore, adopt, transfer, queue pause/resume/drain), through the audit gate
+  `awa.begin_action`. A console that also leads (`--lead`) needs the runtime role too.
+- `<prefix>readonly`: SELECT only.
+
+Nobody but the owner holds INSERT, UPDATE, DELETE or TRUNCATE on awa.audit_log: its rows
+are written by the database's own triggers (SECURITY DEFINER, as the owner).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from awa_tui.engine.core.db import connect, translate
+from awa_tui.engine.core.errors import ReadOnly, ValidationError
+from awa_tui.engine.core.standby import standby_refusal
+from awa_tui.engine.schedules.columns import DEFINITION, OVERRIDDEN, OVERRIDE_COLUMNS
+
+DEFAULT_PREFIX = "awa_"
+_PREFIX_RE = re.compile(r"^[a-z_][a-z0-9_]{0,40}$")
+
+# Columns each writer may UPDATE on awa.cron_jobs. The runtime: definitions (sync,
+# reconciliation), the fire path's token and hint, automatic retirement. The operator:
+# pause, ownership, retirement, and the token/hint a restore resets; an override (issue
+# 16) writes the definition columns it replaces and `overridden`.
+RUNTIME_SCHEDULE_COLUMNS = (
+    *DEFINITION, "last_enqueued_at", "next_fire_at", "updated_at", "retired_at", "retired_by", OVERRIDDEN,
+    "fires_count", "finished_at",  # the fire statement counts fires and finishes (v009)
+)
+OPERATOR_SCHEDULE_COLUMNS = (
+    "paused_at", "paused_by", "paused_until", "pause_reason", "owner", "retired_at", "retired_by",
+    "last_enqueued_at", "next_fire_at", "updated_at",
+    *OVERRIDE_COLUMNS, OVERRIDDEN,
+)
+OWNER_BOOKKEEPING_COLUMNS = (
+    "certificate_hash", "certificate_size", "certified_at", "agreement_hash", "agreement_since",
+    "agreement_seen_at", "updated_at",
+)
+
+# Every table of the schema with what each role may do beyond SELECT (all three read
+# everything). A table missing here fails tests/engine/core/test_audit_roles.py: a new table
+# needs a decision, not a default.
+WRITES: dict[str, dict[str, str]] = {
+    "cron_jobs": {
+        "runtime": f"INSERT, UPDATE ({', '.join(RUNTIME_SCHEDULE_COLUMNS)})",
+        "operator": f"UPDATE ({', '.join(OPERATOR_SCHEDULE_COLUMNS)}), DELETE",
+    },
+    # DELETE: retention prunes finished jobs (the leader, and `jobs prune` by hand); run_at:
+    # an operator's retry runs the job now.
+    "jobs": {"runtime": "INSERT, UPDATE, DELETE", "operator": "INSERT, UPDATE (state, finalized_at, run_at), DELETE"},
+    "queue_meta": {"operator": "INSERT, UPDATE (paused, paused_at, paused_by)"},
+    "runtime_instances": {"runtime": "INSERT, UPDATE, DELETE"},
+    "leader_lease": {"runtime": "INSERT, UPDATE"},
+    "owners": {
+        "runtime": f"INSERT, UPDATE ({', '.join(OWNER_BOOKKEEPING_COLUMNS)})",
+        "operator": f"INSERT, UPDATE ({', '.join(OWNER_BOOKKEEPING_COLUMNS)})",
+    },
+    "leader_terms": {},  # written by the lease's trigger (SECURITY DEFINER) only
+    # The sync notes (S50, v012): written by their triggers and awa.prune_cron_jobs_changes
+    # (SECURITY DEFINER) only; read by every role's probe.
+    "cron_jobs_changes": {},
+    "cron_jobs_changes_pruned": {},
+    "ledger_meta": {},
+    "ledger_pruned": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE"},
+    # How far the leader's retention walk has got (v027): one row, the leader's.
+    "retention_progress": {"runtime": "UPDATE"},
+    # The fire statement records skipped_overlap instants; retention prunes them.
+    "fire_skips": {"runtime": "INSERT, DELETE", "operator": "DELETE"},
+    "audit_log": {},
+    "schema_migrations": {},
+    # Who may run and lead (v019): changed by `awa-tui migrate --leaders-from`, the owner's.
+    "release_policy": {},
+    # Health (S42): the leader's duty judges, records transitions and counts fires; the
+    # job-outcome and resume triggers (SECURITY DEFINER) keep the failure count.
+    "cron_health": {"runtime": "INSERT, UPDATE"},
+    "health_transitions": {"runtime": "INSERT, DELETE"},
+    "health_meta": {"runtime": "UPDATE"},
+    "fire_stats": {"runtime": "INSERT, UPDATE"},
+    "fire_lateness": {"runtime": "INSERT, UPDATE"},
+    # Calendars (S56, v018): operators edit them (audited by their trigger); the version
+    # row is bumped by that trigger (SECURITY DEFINER) only.
+    "calendars": {"operator": "INSERT, UPDATE, DELETE"},
+    "calendars_version": {},
+    # Alerts (S63, v023): operators add and remove sinks and silence schedules (audited by
+    # their triggers); the outbox and its deliveries are written by the health_transitions
+    # trigger (SECURITY DEFINER); the leader's deliverer leases, marks and prunes them, and
+    # opens or closes a PagerDuty sink's grouped incident; a silence marks waiting ones.
+    "alert_sinks": {"runtime": "UPDATE (group_open)", "operator": "INSERT, DELETE"},
+    "alert_silences": {"operator": "INSERT"},
+    "alert_outbox": {"runtime": "DELETE"},
+    "alert_deliveries": {"runtime": "UPDATE", "operator": "UPDATE (state, silence_id)"},
+    # Fleet alerts (S70, v028): any runtime records a change of the fleet's health (its
+    # trigger, SECURITY DEFINER, writes the outbox) and the deliverer prunes old ones; the
+    # deliverer's lease is taken and renewed by the runtime that delivers.
+    "fleet_transitions": {"runtime": "INSERT, DELETE"},
+    "alert_deliverer": {"runtime": "UPDATE"},
+    # The fence's capabilities (v021): written by SECURITY DEFINER functions only.
+    "fence_grants": {},
+}
+OPERATOR_FUNCTIONS = (
+    "awa.begin_action(text, text, jsonb)",
+    "awa.record_event(text, text, jsonb, jsonb, jsonb)",
+)
+# The runtime's: an owner's reconciliation (its capability for the fence, v021), the sync
+# notes' pruning, whether it may lead (the election calls it as the runtime, v019), and the
+# leader's end of pauses that reached their end (audited as awa-autoresume, v025).
+RUNTIME_FUNCTIONS = (
+    "awa.begin_reconcile(text)",
+    "awa.prune_cron_jobs_changes(interval)",
+    "awa.may_lead(uuid)",
+    "awa.end_pauses(timestamp with time zone, integer, text)",
+)
+# SECURITY DEFINER functions no role calls: only the schema's own functions do (the
+# fence's capabilities). With the trigger functions, which need no EXECUTE, this is every
+# SECURITY DEFINER function of the schema (tests/engine/core/test_audit_roles.py).
+INTERNAL_FUNCTIONS = (
+    "awa.fence_grant(text, text)",
+    "awa.fence_capability(text)",
+)
+
+
+@dataclass(frozen=True)
+class RoleLayout:
+    prefix: str
+    owner: str
+    runtime: str
+    operator: str
+    readonly: str
+    statements: tuple[str, ...]
+
+    @property
+    def roles(self) -> tuple[str, str, str, str]:
+        return (self.owner, self.runtime, self.operator, self.readonly)
+
+    @property
+    def sql(self) -> str:
+        """The whole layout as one script (one transaction), as `db grants` prints it."""
+        lines = (s if s.startswith("--") else f"{s};" for s in self.statements)
+        return "BEGIN;\n" + "\n".join(lines) + "\nCOMMIT;\n"
+
+
+def check_prefix(prefix: str) -> str:
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise ValidationError(
+            f"prefix: lower-case letters, digits and _ (1..41, not starting with a digit) required, got {prefix!r}"
+        )
+    return prefix
+
+
+def _create_role(role: str) -> str:
+    return (
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') "
+        f"THEN CREATE ROLE {role} NOLOGIN; END IF; END $$"
+    )
+
+
+def role_layout(prefix: str = DEFAULT_PREFIX) -> RoleLayout:
+    """The layout's SQL for `prefix`; idempotent (applying it twice changes nothing)."""
+    prefix = check_prefix(prefix)
+    owner, runtime, operator, readonly = (f"{prefix}{r}" for r in ("owner", "runtime", "operator", "readonly"))
+    users = f"{runtime}, {operator}, {readonly}"
+    roles = {"runtime": runtime, "operator": operator}
+    statements = [
+        "-- Same lock order as a fire (cron_jobs, then jobs): ownership changes wait behind it",
+        "LOCK TABLE awa.cron_jobs, awa.jobs IN ACCESS EXCLUSIVE MODE",
+        *(_create_role(r) for r in (owner, runtime, operator, readonly)),
+        "-- The owner owns the schema and everything in it (identity sequences follow their table)",
+        f"ALTER SCHEMA awa OWNER TO {owner}",
+        "DO $$ DECLARE r record; BEGIN "
+        "FOR r IN SELECT c.oid::regclass AS t, CASE c.relkind WHEN 'v' THEN 'VIEW' "
+        "WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind FROM pg_class c "
+        "WHERE c.relnamespace = 'awa'::regnamespace AND (c.relkind IN ('r', 'p', 'v', 'm') OR (c.relkind = 'S' "
+        "AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype IN ('a', 'i')))) "
+        f"LOOP EXECUTE format('ALTER %s %s OWNER TO {owner}', r.kind, r.t); END LOOP; "
+        "FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p WHERE p.pronamespace = 'awa'::regnamespace "
+        f"LOOP EXECUTE format('ALTER ROUTINE %s OWNER TO {owner}', r.f); END LOOP; END $$",
+        "-- Start from nothing, so applying again converges",
+        "REVOKE ALL ON SCHEMA awa FROM PUBLIC",
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA awa FROM PUBLIC, {users}",
+        f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA awa FROM PUBLIC, {users}",
+        *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC, {users}"
+          for f in (*OPERATOR_FUNCTIONS, *RUNTIME_FUNCTIONS, *INTERNAL_FUNCTIONS)),
+        f"GRANT USAGE ON SCHEMA awa TO {users}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA awa TO {users}",
+    ]
+    for table, writes in WRITES.items():
+        for role_key, privileges in writes.items():
+            statements.append(f"GRANT {privileges} ON awa.{table} TO {roles[role_key]}")
+    statements += [f"GRANT EXECUTE ON FUNCTION {f} TO {operator}" for f in OPERATOR_FUNCTIONS]
+    statements += [f"GRANT EXECUTE ON FUNCTION {f} TO {runtime}" for f in RUNTIME_FUNCTIONS]
+    return RoleLayout(prefix, owner, runtime, operator, readonly, tuple(statements))
+
+
+def apply_layout(dsn: str, layout: RoleLayout) -> dict[str, Any]:
+    """Run the layout in one transaction. Needs a superuser (or the current owner of every
+    awa object, member of the new owner role). Returns {prefix, roles, statements}."""
+    conn = connect(dsn, application_name="awa-tui db grants")
+    try:
+        refusal = standby_refusal(conn)  # the one line every refused write on a standby gives
+        if refusal is not None:
+            raise ReadOnly(refusal)
+        with conn.transaction():
+            for statement in layout.statements:
+                if not statement.startswith("--"):
+                    conn.execute(statement)  # type: ignore[arg-type]  # built from a checked prefix
+    except psycopg.Error as exc:
+        raise translate(exc) from None
+    finally:
+        conn.close()
+    return {"prefix": layout.prefix, "roles": list(layout.roles),
+            "statements": sum(1 for s in layout.statements if not s.startswith("--"))}

@@ -1,0 +1,1 @@
+"""Alerts that reach a person (S63): sinks, the delivery outbox, silences, payloads."""

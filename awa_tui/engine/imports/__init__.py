@@ -1,0 +1,1 @@
+"""Schedules carried over from other schedulers (pg_cron)."""

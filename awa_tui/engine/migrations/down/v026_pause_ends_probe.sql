@@ -1,0 +1,30 @@
+-- Undoes v026_pause_ends_probe.sql: awa.end_pauses as v025 defined it.
+-- The leader's automatic resume of pauses whose end has come (S65): at most p_limit rows,
+-- oldest end first, skipping rows an operator holds (the next round gets them).
+CREATE OR REPLACE FUNCTION awa.end_pauses(p_now timestamptz DEFAULT NULL, p_limit integer DEFAULT 1000,
+                                          p_runtime text DEFAULT NULL)
+RETURNS TABLE (name text, paused_until timestamptz)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+    t timestamptz := coalesce(p_now, now());
+BEGIN
+    -- Nothing to end: no audit context, no write (the common case, one probe of the index).
+    IF NOT EXISTS (SELECT 1 FROM awa.cron_jobs c WHERE c.paused_until <= t) THEN
+        RETURN;
+    END IF;
+    -- The resume is audited like an operator's, by the automatic actor, with the runtime
+    -- that ended it; the audit trigger writes each row's before/after (S20).
+    PERFORM awa.begin_action('awa-autoresume', 'resume', jsonb_build_object(
+        'automatic', true, 'reason', 'the pause reached its end', 'runtime', p_runtime));
+    RETURN QUERY
+    UPDATE awa.cron_jobs c SET paused_at = NULL, paused_by = NULL, paused_until = NULL, pause_reason = NULL
+    FROM (SELECT d.name, d.paused_until FROM awa.cron_jobs d
+          WHERE d.paused_until <= t AND d.paused_at IS NOT NULL
+          ORDER BY d.paused_until, d.name
+          LIMIT greatest(p_limit, 1)
+          FOR UPDATE SKIP LOCKED) e
+    WHERE c.name = e.name
+    RETURNING c.name, e.paused_until;
+END;
+$$;

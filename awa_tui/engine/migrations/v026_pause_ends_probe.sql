@@ -1,0 +1,4 @@
+-- v026: the leader's pause-end duty (awa.end_pauses, v025) probes the earliest end without a
+-- parameter. Its first probe compared each end with the call's instant; after five calls
+-- PL/pgSQL cached a generic plan for it that read the whole table every second.
+-- include: functions/end_pauses.sql

@@ -1,0 +1,242 @@
+"""Issue 37 in the console: the schedule form (n new, e edit on a schedule made at run time)
+checks as the operator types and previews the next fires, one confirmation writes it
+(audited), D deletes one; a code-declared schedule is changed by an override; bad input
+is said under its field and writes nothing. Real database, Textual pilot, a snapshot.
+
+The clock is the seed's (NOW, Saturday 2025-03-08 12:00:30Z). The expected fires are
+worked out by hand from the calendar: Paris is UTC+1 until the last Sunday of March
+(2025-03-30, when 02:00-03:00 local does not exist), UTC+2 after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Input, Static
+from tui_helpers import audit_actions, notes, ready, row_of, select, settled, until
+from tui_seed import OPERATOR
+
+from awa_tui import Client
+from awa_tui.tui.panels.schedules import COLUMNS, cells
+from awa_tui.tui.screens.confirm import ConfirmScreen
+from awa_tui.tui.screens.detail import DetailScreen
+from awa_tui.tui.screens.override import OverrideScreen
+from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
+
+NAME = "reports.tenant-42"
+# Mondays 08:00 Paris from NOW: three in winter time (07:00Z), then two in summer time (06:00Z).
+MONDAYS_UTC = ["2025-03-10 07:00:00Z", "2025-03-17 07:00:00Z", "2025-03-24 07:00:00Z", "2025-03-31 06:00:00Z",
+               "2025-04-07 06:00:00Z"]
+
+
+def _fill(form: ScheduleFormScreen, **values: str) -> None:
+    for key, value in values.items():
+        form.query_one(f"#form-{key}", Input).value = value
+
+
+def _text(form: ScheduleFormScreen, selector: str) -> str:
+    widget = form.query_one(selector, Static)
+    return str(widget.render()) if widget.display else ""
+
+
+def _preview(form: ScheduleFormScreen) -> str:
+    from test_navigation import rendered
+
+    return rendered(form.query_one("#form-preview", Static).content)
+
+
+async def _checked(pilot: Any, form: ScheduleFormScreen) -> None:
+    """The check of what is typed now has answered (passed or not)."""
+    await until(pilot, lambda: form.timer is None and form.checked == tuple(form.typed().items()),
+                what="the form's check")
+
+
+async def _new_form(pilot: Any, app: Any) -> ScheduleFormScreen:
+    await pilot.press("n")
+    return await until(pilot, lambda: isinstance(app.screen, ScheduleFormScreen) and app.screen, what="the form")
+
+
+def _count(conn: Any, sql: str) -> int:
+    return conn.execute(sql).fetchone()["n"]
+
+
+def _made(seeded: str, name: str = NAME) -> None:
+    with Client(seeded, operator="bob@ops") as client:
+        client.create_schedule(name, "0 8 * * 1", "report", {"tenant": 42}, timezone="Europe/Paris", owner="web")
+
+
+async def test_create_through_the_form_then_edit_then_delete(console: Any, conn: Any) -> None:
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    assert form.query_one("#form-name", Input).has_focus
+    _fill(form, name=NAME, cron="0 8 * * 1", timezone="Europe/Paris", kind="report", args='{"tenant": 42}')
+    await _checked(pilot, form)
+    assert form.passed
+    preview = _preview(form)
+    assert [line.split()[0] + " " + line.split()[1] for line in preview.splitlines()[2:]] == MONDAYS_UTC
+    assert preview.splitlines()[0] == "Next fires (Mondays at 08:00)"
+    await pilot.press("enter")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+    assert dialog.heading == "Create schedule?"
+    assert dict(dialog.details)["Consequence"] == (
+        'Makes it at run time, owned by app: cron 0 8 * * 1, kind report, zone Europe/Paris, queue default, '
+        'args {"tenant": 42}, priority 2, max attempts 25, missed fires coalesce, overlap allow. '
+        "Code sync never changes it; e edits it, D deletes it.")
+    await pilot.press("y")
+    await until(pilot, lambda: row_of(conn, NAME) is not None, what="the row")
+    row = row_of(conn, NAME)
+    assert (row["origin"], row["owner"], row["cron_expr"], row["timezone"], row["kind"], row["args"], row["queue"]) \
+        == ("api", "app", "0 8 * * 1", "Europe/Paris", "report", {"tenant": 42}, "default")
+    assert audit_actions(conn)[-1] == (OPERATOR, "create", NAME)
+    await settled(pilot, app)
+    panel = app.main.panel("schedules")
+    assert NAME in panel.rows
+    select(app, NAME)
+    await settled(pilot, app)
+    assert " · made at run time" in str(panel.query_one("#schedules-summary", Static).render())
+    made = [c.key for c in COLUMNS].index("made")
+    assert (cells(panel.rows[NAME], panel.clock)[made].plain,
+            cells(panel.rows["metrics.rollup"], panel.clock)[made].plain) == ("run time", "code")
+
+    # e: the same form, filled with what is stored; only the changed values are written.
+    await pilot.press("e")
+    form = await until(pilot, lambda: isinstance(app.screen, ScheduleFormScreen) and app.screen.stored is not None
+                       and app.screen, what="the edit form")
+    assert form.typed() == {"cron": "0 8 * * 1", "timezone": "Europe/Paris", "kind": "report", "queue": "default",
+                            "args": '{"tenant": 42}', "priority": "2", "max_attempts": "25",
+                            "missed_fire_policy": "coalesce", "overlap": "allow", "tags": ""}
+    _fill(form, cron="30 9 * * *", queue="urgent", args='{ "tenant" : 42 }')  # the same args, spaced
+    await _checked(pilot, form)
+    assert form.passed
+    assert _preview(form).splitlines()[2].split()[:2] == ["2025-03-09", "08:30:00Z"]  # Sunday 09:30 Paris
+    await pilot.press("enter")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm edit")
+    assert dialog.heading == "Edit schedule?"
+    assert dict(dialog.details)["Consequence"] == (
+        "Sets cron 30 9 * * *, queue urgent. Every other setting stays as it is; code sync never changes it.")
+    await pilot.press("y")
+    await until(pilot, lambda: row_of(conn, NAME)["queue"] == "urgent", what="the edit")
+    row = row_of(conn, NAME)
+    assert (row["cron_expr"], row["timezone"], row["queue"], row["args"], row["overridden"]) == (
+        "30 9 * * *", "Europe/Paris", "urgent", {"tenant": 42}, None)
+    assert audit_actions(conn)[-1] == (OPERATOR, "redefine", NAME)  # the database's word for a new definition
+
+    # D: type the name; the row goes, its audit entry stays.
+    await settled(pilot, app)
+    select(app, NAME)
+    await pilot.press("D")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm delete")
+    assert dialog.heading == "Delete schedule?"
+    assert dialog.type_to_confirm == NAME
+    await pilot.press(*NAME, "enter")
+    await until(pilot, lambda: row_of(conn, NAME) is None, what="the delete")
+    assert audit_actions(conn)[-1] == (OPERATOR, "remove", NAME)  # the database's word for a row deleted
+    await settled(pilot, app)
+    assert NAME not in app.main.panel("schedules").rows
+
+
+async def test_bad_input_is_said_under_its_field_and_writes_nothing(console: Any, conn: Any) -> None:
+    app, pilot = console
+    before = (_count(conn, "SELECT count(*) AS n FROM awa.cron_jobs"),
+              _count(conn, "SELECT count(*) AS n FROM awa.audit_log"))
+    form = await _new_form(pilot, app)
+    _fill(form, name=NAME, cron="61 * * * *", kind="report")
+    await _checked(pilot, form)
+    assert not form.passed
+    assert _text(form, "#form-cron-error") == " invalid expression '61 * * * *': 61 is out of range"
+    assert _text(form, "#form-name-error") == ""
+    await pilot.press("enter")
+    await _checked(pilot, form)
+    assert app.screen is form  # still open: nothing was asked, nothing sent
+    assert _text(form, "#dialog-error") == "fix the values marked above first (esc: cancel)"
+
+    _fill(form, name="metrics.rollup", cron="*/5 * * * *")  # a name code declares
+    await _checked(pilot, form)
+    assert _text(form, "#form-cron-error") == ""
+    assert _text(form, "#form-name-error") == " 'metrics.rollup' is taken by a schedule declared in code"
+    _fill(form, name=NAME, args="{nope", priority="high")
+    await _checked(pilot, form)
+    assert _text(form, "#form-args-error") == (
+        " not valid JSON (Expecting property name enclosed in double quotes): '{nope'")
+    assert _text(form, "#form-priority-error") == " a whole number, got 'high'"
+    _fill(form, args="", priority="2", timezone="Mars/Olympus")
+    await pilot.press("enter")  # enter before the check: it checks, and stays on a refusal
+    await _checked(pilot, form)
+    assert _text(form, "#form-timezone-error") == " unknown time zone 'Mars/Olympus'"
+    assert app.screen is form
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, ScheduleFormScreen), what="the form closed")
+    assert (_count(conn, "SELECT count(*) AS n FROM awa.cron_jobs"),
+            _count(conn, "SELECT count(*) AS n FROM awa.audit_log")) == before
+
+
+async def test_a_new_schedule_needs_a_name_an_expression_and_a_kind(console: Any, conn: Any) -> None:
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    await pilot.press("enter")
+    await until(pilot, lambda: _text(form, "#dialog-error"), what="the refusal")
+    assert _text(form, "#dialog-error") == "name, cron, kind: required to create a schedule"
+    assert [_text(form, f"#form-{k}-error") for k in ("name", "cron", "kind")] == [" required"] * 3
+    assert app.screen is form
+    # An emptied field of a new schedule has its default (its placeholder says which).
+    _fill(form, name=NAME, cron="0 8 * * 1", kind="report", timezone="", queue="")
+    await _checked(pilot, form)
+    assert form.passed
+    assert _text(form, "#form-name-error") == ""
+    assert "LOCAL (UTC)" in _preview(form).splitlines()[1]
+    await pilot.press("enter")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+    assert dict(dialog.details)["Consequence"].startswith(
+        "Makes it at run time, owned by app: cron 0 8 * * 1, kind report, priority 2, max attempts 25, ")
+    await pilot.press("n")
+    assert row_of(conn, NAME) is None
+
+
+async def test_code_declared_schedules_are_overridden_and_cannot_be_deleted(console: Any, conn: Any) -> None:
+    app, pilot = console
+    select(app, "metrics.rollup")
+    await pilot.press("D")
+    await until(pilot, lambda: notes(app), what="the notice")
+    assert notes(app) == ["metrics.rollup is declared in code (its next deploy would bring it back): retire it "
+                          "(ctrl+d) instead"]
+    await pilot.press("e")
+    form = await until(pilot, lambda: isinstance(app.screen, OverrideScreen) and app.screen, what="override form")
+    from test_navigation import rendered
+
+    facts = rendered(form.query_one("#dialog-facts", Static).content)
+    assert "Declared in code: changed by an override (this form), not the schedule form" in " ".join(facts.split())
+
+
+async def test_the_detail_says_which_kind(console_factory: Any, seeded: str) -> None:
+    from test_navigation import rendered
+
+    _made(seeded)
+    app = console_factory()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot, app)
+        for name, words in ((NAME, "made at run time (e edits it, D deletes it; code sync never touches it)"),
+                            ("metrics.rollup", "made in code (e overrides it; a deploy changes it)")):
+            select(app, name)
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, DetailScreen) and app.screen.data is not None,
+                        what="the detail")
+            body = rendered(app.screen.query_one("#detail-body", Static).content)
+            assert words in " ".join(body.split())
+            await pilot.press("escape")
+            await until(pilot, lambda: not isinstance(app.screen, DetailScreen), what="back")
+
+
+def test_schedule_form_snapshot(snap_compare: Any, console_factory: Any, seeded: str) -> None:
+    async def run_before(pilot: Any) -> None:
+        app = pilot.app
+        await ready(pilot, app)
+        form = await _new_form(pilot, app)
+        # Sundays 02:30 Paris: the fourth (2025-03-30) falls in the spring-forward gap.
+        _fill(form, name=NAME, cron="30 2 * * 0", timezone="Europe/Paris", kind="report", args='{"tenant": 42}',
+              tags="reports, tenant")
+        await _checked(pilot, form)
+        for box in form.query(Input):
+            box.cursor_blink = False  # the cursor shown steadily: the picture does not depend on the instant
+        app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(console_factory(), terminal_size=(100, 40), run_before=run_before)
