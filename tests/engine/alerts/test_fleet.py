@@ -264,7 +264,7 @@ def test_s70_a_schema_rolled_back_below_v028_under_a_running_runtime_still_deliv
     from awa_tui.engine.migrations import migrate_down
     from awa_tui.engine.runtime.alerting import AlertLoop
 
-    assert migrate_down(dsn, 27) == [28]
+    assert migrate_down(dsn, 27) == [29, 28]  # v029 (a grant) first, then the fleet tables
     force(conn, "INSERT INTO awa.alert_sinks (name, kind, url, key_ref) VALUES ('hook', 'webhook', %s, "
                 "'env:AWA_TEST_HOOK_KEY')", (f"{receiver.url}/hook",))
     force(conn, "INSERT INTO awa.cron_jobs (name, cron_expr, kind) VALUES ('tick', '* * * * *', 'k')")
