@@ -109,6 +109,11 @@ def run(
         "debug, info, warning or error. One line per finished job is at info; failures at warning."))] = "info",
     sql_jobs: SqlJobsOpt = False,
     sql_timeout: SqlTimeoutOpt = SQL_TIMEOUT_DEFAULT,
+    fleet_alert_grace: Annotated[str | None, typer.Option("--fleet-alert-grace", metavar="DURATION", help=(
+        "How long nobody may lead before the 'no leader' alert goes out (4s to 1d; default 10s)."))] = None,
+    fleet_stall_after: Annotated[str | None, typer.Option("--fleet-stall-after", metavar="DURATION", help=(
+        "How long a leader may hold the lock with no pass completed before the 'stalled leader' alert goes "
+        "out (1s to 1d; default 30s)."))] = None,
 ) -> None:
     """Run the headless runtime (sync, snapshots, leader election, evaluator, worker)."""
     from awa_tui.bootstrap import build_client, dsn_or_embedded
@@ -135,6 +140,7 @@ def run(
         if not 1.0 <= leader_lease <= 86400.0:  # also refuses nan and inf, before any server starts
             fail(f"--leader-lease: must be between 1 and 86400 seconds, got {leader_lease:g}")
         ownership.update(_pass_timeouts(lock_timeout, statement_timeout, leader_lease))
+        ownership.update(_fleet_thresholds(fleet_alert_grace, fleet_stall_after))
         if metrics_addr is not None:
             parse_addr(metrics_addr)  # a malformed address fails before any database is touched
         leader = leader_dsn_of(leader_dsn, leader_dsn_file)
@@ -176,6 +182,24 @@ def _pass_timeouts(lock_s: float | None, statement_s: float, lease_s: float) -> 
         fail(str(exc).replace("lock_timeout:", "--lock-timeout:").replace("statement_timeout:", "--statement-timeout:")
              .replace("the leader lease", "--leader-lease"))
     return {"lock_timeout": lock, "statement_timeout": statement}
+
+
+def _fleet_thresholds(grace: str | None, stall_after: str | None) -> dict[str, Any]:
+    """The fleet alerts' thresholds from run's options, refused in one line naming the option
+    before any database is touched."""
+    from awa_tui.engine.core.errors import ValidationError
+    from awa_tui.engine.core.limits import MIN_FLEET_GRACE, check_fleet_threshold
+
+    thresholds: dict[str, Any] = {}
+    for option, key, text, least in (("--fleet-alert-grace", "fleet_alert_grace", grace, MIN_FLEET_GRACE),
+                                     ("--fleet-stall-after", "fleet_stall_after", stall_after, timedelta(seconds=1))):
+        if text is None:
+            continue
+        try:
+            thresholds[key] = check_fleet_threshold(option, parse_duration(option, text), least)
+        except ValidationError as exc:
+            fail(str(exc).replace("a timedelta from", "from"))
+    return thresholds
 
 
 def _ownership(owner: str | None, authoritative: bool, retire_grace: str | None) -> dict[str, Any]:

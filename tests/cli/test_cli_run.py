@@ -131,6 +131,10 @@ def test_run_against_an_unreachable_database_ends_with_one_error_line() -> None:
      "error: queues: reports's limit must be from 1 to the concurrency (4), got 20"),
     (["--shutdown-grace", "-1"], "error: --shutdown-grace: from 0 to 3600 seconds, got -1"),
     (["--log-level", "loud"], "error: --log-level: debug, info, warning or error, got 'loud'"),
+    (["--fleet-alert-grace", "2s"], "error: --fleet-alert-grace: from 4 s to a day, got 2 s"),
+    (["--fleet-stall-after", "2d"], "error: --fleet-stall-after: from 1 s to a day, got 172800 s"),
+    (["--fleet-stall-after", "soon"],
+     "error: --fleet-stall-after: expected a duration such as 30s, 10m, 2h or a number of seconds, got 'soon'"),
 ])
 def test_run_refuses_bad_worker_options_in_one_line(args: list[str], error: str) -> None:
     """Refused before any database is touched (none is reachable here)."""
@@ -166,3 +170,20 @@ def test_sigterm_gives_the_grace_and_a_second_one_releases_the_running_job(
     row = conn.execute("SELECT state, errors FROM awa.jobs WHERE id = %s", (job_id,)).fetchone()
     assert row is not None and row["state"] == "retryable"
     assert row["errors"][-1]["reason"] == "interrupted"
+
+
+def test_run_hands_the_fleet_thresholds_to_the_runtime() -> None:
+    """--fleet-alert-grace and --fleet-stall-after become the Client's thresholds (S70); unset,
+    the defaults stay."""
+    from datetime import timedelta
+
+    from awa_tui.bootstrap import build_client
+    from awa_tui.cli.core import _fleet_thresholds
+    from awa_tui.engine.core.limits import DEFAULT_FLEET_GRACE, DEFAULT_FLEET_STALL_AFTER
+
+    given = _fleet_thresholds("90s", "2m")
+    assert given == {"fleet_alert_grace": timedelta(seconds=90), "fleet_stall_after": timedelta(seconds=120)}
+    client = build_client("postgresql://nobody@127.0.0.1:1/none", None, True, "test", **given)
+    assert (client.fleet_alert_grace, client.fleet_stall_after) == (timedelta(seconds=90), timedelta(seconds=120))
+    unset = build_client("postgresql://nobody@127.0.0.1:1/none", None, True, "test", **_fleet_thresholds(None, None))
+    assert (unset.fleet_alert_grace, unset.fleet_stall_after) == (DEFAULT_FLEET_GRACE, DEFAULT_FLEET_STALL_AFTER)
