@@ -30,6 +30,9 @@ log = printable_logger("awa_tui.alerts")
 
 ALERTS_INTERVAL_S = 1.0  # how often the deliverer looks for due deliveries (one index probe per sink)
 FLEET_WATCH_INTERVAL_S = 2.0  # how often each runtime judges the fleet's health (one read)
+# A schema rolled back below v028 has no fleet tables: looked for again this often, so a
+# runtime that outlives the rollback watches again once the schema is migrated forward.
+NO_FLEET_TABLE_RECHECK_S = 60.0
 # A watch this long after the one before (this process was frozen, or its loop waited on a
 # receiver) forgets what it saw: it vouches for nobody leading only from its new look on.
 WATCH_GAP_S = 3 * FLEET_WATCH_INTERVAL_S
@@ -55,7 +58,7 @@ class AlertLoop:
         self._watched_at: float | None = None
         self._watching_since: datetime | None = None  # DB time of this loop's first look
         self._last_held: datetime | None = None  # DB time it last saw a session hold the leader lock
-        self._no_fleet_table = False  # a schema before v028 (rolled back): no watch, logged once
+        self._no_fleet_table_at: float | None = None  # when a schema before v028 was seen (no watch)
         self._held = False
         self.watches = 0  # the fleet's watches done (tests wait on it)
 
@@ -64,9 +67,13 @@ class AlertLoop:
             self._conn = connect(self.dsn, application_name=f"{self.application_name} alerts")
         return self._conn
 
+    @property
+    def _no_fleet_table(self) -> bool:
+        return self._no_fleet_table_at is not None
+
     def watch(self, now: datetime | None = None) -> FleetHealth | None:
         """Judge the fleet and record a change of its health (once, whichever runtime sees it)."""
-        if self._no_fleet_table:
+        if self._no_fleet_table_at is not None and self.clock() - self._no_fleet_table_at < NO_FLEET_TABLE_RECHECK_S:
             return None
         if self._watched_at is not None and self.clock() - self._watched_at > WATCH_GAP_S:
             self._watching_since = self._last_held = None
@@ -74,13 +81,18 @@ class AlertLoop:
             health, recorded = fleet.record(self._connection(), self.thresholds, self.instance_id, now,
                                             self._watching_since, self._last_held)
         except psycopg.errors.UndefinedTable:
-            self._no_fleet_table = True
-            log.warning("alerts: this schema has no fleet alerts (before v028); the fleet is not watched")
+            if self._no_fleet_table_at is None:  # said once, not at every look
+                log.warning("alerts: this schema has no fleet alerts (before v028); the fleet is not watched "
+                            "until it is migrated forward")
+            self._no_fleet_table_at = self.clock()
             self.close()
             return None
         except psycopg.Error as exc:
             self.close()
             raise translate(exc) from None
+        if self._no_fleet_table_at is not None:
+            self._no_fleet_table_at = None
+            log.info("alerts: the schema has fleet alerts again; the fleet is watched")
         if self._watching_since is None:
             self._watching_since = health.now
         if health.held:

@@ -255,14 +255,14 @@ def test_s70_one_runtime_delivers_at_a_time_and_a_holder_that_stops_lets_the_nex
             loop.close()
 
 
-def test_s70_a_schema_rolled_back_below_v028_under_a_running_runtime_still_delivers_unwatched(
+def test_s70_a_schema_rolled_back_below_v028_under_a_running_runtime_still_delivers_then_watches_when_back(
         dsn: str, conn: psycopg.Connection[Any], receiver: Receiver) -> None:
     import uuid
 
     from engine_helpers import force
 
-    from awa_tui.engine.migrations import migrate_down
-    from awa_tui.engine.runtime.alerting import AlertLoop
+    from awa_tui.engine.migrations import migrate, migrate_down
+    from awa_tui.engine.runtime.alerting import NO_FLEET_TABLE_RECHECK_S, AlertLoop
 
     assert migrate_down(dsn, 27) == [29, 28]  # v029 (a grant) first, then the fleet tables
     force(conn, "INSERT INTO awa.alert_sinks (name, kind, url, key_ref) VALUES ('hook', 'webhook', %s, "
@@ -270,12 +270,22 @@ def test_s70_a_schema_rolled_back_below_v028_under_a_running_runtime_still_deliv
     force(conn, "INSERT INTO awa.cron_jobs (name, cron_expr, kind) VALUES ('tick', '* * * * *', 'k')")
     conn.execute("INSERT INTO awa.health_transitions (name, at, from_health, to_health) "
                  "VALUES ('tick', now(), 'ok', 'failing')")
-    loop = AlertLoop(dsn, "test-rolled-back", instance_id=uuid.uuid4())
+    ticks = [0.0]  # the loop's monotonic clock, moved by the test
+    loop = AlertLoop(dsn, "test-rolled-back", instance_id=uuid.uuid4(), clock=lambda: ticks[0])
     try:
         done = loop.step(leads=True)
         assert done is not None and [(s.sink, s.alerts, s.delivered) for s in done.sinks] == [("hook", 1, True)]
         assert loop.fleet is None  # no fleet table: not watched (said once in the log)
         assert [a["schedule"] for b in by_path(receiver, "/hook") for a in b["alerts"]] == ["tick"]
         assert loop.step(leads=False) is None  # a follower delivers nothing there
+        # Migrated forward under the same runtime: it watches again at its next look for the
+        # table, not only after a restart.
+        assert migrate(dsn) == [28, 29]
+        ticks[0] = NO_FLEET_TABLE_RECHECK_S - 0.5
+        loop.step(leads=True)
+        assert (loop.fleet, loop.watches) == (None, 0)  # not looked for again yet
+        ticks[0] = NO_FLEET_TABLE_RECHECK_S
+        loop.step(leads=True)
+        assert loop.watches == 1 and loop.fleet is not None and loop.fleet.state == "ok"
     finally:
         loop.close()
