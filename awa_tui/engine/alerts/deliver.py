@@ -23,7 +23,7 @@ import psycopg
 from awa_tui.engine.alerts import fleet, outbox, payloads
 from awa_tui.engine.alerts.models import Alert, DeliveryRound, Sink, SinkRound
 from awa_tui.engine.alerts.sinks import load_sinks, mask_url, read_secret, sink_url
-from awa_tui.engine.core.audit import begin_action
+from awa_tui.engine.core.audit import begin_action, record_event
 from awa_tui.engine.core.db import db_now
 from awa_tui.engine.core.errors import AwaError
 
@@ -217,7 +217,7 @@ def send_test(conn: psycopg.Connection[Any], sink_name: str, operator: str,
               deliverer: Deliverer | None = None) -> SinkRound:
     """Send one test alert to `sink_name` now, outside the outbox; a failure raises one line.
     An operator's action: it passes the audit gate before anything is sent, so a role
-    without the audit privilege pages nobody. (It changes no row: no audit entry.)"""
+    without the audit privilege pages nobody; what the sink answered is an audit event."""
     from awa_tui.engine.alerts.sinks import get_sink
 
     with conn.transaction():
@@ -230,5 +230,15 @@ def send_test(conn: psycopg.Connection[Any], sink_name: str, operator: str,
         # One message per alert: a test is never grouped.
         messages = sum(deliverer.send(conn, sink, [alert], secrets) for alert in alerts)
     except AwaError as exc:
-        raise DeliveryFailed(_scrub(str(exc), secrets)) from None
+        error = _scrub(str(exc), secrets)
+        _record_test(conn, operator, sink.name, {"delivered": False, "error": error})
+        raise DeliveryFailed(error) from None
+    _record_test(conn, operator, sink.name, {"delivered": True, "alerts": len(alerts), "messages": messages})
     return SinkRound(sink.name, len(alerts), messages, True)
+
+
+def _record_test(conn: psycopg.Connection[Any], operator: str, sink: str, outcome: dict[str, Any]) -> None:
+    """The test's audit event: who paged which sink, and its answer (scrubbed of secrets)."""
+    with conn.transaction():
+        begin_action(conn, operator, "alert_test")
+        record_event(conn, "alert_test", f"sink:{sink}", None, outcome)

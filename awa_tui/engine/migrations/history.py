@@ -18,8 +18,8 @@ RENUMBERED: dict[tuple[int, str], int] = {
     (13, "sync_changes"): 12,
     (15, "unhinted_groups"): 13,
     (17, "health_candidates"): 14,
-    # Landed as v019 (f3e1be1), then as v021 once release_policy and job_runner landed beneath
-    # it (e3c30ab); a database of the first finds them filled in beneath it, then v029.
+    # Landed as v019 on a main after 1.0.0, then as v021 once release_policy and job_runner
+    # landed beneath it; a database of the first finds them filled in beneath it, then v029.
     (19, "fence_by_role"): 21,
 }
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.core.audit import RECONCILER_LABEL, declare_actor
+from awa_tui.engine.core.audit import RECONCILER_LABEL, begin_reconcile, declare_actor
 from awa_tui.engine.core.freshness import FRESH_MIN, fresh_sql, fresh_window_sql
 from awa_tui.engine.ownership.differing import differing_names, differing_text
 from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION, short_hash
@@ -299,7 +299,9 @@ def record_evidence(conn: psycopg.Connection[Any], state: OwnerState) -> Agreeme
     if (after.hash, after.since, after.seen_at) != (
         record["agreement_hash"], record["agreement_since"], record["agreement_seen_at"]
     ):
-        # The engine's own bookkeeping (a publication or a leader pass), not a hand edit.
+        # The engine's own bookkeeping (a publication or a leader pass), not a hand edit: the
+        # owner's reconciliation capability keeps it out of the audit trail (a label would not).
+        begin_reconcile(conn, state.owner)
         declare_actor(conn, RECONCILER_LABEL)
         conn.execute(
             "UPDATE awa.owners SET agreement_hash = %s, agreement_since = %s, agreement_seen_at = %s, "

@@ -359,6 +359,13 @@ def test_s63_alerts_test_sends_one_message_and_says_why_it_failed(
     with pytest.raises(DeliveryFailed) as refused:
         client.actions.test_alert_sink("hook")
     assert str(refused.value) == f"sink hook (http://127.0.0.1:{receiver.port}/…): answered HTTP 403 Forbidden"
+    # Each test is an audit event: who paged which sink, and its answer (no URL, no key).
+    events = conn.execute("SELECT action, target, after FROM awa.audit_log WHERE action = 'alert_test' "
+                          "ORDER BY id").fetchall()
+    assert [(e["target"], e["after"]) for e in events] == [
+        ("sink:hook", {"delivered": True, "alerts": 1, "messages": 1}),
+        ("sink:pd", {"delivered": True, "alerts": 2, "messages": 2}),
+        ("sink:hook", {"delivered": False, "error": str(refused.value)})]
 
 
 def test_s63_a_secret_file_is_read_at_delivery_with_the_dsn_files_checks(

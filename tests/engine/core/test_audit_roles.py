@@ -292,3 +292,84 @@ def test_s70_s71_fleet_alerts_and_owner_silences_work_under_the_runtime_and_oper
         assert done.held and [(s.sink, s.alerts, s.delivered) for s in done.sinks] == [("bus", 1, True)]
         assert fleet.let_go(session, me)
     assert [a.fleet for a in Client(logins.dsns["readonly"], read_only=True).reads.alerts()] == [True]
+
+
+FORGED_LABELS = (
+    "SELECT set_config('awa.label', 'reconciler', false)",  # the engine's own label, set by hand
+    *FORGED_CONTEXTS,
+)
+HURRY = ("UPDATE awa.owners SET agreement_since = '2000-01-01T00:00:00Z', agreement_hash = 'forged' "
+         "WHERE owner = 'billing'")
+
+
+def _hurried_rows(conn: Any) -> list[tuple[str, str, str | None]]:
+    return [(r["action"], r["target"], (r["after"] or {}).get("agreement_since"))
+            for r in audit_rows(conn) if r["action"] == "owner_edit"]
+
+
+@pytest.mark.parametrize("forged", FORGED_LABELS)
+def test_a_hand_edit_of_an_owners_agreement_clock_is_audited_whatever_label_the_session_set(
+        logins: Logins, conn: Any, forged: str) -> None:
+    """A runtime login sets the engine's label (or the operator's, or a manager's) and moves
+    billing's agreement clock back, which would hurry a retirement: the change is in the
+    audit trail all the same, since only a capability of the schema skips it."""
+    conn.execute("INSERT INTO awa.owners (owner) VALUES ('billing')")
+    with logins.connect("runtime") as session:
+        session.execute(forged)  # type: ignore[arg-type]  # literal test SQL
+        assert session.execute(HURRY).rowcount == 1
+    assert _hurried_rows(conn) == [("owner_edit", "owner:billing", "2000-01-01T00:00:00+00:00")]
+
+
+def test_the_engines_own_agreement_clock_and_certificate_are_not_audited(logins: Logins, conn: Any) -> None:
+    """Negative control: the same columns written by the engine's reconciliation (the
+    owner's capability, granted by the schema) leave no audit row; another owner's
+    capability does not count."""
+    conn.execute("INSERT INTO awa.owners (owner) VALUES ('billing')")
+    with logins.connect("runtime") as session:
+        with session.transaction():
+            session.execute("SELECT awa.begin_reconcile('billing')")
+            assert session.execute(HURRY).rowcount == 1
+        assert _hurried_rows(conn) == []
+        with session.transaction():
+            session.execute("SELECT awa.begin_reconcile('payroll')")
+            session.execute("UPDATE awa.owners SET agreement_since = '2001-01-01T00:00:00Z' WHERE owner = 'billing'")
+    assert _hurried_rows(conn) == [("owner_edit", "owner:billing", "2001-01-01T00:00:00+00:00")]
+
+
+def test_a_declaring_runtime_records_its_agreement_with_no_audit_row(logins: Logins, conn: Any) -> None:
+    """The engine's own paths (a publication of an authoritative runtime, then the leader's
+    reconciliation, as the runtime role) write the owner row's agreement clock and
+    certificate: no owner_edit."""
+    def declare(names: list[str]) -> Client:
+        client = Client(logins.dsns["runtime"], operator="rt", owner="billing", authoritative=True,
+                        retire_grace=timedelta(minutes=5))
+        for name in names:
+            client.periodic(name, "0 * * * *", "test.job")
+        return client
+
+    with declare(["billing.tick", "billing.old"]) as first:
+        first.sync()
+    with declare(["billing.tick"]) as runtime:  # billing.old waits out the grace: the clock runs
+        now = datetime.now(UTC)
+        runtime.runtime.publish(now=now)
+        (result,) = runtime.runtime.reconcile(now=now)
+        assert (result["retired"], result["agreement_since"]) == ([], now)
+        row = conn.execute("SELECT agreement_since, certificate_hash FROM awa.owners "
+                           "WHERE owner = 'billing'").fetchone()
+        assert row is not None and row["agreement_since"] == now and row["certificate_hash"] is not None
+    assert _hurried_rows(conn) == []  # nor when its stop ends the clock
+
+
+def test_the_old_owners_audit_let_a_label_skip_the_trail(logins: Logins, conn: Any) -> None:
+    """Control: with v006's owners_audit restored, the forged label's edit goes unrecorded;
+    so the audit row above is the new trigger function's."""
+    from importlib import resources
+
+    old = resources.files("awa_tui.engine.migrations").joinpath("v006_database_audit.sql").read_text()
+    start = old.index("CREATE FUNCTION awa.owners_audit()")
+    conn.execute("CREATE OR REPLACE " + old[start + len("CREATE "):old.index("$$;", start) + 3])  # type: ignore[arg-type]
+    conn.execute("INSERT INTO awa.owners (owner) VALUES ('billing')")
+    with logins.connect("runtime") as session:
+        session.execute(FORGED_LABELS[0])  # type: ignore[arg-type]
+        assert session.execute(HURRY).rowcount == 1
+    assert _hurried_rows(conn) == []

@@ -40,10 +40,13 @@ STATES = {
     "v008-v009-missing": "35811925ba11f6b7dd60f7d7c6ef7c98b25fb4bd",
     "v017-health-candidates": "d668fcda7cff5ed4a74722b4aba66d9e52151702",
     "previous-release": "c26b606",
-    # main as it landed with fence_by_role as v019 (its newest migration), before e3c30ab landed
-    # release_policy and job_runner beneath it and fence_by_role as v021
-    "v019-fence-by-role": "f3e1be1ea985914d338179fae361f0ceeabcdbba",
+    # main as it once landed on top of the previous release with fence_by_role as v019 (its
+    # newest migration), before release_policy and job_runner landed beneath it and made it
+    # v021. That build never became a release and its commit is not in this history: the
+    # state is rebuilt from its parts (FENCE_AS_V019 below).
+    "v019-fence-by-role": "fence-by-role-as-v019",
 }
+FENCE_AS_V019 = STATES["v019-fence-by-role"]
 
 
 def _git(*args: str) -> str:
@@ -66,8 +69,19 @@ def _has_migrations(commit: str) -> bool:
     return bool(_git("ls-tree", "--name-only", commit, MIGRATIONS_DIR).strip())
 
 
+def fence_by_role_as_v019() -> str:
+    """fence_by_role as it was when it landed as v019: today's v021 without awa.may_lead in
+    its grant, since that function (release_policy, today's v019) did not exist yet."""
+    text = (ROOT / MIGRATIONS_DIR / "v021_fence_by_role.sql").read_text()
+    granted = "'awa.prune_cron_jobs_changes(interval), awa.may_lead(uuid) TO %s'"
+    assert text.count(granted) == 1 and text.count("may_lead") == 2  # the grant and its comment
+    return text.replace(granted, "'awa.prune_cron_jobs_changes(interval) TO %s'")
+
+
 def recorded_by(commit: str) -> list[tuple[int, str, str]]:
     """(version, name, text) of each migration file of `commit`, in version order."""
+    if commit == FENCE_AS_V019:
+        return [*recorded_by(STATES["previous-release"]), (19, "fence_by_role", fence_by_role_as_v019())]
     out = []
     for path in _git("ls-tree", "--name-only", f"{commit}:{MIGRATIONS_DIR}").split():
         match = FILE.match(path)
@@ -285,7 +299,8 @@ def test_v021_undoes_to_the_schema_and_privileges_before_it(dsn: str, empty_dsn:
 def test_a_database_with_fence_by_role_as_v019_upgrades_to_the_fresh_schema_and_privileges(
     dsn: str, empty_dsn: str
 ) -> None:
-    """A database of the main that had fence_by_role as v019 (f3e1be1's own files) is not
+    """A database of the main that had fence_by_role as v019 (the previous release's files
+    and fence_by_role as it was then) is not
     refused: its v019 is recognised as today's v021, release_policy and job_runner are filled
     in beneath it, and the rest run. The result has the fresh schema and the fresh EXECUTE
     privileges: v029 takes awa.may_lead from PUBLIC, which there got it after v021 had made
