@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.widgets import Input, Static
-from tui_helpers import audit_actions, notes, ready, row_of, select, settled, until
+from tui_helpers import audit_actions, burst, notes, ready, row_of, select, settled, until
 from tui_seed import OPERATOR
 
 from awa_tui import Client
@@ -240,3 +240,27 @@ def test_schedule_form_snapshot(snap_compare: Any, console_factory: Any, seeded:
         await pilot.pause()
 
     assert snap_compare(console_factory(), terminal_size=(100, 40), run_before=run_before)
+
+
+async def test_keys_typed_right_after_tab_go_to_the_next_field(console: Any) -> None:
+    """Tab then more keys at once (a paste, a fast typist over SSH): every key after a tab
+    is the next field's, none lands in the field tab was leaving. Pilot.press waits until
+    the app is idle after each key, which hides the race (the same keys through it first);
+    `burst` queues them all before the first is handled, as a terminal delivers them."""
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    fields = ("name", "cron", "timezone", "kind")
+
+    def values() -> tuple[str, ...]:
+        return tuple(form.query_one(f"#form-{key}", Input).value for key in fields)
+
+    await pilot.press("a", "b", "tab", "0", "space", "8", "tab", "r", "e", "p", "shift+tab", "shift+tab", "c")
+    assert values() == ("c", "0 8", "rep", "")  # a field tabbed into has its text selected: typing replaces it
+    await pilot.press("escape")
+    form = await _new_form(pilot, app)
+    burst(app, "ab\t0 8\trep\tx")
+    typed = ("ab", "0 8", "rep", "x")
+    # Each field's keys are handled in its own queue: wait for them all, or for the last key
+    # in the first field (the old tab: every key of the burst there, the others untouched).
+    await until(pilot, lambda: values() == typed or "x" in values()[0], what="the burst")
+    assert values() == typed
