@@ -5,9 +5,9 @@ no database; `now` is passed in."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
-from awa_tui.engine.core.errors import ValidationError
+from awa_tui.engine.core.errors import ValidationError, short_repr
 
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"^(?:\d{1,9}[wdhms])+$")
@@ -55,6 +55,35 @@ def parse_duration(text: str, option: str) -> timedelta:
     if seconds > MAX_DURATION.total_seconds():
         raise ValidationError(f"{option}: {text!r} is longer than 10 years")
     return timedelta(seconds=seconds)
+
+
+def duration_text(seconds: int) -> str:
+    """Whole seconds as `parse_duration` reads them back, exactly: 5400 -> 1h30m, 90 -> 1m30s."""
+    if seconds <= 0:
+        return "0s"
+    parts = []
+    for unit, size in _UNITS.items():
+        if unit != "w" and seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts)
+
+
+def parse_days(texts: list[str], option: str) -> list[date | tuple[date, date]]:
+    """Days a schedule never fires on, as `cron create --exclude` takes them: a date
+    (2026-12-25) or an inclusive range (2026-12-20..2027-01-03), each in its zone."""
+    out: list[date | tuple[date, date]] = []
+    for text in texts:
+        try:
+            if ".." in text:
+                first, last = text.split("..", 1)
+                out.append((date.fromisoformat(first.strip()), date.fromisoformat(last.strip())))
+            else:
+                out.append(date.fromisoformat(text.strip()))
+        except ValueError:
+            raise ValidationError(f"{option}: expected a date (2026-12-25) or a range (2026-12-20..2027-01-03), "
+                                  f"got {short_repr(text)}") from None
+    return out
 
 
 DAY_WORDS = {"today": 0, "yesterday": 1}  # midnight UTC of `now`'s day, or of the day before

@@ -10,7 +10,6 @@ schedules are changed by overrides (`cron override`), never here.
 from __future__ import annotations
 
 import json
-from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -20,7 +19,7 @@ from awa_tui.cli.cron import DST_MARKS, NameArg, cron_app
 from awa_tui.cli.headings import listing_line
 from awa_tui.cli.options import DsnOpt, JsonOpt, OperatorOpt
 from awa_tui.engine.core.errors import ValidationError, short_repr
-from awa_tui.instants import parse_duration, parse_instant
+from awa_tui.instants import parse_days, parse_duration, parse_instant
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
@@ -81,20 +80,7 @@ def _json_object(text: str | None, option: str) -> Any:
 
 
 def _excluded(values: list[str] | None) -> list[Any] | None:
-    if not values:
-        return None
-    out: list[Any] = []
-    for text in values:
-        try:
-            if ".." in text:
-                first, last = text.split("..", 1)
-                out.append((date.fromisoformat(first.strip()), date.fromisoformat(last.strip())))
-            else:
-                out.append(date.fromisoformat(text.strip()))
-        except ValueError:
-            raise ValidationError(f"--exclude: expected a date (2026-12-25) or a range (2026-12-20..2027-01-03), "
-                                  f"got {short_repr(text)}") from None
-    return out
+    return parse_days(values, "--exclude") if values else None
 
 
 def _settings(**given: Any) -> dict[str, Any]:

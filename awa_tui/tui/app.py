@@ -559,7 +559,7 @@ class ConsoleApp(App[None]):
             else:
                 made = client.actions.edit_schedule(m.edit_of, m.request, dry_run=True)
             now = clock() if clock else client.reads.db_time()
-            return made, client.reads.definition_fires(made, m.count, after=now), now
+            return made, client.reads.definition_fires(made, m.count, after=now, fired=m.fired), now
 
         self.reader.submit(work, m.show)
 

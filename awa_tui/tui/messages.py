@@ -215,10 +215,11 @@ class ScheduleFormRequested(Message):
 class ScheduleCheckRequested(Message):
     """Check a definition as its create (or the edit of `edit_of`) would, writing nothing
     (a dry run), on the reader thread, and pass `show` its next `count` fires and the
-    clock they were read at, or the one line that refuses it."""
+    clock they were read at, or the one line that refuses it. `fired`: the scheduled fires
+    the edited schedule has made (its max fires counts them)."""
 
     def __init__(self, name: str, request: ScheduleRequest, owner: str | None, edit_of: str | None, count: int,
-                 show: Show) -> None:
+                 show: Show, fired: int = 0) -> None:
         super().__init__()
         self.name = name
         self.request = request
@@ -226,6 +227,7 @@ class ScheduleCheckRequested(Message):
         self.edit_of = edit_of
         self.count = count
         self.show = show
+        self.fired = fired
 
 
 class CopyRequested(Message):

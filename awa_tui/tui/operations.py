@@ -22,7 +22,7 @@ from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.engine.core.errors import Conflict, NotFound
 from awa_tui.engine.ledger.models import WAITING_STATES, JobSummary
 from awa_tui.engine.read.models import AnySchedule, OwnerChange, OwnerSummary, QueueRow
-from awa_tui.instants import parse_ahead, span_precise
+from awa_tui.instants import duration_text, parse_ahead, span_precise
 from awa_tui.tui.formatting import STATE_WORDS, state_word, utc
 
 
@@ -358,19 +358,29 @@ class ScheduleForm:
 
 
 SETTING_WORDS = {"cron_expr": "cron", "timezone": "zone", "max_attempts": "max attempts",
-                 "missed_fire_policy": "missed fires"}
+                 "missed_fire_policy": "missed fires", "start_at": "start at", "end_at": "end at",
+                 "max_fires": "max fires", "exclude": "excluded days", "calendar": "calendars"}
 
 
 def request_words(request: ScheduleRequest) -> str:
-    """'cron 0 8 * * 1, kind report, args {"a": 1}': the settings given, in the form's words."""
+    """'cron 0 8 * * 1, kind report, args {"a": 1}, no end at': the settings given (an
+    edit's taken away: "no ..."), in the form's words."""
     def shown(key: str, value: object) -> str:
         if key == "args":
             return json.dumps(value)
-        if key == "tags" and isinstance(value, tuple):
+        if key in ("start_at", "end_at") and isinstance(value, datetime):
+            return utc(value)
+        if key == "jitter" and isinstance(value, timedelta):
+            return duration_text(int(value.total_seconds()))
+        if key == "exclude" and isinstance(value, tuple):
+            return ", ".join(f"{d[0]}..{d[1]}" if isinstance(d, tuple) else str(d) for d in value)
+        if key in ("tags", "calendar") and isinstance(value, tuple):
             return ", ".join(value) or "none"
         return str(value)
 
-    return ", ".join(f"{SETTING_WORDS.get(key, key)} {shown(key, value)}" for key, value in request.settings().items())
+    return ", ".join(f"no {SETTING_WORDS.get(key, key)}" if value is None and key in request.cleared
+                     else f"{SETTING_WORDS.get(key, key)} {shown(key, value)}"
+                     for key, value in request.settings().items())
 
 
 def create_schedule(form: ScheduleForm) -> Operation:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from textual.widgets import Input, Static
 from tui_helpers import audit_actions, burst, notes, ready, row_of, select, settled, until
 from tui_seed import OPERATOR
@@ -103,7 +104,8 @@ async def test_create_through_the_form_then_edit_then_delete(console: Any, conn:
                        and app.screen, what="the edit form")
     assert form.typed() == {"cron": "0 8 * * 1", "timezone": "Europe/Paris", "kind": "report", "queue": "default",
                             "args": '{"tenant": 42}', "priority": "2", "max_attempts": "25",
-                            "missed_fire_policy": "coalesce", "overlap": "allow", "tags": ""}
+                            "missed_fire_policy": "coalesce", "overlap": "allow", "tags": "", "start_at": "",
+                            "end_at": "", "max_fires": "", "jitter": "", "exclude": "", "calendar": ""}
     _fill(form, cron="30 9 * * *", queue="urgent", args='{ "tenant" : 42 }')  # the same args, spaced
     await _checked(pilot, form)
     assert form.passed
@@ -264,3 +266,124 @@ async def test_keys_typed_right_after_tab_go_to_the_next_field(console: Any) -> 
     # in the first field (the old tab: every key of the burst there, the others untouched).
     await until(pilot, lambda: values() == typed or "x" in values()[0], what="the burst")
     assert values() == typed
+
+
+def _holidays(seeded: str) -> None:
+    from datetime import date
+
+    with Client(seeded, operator="bob@ops") as client:
+        client.actions.set_calendar("holidays", [(date(2025, 3, 31), date(2025, 3, 31))])
+
+
+async def test_start_end_max_fires_jitter_exclusions_and_calendars(console: Any, conn: Any, seeded: str) -> None:
+    """The settings `cron create` takes beyond the common ones, read as the CLI reads them,
+    shown where they change the next fires, written as given; `e` fills them, an emptied
+    one is taken away (`cron edit --clear`)."""
+    _holidays(seeded)
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    _fill(form, name=NAME, cron="0 8 * * 1", timezone="Europe/Paris", kind="report",
+          start_at="2025-03-11T00:00:00Z", end_at="2025-04-30T00:00:00+02:00", max_fires="10", jitter="5m",
+          exclude="2025-03-24", calendar="holidays")
+    await _checked(pilot, form)
+    assert form.passed
+    lines = _preview(form).splitlines()
+    assert lines[1] == ("None before 2025-03-11 00:00:00Z; none after 2025-04-29 22:00:00Z; at most 10 fires; "
+                        "each job waits up to 5m after its fire (jitter).")
+    # From Tuesday 11th: the 24th excluded by date, the 31st by the calendar; none after April 29th.
+    assert [" ".join(line.split()[:2]) for line in lines[3:]] == [
+        "2025-03-17 07:00:00Z", "2025-03-24 07:00:00Z", "2025-03-31 06:00:00Z", "2025-04-07 06:00:00Z",
+        "2025-04-14 06:00:00Z", "2025-04-21 06:00:00Z", "2025-04-28 06:00:00Z"]
+    assert [line.split("excluded: ")[1].strip() for line in lines[3:] if "excluded: " in line] == [
+        "2025-03-24", "calendar holidays"]
+    await pilot.press("enter")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+    assert dict(dialog.details)["Consequence"] == (
+        "Makes it at run time, owned by app: cron 0 8 * * 1, kind report, zone Europe/Paris, queue default, "
+        "priority 2, max attempts 25, missed fires coalesce, overlap allow, start at 2025-03-11 00:00:00Z, "
+        "end at 2025-04-29 22:00:00Z, max fires 10, jitter 5m, excluded days 2025-03-24, calendars holidays. "
+        "Code sync never changes it; e edits it, D deletes it.")
+    await pilot.press("y")
+    await until(pilot, lambda: row_of(conn, NAME) is not None, what="the row")
+    row = row_of(conn, NAME)
+    assert (row["start_at"].isoformat(), row["end_at"].isoformat(), row["max_fires"], row["jitter_ms"],
+            row["exclude_dates"], row["exclude_calendars"]) == (
+        "2025-03-11T00:00:00+00:00", "2025-04-29T22:00:00+00:00", 10, 300_000, [["2025-03-24", "2025-03-24"]],
+        ["holidays"])
+    assert audit_actions(conn)[-1] == (OPERATOR, "create", NAME)
+
+    await settled(pilot, app)
+    select(app, NAME)
+    await pilot.press("e")
+    form = await until(pilot, lambda: isinstance(app.screen, ScheduleFormScreen) and app.screen.stored is not None
+                       and app.screen, what="the edit form")
+    assert {key: form.typed()[key] for key in ("start_at", "end_at", "max_fires", "jitter", "exclude", "calendar")} \
+        == {"start_at": "2025-03-11 00:00:00Z", "end_at": "2025-04-29 22:00:00Z", "max_fires": "10",
+            "jitter": "5m", "exclude": "2025-03-24", "calendar": "holidays"}
+    _fill(form, start_at="", calendar="", exclude="2025-03-17..2025-03-24, 2025-04-14", jitter="1h30m")
+    await _checked(pilot, form)
+    assert form.passed
+    lines = _preview(form).splitlines()
+    assert lines[1] == ("None after 2025-04-29 22:00:00Z; at most 10 fires; "
+                        "each job waits up to 1h30m after its fire (jitter).")
+    assert [" ".join(line.split()[:2]) + (" x" if "excluded" in line else "") for line in lines[3:]] == [
+        "2025-03-10 07:00:00Z", "2025-03-17 07:00:00Z x", "2025-03-24 07:00:00Z x", "2025-03-31 06:00:00Z",
+        "2025-04-07 06:00:00Z", "2025-04-14 06:00:00Z x", "2025-04-21 06:00:00Z", "2025-04-28 06:00:00Z"]
+    await pilot.press("enter")
+    dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm edit")
+    assert dict(dialog.details)["Consequence"] == (
+        "Sets jitter 1h30m, excluded days 2025-03-17..2025-03-24, 2025-04-14, no start at, no calendars. "
+        "Every other setting stays as it is; code sync never changes it.")
+    await pilot.press("y")
+    await until(pilot, lambda: row_of(conn, NAME)["start_at"] is None, what="the edit")
+    row = row_of(conn, NAME)
+    assert (row["start_at"], row["end_at"].isoformat(), row["max_fires"], row["jitter_ms"], row["exclude_dates"],
+            row["exclude_calendars"]) == (
+        None, "2025-04-29T22:00:00+00:00", 10, 5_400_000, [["2025-03-17", "2025-03-24"], ["2025-04-14", "2025-04-14"]],
+        None)
+    assert audit_actions(conn)[-1] == (OPERATOR, "redefine", NAME)
+
+
+async def test_the_new_fields_refuse_under_themselves(console: Any, conn: Any) -> None:
+    app, pilot = console
+    before = _count(conn, "SELECT count(*) AS n FROM awa.cron_jobs")
+    form = await _new_form(pilot, app)
+    _fill(form, name=NAME, cron="0 8 * * 1", kind="report", start_at="next tuesday", jitter="5 minutes",
+          exclude="2025-02-30", max_fires="many")
+    await _checked(pilot, form)
+    assert not form.passed
+    assert [_text(form, f"#form-{key}-error") for key in ("start_at", "jitter", "exclude", "max_fires")] == [
+        " expected an ISO-8601 instant such as 2025-03-08T00:00:00Z, got 'next tuesday'",
+        " expected a duration such as 90s, 15m, 1h30m, 14d, got '5 minutes'",
+        " expected a date (2026-12-25) or a range (2026-12-20..2027-01-03), got '2025-02-30'",
+        " a whole number, got 'many'"]
+    # What the engine refuses, as `cron create` would: said under the field it is about.
+    _fill(form, start_at="2025-05-01T00:00:00Z", end_at="2025-04-01T00:00:00Z", jitter="", exclude="", max_fires="")
+    await _checked(pilot, form)
+    assert _text(form, "#form-start_at-error") == (
+        " 2025-05-01T00:00:00+00:00 is after end_at 2025-04-01T00:00:00+00:00")
+    _fill(form, start_at="", end_at="", max_fires="0")
+    await _checked(pilot, form)
+    assert _text(form, "#form-max_fires-error").startswith(" must be an integer 1..")
+    _fill(form, max_fires="", calendar="no-such-days")
+    await _checked(pilot, form)
+    assert _text(form, "#form-calendar-error") == (
+        " schedule 'reports.tenant-42' names unknown calendar 'no-such-days'; create it first (awa-tui calendar set)")
+    assert not form.passed
+    assert _count(conn, "SELECT count(*) AS n FROM awa.cron_jobs") == before
+
+
+@pytest.mark.console(size=(80, 24))
+async def test_the_form_is_usable_on_80x24(console: Any, conn: Any) -> None:
+    """Every field can be reached by tab on a small terminal: the form scrolls to it."""
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    await pilot.press("r", "tab", "*", "space", "*", "space", "*", "space", "*", "space", "*", "tab", "tab", "k")
+    for _ in range(13):
+        await pilot.press("tab")
+    box = form.query_one("#form-calendar", Input)
+    assert box.has_focus
+    await until(pilot, lambda: box.region.height == 1 and form.query_one("#form-body").region.contains_region(
+        box.region), what="the calendars field in view")
+    await pilot.press("tab", "o", "p", "s")
+    assert form.query_one("#form-owner", Input).value == "ops"

@@ -5,6 +5,7 @@ are ownership/api_schedules.py's, as for the API and `awa-tui cron create/edit/d
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from awa_tui.engine.core.db import ConnectionSource
@@ -34,11 +35,31 @@ class ScheduleRequest:
     missed_fire_policy: str | None = None
     overlap: str | None = None
     tags: tuple[str, ...] | None = None
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    max_fires: int | None = None
+    jitter: timedelta | None = None
+    exclude: tuple[date | tuple[date, date], ...] | None = None  # days, and inclusive (first, last) ranges
+    calendar: tuple[str, ...] | None = None
+    # An edit's optional settings taken away (as `cron edit --clear`): each then has no value.
+    cleared: tuple[str, ...] = ()
 
     def settings(self) -> dict[str, Any]:
-        """The given settings by `Schedule.build`'s names (cron -> cron_expr)."""
-        return {_BUILD_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        """The given settings by `Schedule.build`'s names (cron -> cron_expr); a cleared one
+        is None (the value a create without it stores)."""
+        given = {_BUILD_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)
+                 if f.name != "cleared" and getattr(self, f.name) is not None}
+        for name in self.cleared:
+            if name not in CLEARABLE:
+                raise ValidationError(f"{name}: not a setting that can be taken away (one of {', '.join(CLEARABLE)})")
+            if name in given:
+                raise ValidationError(f"{name}: given a value and taken away; one of them")
+            given[name] = None
+        return given
+
+
+# The optional settings an edit can take away (ScheduleRequest.cleared).
+CLEARABLE = ("start_at", "end_at", "max_fires", "jitter", "exclude", "calendar")
 
 
 def create(db: ConnectionSource, name: str, request: ScheduleRequest, owner: str | None, operator: str,

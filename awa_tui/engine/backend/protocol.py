@@ -161,7 +161,7 @@ class ReadBackend(Protocol):
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]: ...
 
     def definition_fires(self, schedule: Schedule, count: int = 5, *,
-                         after: datetime | None = None) -> list[NextFire]:
+                         after: datetime | None = None, fired: int = 0) -> list[NextFire]:
         """The next fires a definition not yet written would have (its exclusions listed)."""
         ...
 

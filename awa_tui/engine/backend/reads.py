@@ -153,9 +153,10 @@ class Reads(Session):
         return self._read(views.next_fires, name, count, after=after)
 
     def definition_fires(self, schedule: Schedule, count: int = 5, *,
-                         after: datetime | None = None) -> list[NextFire]:
-        """The next fires a definition would have (a dry run of `cron create`/`edit`); reads only."""
-        return self._read(views.definition_fires, schedule, count, after=after)
+                         after: datetime | None = None, fired: int = 0) -> list[NextFire]:
+        """The next fires a definition would have (a dry run of `cron create`/`edit`; `fired`:
+        the scheduled fires an edited one has made, which its max_fires counts); reads only."""
+        return self._read(views.definition_fires, schedule, count, after=after, fired=fired)
 
     def resume_preview(self, name: str, *, now: datetime | None = None) -> ResumePreview:
         """What resuming the paused schedule `name` would fire now (DB time when omitted),

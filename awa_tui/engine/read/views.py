@@ -131,10 +131,11 @@ def get_schedule(conn: psycopg.Connection[Any], name: str) -> ScheduleInfo:
 
 
 def definition_fires(conn: psycopg.Connection[Any], schedule: Schedule, count: int = 5, *,
-                     after: datetime | None = None) -> list[NextFire]:
+                     after: datetime | None = None, fired: int = 0) -> list[NextFire]:
     """The next fires of a definition not (or not yet) stored: a dry run's preview of a
     schedule made or edited at run time (S64), exclusions and DST marks included, from
-    `after` (default: now, DB time)."""
+    `after` (default: now, DB time); `fired`: the scheduled fires an edited schedule has
+    made already, which its max_fires counts."""
     from awa_tui.engine.calendars.store import refuse_unknown_calendars
     from awa_tui.engine.read.models import ScheduleInfo
 
@@ -146,7 +147,7 @@ def definition_fires(conn: psycopg.Connection[Any], schedule: Schedule, count: i
         last_enqueued_at=None, next_fire_at=None, created_at=None, updated_at=None, paused_at=None,
         paused_by=None, owner=None, retired_at=None, retired_by=None, fault=None, args=d["args"],
         metadata=d["metadata"], tags=d["tags"], queue_paused=False, queue_paused_by=None, state="active",
-        start_at=schedule.start_at, end_at=schedule.end_at, max_fires=schedule.max_fires,
+        start_at=schedule.start_at, end_at=schedule.end_at, max_fires=schedule.max_fires, fires_count=fired,
         exclude_dates=d.get("exclude_dates"), exclude_calendars=d.get("exclude_calendars"),
     )
     return _upcoming(row, after or db_time(conn), count, conn)

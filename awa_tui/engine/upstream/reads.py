@@ -149,7 +149,7 @@ class UpstreamReads:
         return [fire(f) for f in self.adapter.recent_fires(name, limit)]
 
     def definition_fires(self, schedule: Schedule, count: int = 5, *,
-                         after: datetime | None = None) -> list[NextFire]:
+                         after: datetime | None = None, fired: int = 0) -> list[NextFire]:
         self._refuse("definition_fires")
 
     def next_fires(self, name: str, count: int = 5, *, after: datetime | None = None) -> list[NextFire]:

@@ -1,6 +1,8 @@
 """The schedule form (S64): a new schedule made at run time (n), or the edit of one (e on
-it). Its fields mirror `awa-tui cron create`'s most used flags; the rest keep their
-defaults (create) or stored values (edit).
+it). Its fields mirror `awa-tui cron create`'s flags, read as the CLI reads them (instants,
+durations, excluded days); the rest (metadata, expectations) keep their defaults (create)
+or stored values (edit). An edit's optional field emptied takes the setting away, as
+`cron edit --clear` does.
 
 As the operator types, each value is checked, first here (JSON, numbers), then as the
 create or edit would check it (a dry run: expression, zone, policies, a taken name),
@@ -27,7 +29,9 @@ from awa_tui.engine.actions.made import ScheduleRequest
 from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.read.models import AnySchedule, NextFire, ScheduleDetail, ScheduleInfo
+from awa_tui.instants import duration_text, parse_days, parse_duration, parse_instant
 from awa_tui.printable import printable
+from awa_tui.tui.formatting import utc
 from awa_tui.tui.messages import DetailDataRequested, ScheduleCheckRequested, usable_reply
 from awa_tui.tui.operations import ScheduleForm
 from awa_tui.tui.screens.confirm import facts
@@ -47,6 +51,12 @@ FIELDS = (
     ("missed_fire_policy", "Missed fires", "coalesce | catch_up"),
     ("overlap", "Overlap", "allow | skip | buffer_one"),
     ("tags", "Tags (a, b)", "none"),
+    ("start_at", "Start at", "no fire before (ISO-8601)"),
+    ("end_at", "End at", "no fire after (ISO-8601)"),
+    ("max_fires", "Max fires", "no limit"),
+    ("jitter", "Jitter", "none (e.g. 90s, 5m)"),
+    ("exclude", "Excluded days", "e.g. 2026-12-25, 2026-12-20..2027-01-03"),
+    ("calendar", "Calendars (a, b)", "none"),
     ("owner", "Owner", "app"),
 )
 CREATE_ONLY = ("name", "owner")
@@ -54,7 +64,9 @@ CREATE_ONLY = ("name", "owner")
 DEFAULTS = {"timezone": "UTC", "queue": "default", "priority": "2", "max_attempts": "25",
             "missed_fire_policy": "coalesce", "overlap": "allow", "owner": "app"}
 # The engine names the setting a refusal is about first ("cron_expr: ..."): its field here.
-ENGINE_NAMES = {"cron_expr": "cron", "calendar": "cron"}
+ENGINE_NAMES = {"cron_expr": "cron"}
+# The optional settings an edit takes away when its field is emptied (`cron edit --clear`).
+CLEARABLE = ("start_at", "end_at", "max_fires", "jitter", "exclude", "calendar")
 CHECK_DELAY_S = 0.3  # after the last keystroke: one dry run per pause in typing, not per key
 PREVIEW_COUNT = 5
 
@@ -68,7 +80,27 @@ def start_values(row: ScheduleInfo | None) -> dict[str, str]:
             "queue": row.queue, "args": json.dumps(row.args if row.args is not None else {}, sort_keys=True),
             "priority": str(row.priority), "max_attempts": str(row.max_attempts),
             "missed_fire_policy": row.missed_fire_policy, "overlap": row.overlap,
-            "tags": ", ".join(row.tags or [])}
+            "tags": ", ".join(row.tags or []), "start_at": _instant_text(row.start_at),
+            "end_at": _instant_text(row.end_at), "max_fires": "" if row.max_fires is None else str(row.max_fires),
+            "jitter": _jitter_text(row.jitter_ms),
+            "exclude": ", ".join(a if a == b else f"{a}..{b}" for a, b in row.exclude_dates or []),
+            "calendar": ", ".join(row.exclude_calendars or [])}
+
+
+def _instant_text(at: datetime | None) -> str:
+    if at is None:
+        return ""
+    return utc(at) if not at.microsecond else at.isoformat()  # as typed back, exactly
+
+
+def _jitter_text(ms: int) -> str:
+    if not ms:
+        return ""
+    return duration_text(ms // 1000) if not ms % 1000 else f"{ms}ms"  # the API takes milliseconds; the form seconds
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 def _integer(key: str, text: str) -> int:
@@ -85,11 +117,26 @@ def _parsed(key: str, text: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"args: not valid JSON ({exc.msg}): {short_repr(text)}") from None
-    if key in ("priority", "max_attempts"):
+    if key in ("priority", "max_attempts", "max_fires"):
         return _integer(key, text)
-    if key == "tags":
-        return tuple(t.strip() for t in text.split(",") if t.strip())
+    if key in ("tags", "calendar"):
+        return _names(text)
+    if key in ("start_at", "end_at"):
+        return parse_instant(text, key)  # as `cron create --start-at` reads it: a bare one is UTC
+    if key == "jitter":
+        return parse_duration(text, key)
+    if key == "exclude":
+        return tuple(parse_days(list(_names(text)), key))
     return text
+
+
+def _same(key: str, value: Any, start: str) -> bool:
+    """Whether `value` is what the field started from (stored text the form cannot read,
+    such as a jitter in milliseconds, is never the same)."""
+    try:
+        return bool(value == _parsed(key, start))
+    except ValidationError:
+        return False
 
 
 def field_of(error: str, fields: tuple[str, ...]) -> tuple[str | None, str]:
@@ -173,7 +220,7 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
                 box.value = printable(self.start[key])
             box.disabled = False
         self.query_one("#form-cron", Input).focus()
-        self._show_fires(data.next, data.schedule.timezone, "Next fires as stored", data.schedule.cron_expr)
+        self._show_fires(data.next, data.schedule, "Next fires as stored")
 
     # --- what was typed -------------------------------------------------------------------------
 
@@ -185,6 +232,7 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
         one-line problem."""
         values: dict[str, Any] = {}
         errors: dict[str, str] = {}
+        cleared: list[str] = []
         for key, text in self.typed().items():
             if key in CREATE_ONLY:
                 continue
@@ -193,20 +241,23 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
                 continue
             if not text and not self.editing:
                 continue  # a new schedule's empty field has its default (the placeholder shows it)
+            if not text and key in CLEARABLE:
+                cleared.append(key)  # an edit's optional setting emptied: taken away
+                continue
             try:
                 value = _parsed(key, text)
             except ValidationError as exc:
                 errors[key] = field_of(str(exc), self.keys)[1]
                 continue
-            if self.editing and start and key in ("args", "tags") and value == _parsed(key, start):
-                continue  # the same JSON (or tags) written another way: no change
+            if self.editing and start and _same(key, value, start):
+                continue  # the same value written another way (JSON spaced, an instant's offset): no change
             values[key] = value
         if errors:
             return None, errors
         typed = self.typed()
         name = self.row.name if self.row is not None else typed["name"]
         owner = None if self.editing else (typed["owner"] or None)
-        return ScheduleForm(name, ScheduleRequest(**values), owner), {}
+        return ScheduleForm(name, ScheduleRequest(**values, cleared=tuple(cleared)), owner), {}
 
     def missing(self) -> list[str]:
         """The fields a new schedule cannot do without, still empty."""
@@ -255,7 +306,7 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
 
         self.post_message(ScheduleCheckRequested(form.name, form.request, form.owner,
                                                  self.row.name if self.row is not None else None, PREVIEW_COUNT,
-                                                 shown))
+                                                 shown, self.stored.fires_count if self.stored is not None else 0))
 
     def _answered(self, values: tuple[Any, ...], reply: tuple[Any, list[NextFire], datetime] | None,
                   error: str | None) -> None:
@@ -268,7 +319,7 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
         assert reply is not None
         schedule, fires, self.now = reply
         self._errors({})
-        self._show_fires(fires, schedule.timezone, "Next fires", schedule.cron_expr, schedule.cron_written)
+        self._show_fires(fires, schedule, "Next fires", schedule.cron_written)
         self._verdict(values, True)
 
     def _verdict(self, values: tuple[Any, ...], passed: bool, line: str | None = None) -> None:
@@ -285,15 +336,32 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
             widget.display = key in errors
             widget.update(Text(f" {printable(errors[key])}", style="bold red") if key in errors else Text(""))
 
-    def _show_fires(self, fires: list[NextFire], zone: str, title: str, cron_expr: str,
-                    written: str | None = None) -> None:
+    def _show_fires(self, fires: list[NextFire], schedule: Any, title: str, written: str | None = None) -> None:
+        """`schedule`: the definition checked (a Schedule) or stored (a ScheduleInfo)."""
+        cron_expr = schedule.cron_expr
         heading = Text.assemble((title, "bold"), f" ({describe(cron_expr)}")
         if written:
             heading.append(f"; {written} resolves to {cron_expr}")
         heading.append(")")
-        body: Any = (fires_table(fires, zone, self.now, SHORT_DST_WORDS) if fires and self.now is not None
+        body: Any = (fires_table(fires, schedule.timezone, self.now, SHORT_DST_WORDS) if fires and self.now is not None
                      else Text("none: it never fires", style="dim"))
-        self._preview(Group(heading, body))
+        limits = self._limits(schedule)
+        self._preview(Group(heading, *([limits] if limits is not None else []), body))
+
+    def _limits(self, schedule: Any) -> Text | None:
+        """What bounds the fires shown (start, end, max fires) and delays their jobs (jitter)."""
+        parts = []
+        if schedule.start_at is not None:
+            parts.append(f"none before {utc(schedule.start_at)}")
+        if schedule.end_at is not None:
+            parts.append(f"none after {utc(schedule.end_at)}")
+        if schedule.max_fires is not None:
+            fired = self.stored.fires_count if self.stored is not None else 0
+            parts.append(f"at most {schedule.max_fires} fires" + (f" ({fired} made)" if fired else ""))
+        if schedule.jitter_ms:
+            parts.append(f"each job waits up to {_jitter_text(schedule.jitter_ms)} after its fire (jitter)")
+        line = "; ".join(parts)
+        return Text(line[:1].upper() + line[1:] + ".", style="dim") if parts else None
 
     def _preview(self, content: Any) -> None:
         self.query_one("#form-preview", Static).update(content)
