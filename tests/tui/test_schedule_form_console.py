@@ -387,3 +387,25 @@ async def test_the_form_is_usable_on_80x24(console: Any, conn: Any) -> None:
         box.region), what="the calendars field in view")
     await pilot.press("tab", "o", "p", "s")
     assert form.query_one("#form-owner", Input).value == "ops"
+
+
+def test_schedule_form_snapshot_80x24(snap_compare: Any, console_factory: Any, seeded: str) -> None:
+    """The smallest terminal: the fields scroll; the new settings filled, the focus on the
+    last of them (scrolled into view), the buttons below."""
+    _holidays(seeded)
+
+    async def run_before(pilot: Any) -> None:
+        app = pilot.app
+        await ready(pilot, app)
+        form = await _new_form(pilot, app)
+        _fill(form, name=NAME, cron="0 8 * * 1", timezone="Europe/Paris", kind="report",
+              start_at="2025-03-11T00:00:00Z", end_at="2025-04-30T00:00:00Z", max_fires="10", jitter="5m",
+              exclude="2025-03-24", calendar="holidays")
+        await _checked(pilot, form)
+        form.query_one("#form-calendar", Input).focus()
+        for box in form.query(Input):
+            box.cursor_blink = False
+        app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(console_factory(), terminal_size=(80, 24), run_before=run_before)
