@@ -36,3 +36,15 @@ def test_other_words_are_one_line() -> None:
         parse_point("tomorrow", "--since", NOW)
     assert str(err.value) == ("--since: expected a duration (90s, 2h, 14d), today, yesterday or an ISO-8601 "
                               "instant, got 'tomorrow'")
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0s"), (45, "45s"), (90, "1m30s"), (300, "5m"), (5400, "1h30m"), (86400, "1d"), (90061, "1d1h1m1s"),
+    (1209600, "14d"),
+])
+def test_a_duration_is_written_as_it_is_read_back(seconds: int, text: str) -> None:
+    """The schedule form fills a stored jitter with it: the text reads back to the same value."""
+    from awa_tui.instants import duration_text, parse_duration
+
+    assert duration_text(seconds) == text
+    assert parse_duration(text, "--jitter") == timedelta(seconds=seconds)
