@@ -25,7 +25,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Button, Input, Static
 
-from awa_tui.engine.actions.made import ScheduleRequest
+from awa_tui.engine.actions.made import CLEARABLE, ScheduleRequest  # CLEARABLE: an edit empties them to take them away
 from awa_tui.engine.core.errors import ValidationError, short_repr
 from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.read.models import AnySchedule, NextFire, ScheduleDetail, ScheduleInfo
@@ -65,8 +65,6 @@ DEFAULTS = {"timezone": "UTC", "queue": "default", "priority": "2", "max_attempt
             "missed_fire_policy": "coalesce", "overlap": "allow", "owner": "app"}
 # The engine names the setting a refusal is about first ("cron_expr: ..."): its field here.
 ENGINE_NAMES = {"cron_expr": "cron"}
-# The optional settings an edit takes away when its field is emptied (`cron edit --clear`).
-CLEARABLE = ("start_at", "end_at", "max_fires", "jitter", "exclude", "calendar")
 CHECK_DELAY_S = 0.3  # after the last keystroke: one dry run per pause in typing, not per key
 PREVIEW_COUNT = 5
 
