@@ -370,8 +370,8 @@ LAYERS: list[str] = [
 # limits, errors), plus the few entry points listed (a CLI command per module it drives).
 OUTSIDE: dict[str, frozenset[str]] = {
     "tui": frozenset({
-        "actions.made", "actions.overrides", "backend.protocol", "client", "core.db", "core.errors", "core.limits",
-        "core.standby",
+        "actions.made", "actions.overrides", "alerts.models", "backend.protocol", "client", "core.db", "core.errors",
+        "core.limits", "core.standby",
         "cron.describe",
         "health.listen", "health.models", "ledger.jobs", "ledger.models", "migrations.detect", "read.fleet",
         "read.models", "runtime.heap", "schedules.exclusions", "upstream.backend"}),

@@ -33,6 +33,7 @@ from awa_tui.tui.dbthread import DbResult, DbThread
 from awa_tui.tui.engine_log import EngineLog, EngineWarning
 from awa_tui.tui.formatting import standby_text, utc
 from awa_tui.tui.messages import (
+    AlertsDataRequested,
     AuditDataRequested,
     AuditEntryRequested,
     AuditRecordRequested,
@@ -62,6 +63,7 @@ from awa_tui.tui.panels.jobs import JobsPanel
 from awa_tui.tui.panels.runtimes import RuntimesView, attention
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
+from awa_tui.tui.screens.alerts import AlertsScreen, AlertsView
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.audit_entry import AuditEntryScreen
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -432,6 +434,12 @@ class ConsoleApp(App[None]):
     def action_audit(self) -> None:
         self.push_screen(AuditScreen())
 
+    def action_alerts(self) -> None:
+        if not self.action_allowed("app", "alerts"):  # upstream Awa: no alert outbox
+            self.notify(f"alerts: {self.client.features_note}", severity="warning", markup=False, timeout=5)
+            return
+        self.push_screen(AlertsScreen(self.poller.interval))
+
     def action_refresh_now(self) -> None:
         self.refresh_now()
 
@@ -581,6 +589,16 @@ class ConsoleApp(App[None]):
         clock, client, m = self.config.clock, self.client, message
         self.reader.submit(lambda: client.reads.search_audit(where=m.where, before_id=m.before_id, limit=m.limit,
                                                        now=clock() if clock else None, oldest=m.oldest), m.show)
+
+    def on_alerts_data_requested(self, message: AlertsDataRequested) -> None:
+        """What `alerts list --state open` and `alerts silences` read, at the console's clock."""
+        clock, client, limit = self.config.clock, self.client, message.limit
+
+        def work() -> AlertsView:
+            now = clock() if clock else client.reads.db_time()
+            return AlertsView(now, client.reads.alerts(state="open", limit=limit), client.reads.silences(now))
+
+        self.reader.submit(work, message.show)
 
     def on_audit_record_requested(self, message: AuditRecordRequested) -> None:
         client, entry_id = self.client, message.entry_id

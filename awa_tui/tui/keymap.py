@@ -54,7 +54,7 @@ class Act:
 
 KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
               "plus": "+", "minus": "-", "asterisk": "*", "space": "space",
-              "left_square_bracket": "[", "right_square_bracket": "]"}
+              "left_square_bracket": "[", "right_square_bracket": "]", "exclamation_mark": "!"}
 
 ACTS: tuple[Act, ...] = (
     # Everywhere.
@@ -71,6 +71,9 @@ ACTS: tuple[Act, ...] = (
         for name in JUMP_PANELS
     ),
     Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
+    Act("app", "exclamation_mark", "alerts", "alerts", "alerts: the open ones and each sink's delivery (failing "
+        "with its tries and last error), and the silences in force", footer=False, palette="alerts: show",
+        needs="alerts"),
     Act("app", "r", "refresh_now", "refresh", "refresh now", footer=False, palette="console: refresh now"),
     Act("app", "plus", "faster", "faster", "refresh more often", footer=False),
     Act("app", "minus", "slower", "slower", "refresh less often", footer=False),
@@ -222,6 +225,15 @@ ACTS: tuple[Act, ...] = (
     Act("audit", "r", "reload", "reload", "reload the audit log"),
     Act("audit", "enter", "details", "entry", "the entry in full: before and after whole, the database user, "
         "client address and application of the session that wrote it", footer=False),
+    # Alerts screen.
+    Act("alerts", "escape", "close", "back", "back to the panels"),
+    Act("alerts", "q", "close", "back", "back to the panels", footer=False),
+    Act("alerts", "r", "reload", "reload", "reload now (it also refreshes by itself)", footer=False),
+    Act("alerts", "s", "silence_schedule", "silence", "silence the selected alert's schedule until a time, with a "
+        "reason (one dialog; audited as alerts silence is)", mutation=True, needs="alerts"),
+    Act("alerts", "S", "silence_owner", "silence owner", "silence every schedule of the selected alert's owner until "
+        "a time, with a reason", mutation=True, needs="alerts"),
+    Act("alerts", "tab", "", "", "from the alerts to the silences and back", bound=False),
     # Audit entry screen.
     Act("audit-entry", "escape", "close", "back", "back to the audit log"),
     Act("audit-entry", "q", "close", "back", "back to the audit log", footer=False),
@@ -262,6 +274,7 @@ SCOPES = (
     ("job", "Job detail"),
     ("audit", "Audit log"),
     ("audit-entry", "Audit entry"),
+    ("alerts", "Alerts"),
     ("info", "Pages"),
     ("help", "Help"),
     ("dialog", "Dialogs"),

@@ -81,6 +81,16 @@ class AuditDataRequested(Message):
         self.oldest = oldest
 
 
+class AlertsDataRequested(Message):
+    """Read the alerts screen's data on the reader thread (the open alerts' deliveries, at
+    most `limit`, and the silences in force) and pass it to `show`."""
+
+    def __init__(self, show: Show, limit: int) -> None:
+        super().__init__()
+        self.show = show
+        self.limit = limit
+
+
 class AuditEntryRequested(Message):
     """Open one audit entry in full, on its own screen."""
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from awa_tui.engine.actions.made import ScheduleRequest
 from awa_tui.engine.actions.overrides import OverrideRequest
+from awa_tui.engine.alerts.models import AlertDelivery
 from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.engine.core.errors import Conflict, NotFound
 from awa_tui.engine.ledger.models import WAITING_STATES, JobSummary
@@ -48,6 +49,7 @@ class Choice:
     placeholder: str
     read: Callable[[str], Any]
     meaning: Callable[[Any], str] | None = None
+    required: bool = False  # the dialog is not confirmed while it is empty (a silence's end and reason)
 
 
 @dataclass(frozen=True)
@@ -173,11 +175,15 @@ def _pause_end(text: str) -> datetime | timedelta:
     return parse_ahead(text, "until")
 
 
-def _pause_end_words(value: datetime | timedelta) -> str:
-    then = "; the leader resumes it then and its policy applies"
+def _end_words(value: datetime | timedelta, made: str) -> str:
+    """What an end typed as a duration or an instant means: 'ends 2h00m after the pause is made'."""
     if isinstance(value, timedelta):
-        return f"ends {span_precise(value.total_seconds())} after the pause is made{then}"
-    return f"ends {utc(value)}{then}"
+        return f"ends {span_precise(value.total_seconds())} after the {made} is made"
+    return f"ends {utc(value)}"
+
+
+def _pause_end_words(value: datetime | timedelta) -> str:
+    return _end_words(value, "pause") + "; the leader resumes it then and its policy applies"
 
 
 # S65: what the pause dialog offers besides yes and no (the CLI's --until and --reason),
@@ -588,3 +594,50 @@ def cancel_job(job: JobSummary) -> Operation:
         run=_then(lambda client: client.actions.cancel_job(job_id),
                   f"asked job {job_id}'s runtime to stop it" if job.state == "running" else f"cancelled job {job_id}"),
     )
+
+
+# --- alerts (S63, S71) ------------------------------------------------------------------
+
+# What the silence dialog asks, both required (the CLI's `alerts silence --until --reason`):
+# the end read as the pause dialog reads it.
+SILENCE_CHOICES = (
+    Choice("until", "Until", "2h, 1d or an ISO instant", _pause_end,
+           lambda value: _end_words(value, "silence") + "; its alerts are sent again from then", required=True),
+    Choice("reason", "Reason", "why, for the audit trail and the silences list", str, required=True),
+)
+
+
+def _silence(alert: AlertDelivery, by_owner: bool) -> Operation:
+    """Silence the selected alert's schedule, or (`by_owner`) every schedule of the owner it
+    recorded, until a time with a reason: the engine's `alerts silence`, audited as it is."""
+    if alert.fleet:
+        raise NotPossible("a fleet alert (no leader, a stalled leader) names no schedule: it cannot be silenced")
+    name, owner = alert.name, alert.owner
+    if by_owner and owner is None:
+        raise NotPossible(f"{name} had no owner when it alerted: silence its schedule (s)")
+    target = f"owner {owner}" if by_owner else f"schedule {name}"
+    covers = f"every schedule of owner {owner}" if by_owner else name
+
+    def run(client: ConsoleBackend, chosen: Mapping[str, Any]) -> str:
+        made = client.actions.silence_alerts(None if by_owner else name, chosen["until"], chosen["reason"],
+                                             owner=owner if by_owner else None)
+        waiting = f" ({made.silenced} waiting alert(s) silenced)" if made.silenced else ""
+        return f"silenced {made.target} until {utc(made.until)}: {made.reason}{waiting}"
+
+    return Operation(
+        title="Silence alerts", verb="Silence", target=target,
+        consequence=(f"No alert of {covers} is sent to any sink until then (they show as silenced), those "
+                     "waiting included; they still show in alerts list and check."),
+        # Nothing to re-check: the engine refuses an unknown schedule or owner, and a silence
+        # made after the alert resolved still holds its next ones.
+        captured=None, read_state=lambda _client: None,
+        run=lambda _client, _value: "", choices=SILENCE_CHOICES, run_chosen=run,
+    )
+
+
+def silence_schedule(alert: AlertDelivery) -> Operation:
+    return _silence(alert, by_owner=False)
+
+
+def silence_owner(alert: AlertDelivery) -> Operation:
+    return _silence(alert, by_owner=True)

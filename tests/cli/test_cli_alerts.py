@@ -105,7 +105,7 @@ def test_s63_alerts_list_json_keeps_stable_keys(dsn: str, conn: psycopg.Connecti
     Deliverer().round(conn)
     [row] = json.loads(awa("alerts", "list", "--json", "--dsn", dsn).stdout)
     assert set(row) == {"id", "name", "at", "from_health", "to_health", "reason", "sink", "state", "open", "attempts",
-                        "last_error", "next_attempt_at", "delivered_at", "fleet"}
+                        "last_error", "next_attempt_at", "delivered_at", "fleet", "owner"}
     assert (row["name"], row["state"], row["attempts"], row["open"]) == ("gone", "delivered", 1, True)
 
 

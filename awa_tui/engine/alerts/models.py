@@ -137,6 +137,7 @@ class AlertDelivery:
     next_attempt_at: datetime | None
     delivered_at: datetime | None
     fleet: bool = False  # an alert about the fleet (S70): `name` is 'fleet'
+    owner: str | None = None  # the schedule's owner when the alert was recorded (what an owner's silence matches)
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ def prune(conn: psycopg.Connection[Any], now: datetime) -> int:
 # --- what operators read --------------------------------------------------------------------
 
 LIST_SQL = """
-SELECT o.id, o.name, awa.safe_ts(o.at) AS at, o.from_health, o.to_health, o.reason, o.fleet,
+SELECT o.id, o.name, awa.safe_ts(o.at) AS at, o.from_health, o.to_health, o.reason, o.fleet, o.owner,
        coalesce(d.sink, '') AS sink,
        CASE WHEN d.sink IS NULL THEN 'unrouted'
             WHEN d.state = 'pending' AND d.attempts > 0 THEN 'failing' ELSE d.state END AS state,

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.actions.backfill import BackfillResult
     from awa_tui.engine.actions.made import ScheduleRequest
     from awa_tui.engine.actions.overrides import OverrideRequest
+    from awa_tui.engine.alerts.models import AlertDelivery, Silence
     from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
     from awa_tui.engine.core.standby import ServerRole
     from awa_tui.engine.firing.preview import ResumePreview
@@ -80,11 +81,12 @@ FEATURES: frozenset[str] = frozenset({
     "calendars",  # named calendars of excluded dates (S56) and the console's calendars panel
     "runtime_schedules",  # schedules made at run time (S64): the console's schedule form, delete
     "pause_until",  # a pause with an end and a reason (S65): the pause dialog's optional values
+    "alerts",  # alert deliveries and silences (S63, S71): the console's alerts screen and its silence
 })
 # The features only awa-tui's own schema has (docs/keys.md marks their keys).
 OWN_SCHEMA_FEATURES: frozenset[str] = frozenset({"owners", "plan", "lifecycle", "ledger", "health", "backfill",
                                                   "override", "calendars", "runtime_schedules",
-                                                  "pause_until"})
+                                                  "pause_until", "alerts"})
 
 
 @runtime_checkable
@@ -184,6 +186,12 @@ class ReadBackend(Protocol):
 
     def get_calendar(self, name: str) -> CalendarInfo: ...
 
+    # Alerts (S63): deliveries (`state="open"`: the alerts still firing) and silences in force.
+    def alerts(self, *, state: str | None = None, sink: str | None = None, name: str | None = None,
+               limit: int = 100) -> list[AlertDelivery]: ...
+
+    def silences(self, now: datetime | None = None) -> list[Silence]: ...
+
 
 @runtime_checkable
 class ActionBackend(Protocol):
@@ -243,6 +251,10 @@ class ActionBackend(Protocol):
     def retry_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...
 
     def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange: ...
+
+    def silence_alerts(self, name: str | None, until: datetime | timedelta, reason: str, *,
+                       operator: str | None = None, now: datetime | None = None, owner: str | None = None,
+                       filter: str | None = None) -> Silence: ...
 
     # What the CLI does besides (Actions has the same signatures).
     def bulk(

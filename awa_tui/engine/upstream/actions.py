@@ -26,6 +26,7 @@ from awa_tui.filters import Filter
 
 if TYPE_CHECKING:
     from awa_tui.engine.actions.made import ScheduleRequest
+    from awa_tui.engine.alerts.models import Silence
     from awa_tui.engine.schedules.definition import Schedule
 
 
@@ -173,6 +174,11 @@ class UpstreamActions:
 
     def cancel_job(self, job_id: int, *, operator: str | None = None) -> JobChange:
         self._refuse("cancel_job")
+
+    def silence_alerts(self, name: str | None, until: datetime | timedelta, reason: str, *,
+                       operator: str | None = None, now: datetime | None = None, owner: str | None = None,
+                       filter: str | None = None) -> Silence:
+        self._refuse("silence_alerts")
 
     def backfill(self, name: str, from_at: datetime, to_at: datetime, *, dry_run: bool = False,
                  max_count: int = BACKFILL_LIMIT, operator: str | None = None,

@@ -55,6 +55,7 @@ from awa_tui.filters import GRAMMARS, TIME_FIELDS, Filter, Term, value_pattern
 from awa_tui.instants import parse_point
 
 if TYPE_CHECKING:
+    from awa_tui.engine.alerts.models import AlertDelivery, Silence
     from awa_tui.engine.schedules.definition import Schedule
 
 # The schedules panel's sorts (views.SCHEDULE_SORTS), over read models.
@@ -283,6 +284,13 @@ class UpstreamReads:
 
     def get_calendar(self, name: str) -> CalendarInfo:
         self._refuse("get_calendar")
+
+    def alerts(self, *, state: str | None = None, sink: str | None = None, name: str | None = None,
+               limit: int = 100) -> list[AlertDelivery]:
+        self._refuse("alerts")
+
+    def silences(self, now: datetime | None = None) -> list[Silence]:
+        self._refuse("silences")
 
 
 AUDIT_GAP = "awa-tui db init-audit has not been run on this database: this action will not be audited"

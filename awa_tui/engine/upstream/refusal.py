@@ -42,6 +42,9 @@ NEEDS_OWN_SCHEMA: dict[str, str] = {
     "edit_schedule": "schedules made at run time need",
     "delete_schedule": "schedules made at run time need",
     "definition_fires": "schedules made at run time need",
+    "alerts": "alerts need",
+    "silences": "alert silences need",
+    "silence_alerts": "alert silences need",
 }
 
 

@@ -105,7 +105,9 @@ class ConfirmScreen(YesNoDialog[str]):
                 yield Input(id="answer", suggester=suggester,
                             placeholder=", ".join(self.suggestions) or "owner name")
             if self.choices:
-                yield Static(Text("Optional (tab to them):", style="dim"), classes="prompt")
+                asked = ("Required (tab between them):" if all(c.required for c in self.choices)
+                         else "Optional (tab to them):")
+                yield Static(Text(asked, style="dim"), classes="prompt")
                 for choice in self.choices:
                     with Horizontal(classes="form-row"):
                         yield Static(Text(f"{choice.label}:"), classes="form-label")
@@ -123,6 +125,8 @@ class ConfirmScreen(YesNoDialog[str]):
             self._note(choice.key, Text(""))
         if self.needs_input:
             self.query_one("#answer", Input).focus()
+        elif any(c.required for c in self.choices):  # nothing to confirm until it is typed
+            self.query_one(f"#choice-{next(c for c in self.choices if c.required).key}", Input).focus()
         else:
             self.query_one("#no", Button).focus()  # the safe default under a stray enter
 
@@ -137,6 +141,10 @@ class ConfirmScreen(YesNoDialog[str]):
         ok = True
         for choice in self.choices:
             text = self.query_one(f"#choice-{choice.key}", Input).value.strip()
+            if choice.required and not text:
+                self._note(choice.key, Text(f"{choice.label.lower()}: required", style="bold red"))
+                ok = False
+                continue
             try:
                 self.chosen[choice.key] = choice.read(text) if text else None
             except ValidationError as exc:
