@@ -158,7 +158,8 @@ class AlertsScreen(Screen[None]):
         title = Text.assemble(("Alerts ", "bold"), f"{count} open" + (" (the first ones: more exist)"
                                                                        if len(alerts) >= LIMIT else ""))
         if failing:
-            title.append(f" · {failing} deliver{'y' if failing == 1 else 'ies'} failing", style="bold red")
+            title.append(" · ")
+            title.append(f"{failing} deliver{'y' if failing == 1 else 'ies'} failing", style="bold red")
         title.append(" · s: silence its schedule, S: its owner · tab: the silences")
         self.query_one("#alerts-title", Static).update(title)
         self.query_one("#alerts-table", KeyedTable).sync([_alert_row(a, now) for a in alerts])
