@@ -71,8 +71,8 @@ ACTS: tuple[Act, ...] = (
         for name in JUMP_PANELS
     ),
     Act("app", "l", "audit", "audit", "audit log: every operator action", palette="audit: show log"),
-    Act("app", "exclamation_mark", "alerts", "alerts", "alerts: the open ones and each sink's delivery (failing "
-        "with its tries and last error), and the silences in force", footer=False, palette="alerts: show",
+    Act("app", "exclamation_mark", "alerts", "alerts", "alerts: the open ones, each sink's delivery, and the "
+        "silences in force", footer=False, palette="alerts: show",
         needs="alerts"),
     Act("app", "r", "refresh_now", "refresh", "refresh now", footer=False, palette="console: refresh now"),
     Act("app", "plus", "faster", "faster", "refresh more often", footer=False),
