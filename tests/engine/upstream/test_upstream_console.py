@@ -29,6 +29,7 @@ from awa_tui.tui.commands import palette_names
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.keymap import ACTS
 from awa_tui.tui.launch import build_config, create_app
+from awa_tui.tui.screens.alerts import AlertsScreen
 from awa_tui.tui.screens.audit import AuditScreen
 from awa_tui.tui.screens.audit_entry import AuditEntryScreen, session_facts
 from awa_tui.tui.screens.confirm import ConfirmScreen
@@ -226,7 +227,7 @@ async def test_footer_help_palette_and_tabs_leave_out_what_upstream_lacks(upstre
     palette = palette_names(lambda act: app.palette_allowed(act))
     assert "schedule: pause / resume" in palette and "queue: pause / resume" in palette
     for gone in ("panel: owners", "panel: plan", "schedule: retire", "schedule: restore",
-                 "schedule: adopt / transfer", "owner: retire all schedules", "plan: entry details"):
+                 "schedule: adopt / transfer", "owner: retire all schedules", "plan: entry details", "alerts: show"):
         assert gone not in palette, gone
     # A key upstream has no feature for says why, once, and does nothing.
     await pilot.press("ctrl+d")
@@ -238,6 +239,12 @@ async def test_footer_help_palette_and_tabs_leave_out_what_upstream_lacks(upstre
     await pilot.press("4")
     await pilot.pause()
     assert app.active_panel == "schedules"
+    # ! (alerts: upstream has no alert outbox) says why and opens nothing.
+    app.clear_notifications()
+    await pilot.press("exclamation_mark")
+    await until(pilot, lambda: [n.message for n in app._notifications], what="the alerts toast")
+    assert [n.message for n in app._notifications] == [f"alerts: {FEATURES_NOTE}"]
+    assert not isinstance(app.screen, AlertsScreen)
     await pilot.press("question_mark")
     await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
     text = rendered(help_table(app.screen.allowed))
@@ -245,7 +252,7 @@ async def test_footer_help_palette_and_tabs_leave_out_what_upstream_lacks(upstre
     assert "1, 3, 5 panels: schedules, runtimes, queues" in lines
     assert "Owners panel" not in text and "Plan panel" not in text
     for act in ACTS:
-        if act.needs in {"owners", "plan", "lifecycle"}:
+        if act.needs in {"owners", "plan", "lifecycle", "alerts"}:
             assert act.help not in text, act.help
     note = app.screen.query_one("#help-features").render()
     assert str(note) == FEATURES_NOTE.capitalize() + "."
