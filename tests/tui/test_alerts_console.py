@@ -107,17 +107,17 @@ async def test_the_screen_lists_the_open_alerts_each_sinks_delivery_and_the_sile
     async with app.run_test(size=(260, 40)) as pilot:
         screen = await open_alerts(pilot, app)
         assert rows(screen, "alerts-table") == [
-            ["billing.nightly-invoice", "late (was ok)", "2025-03-08 11:59:00Z", "hook", "silenced", "-", "-", "-",
+            ["billing.nightly-invoice", "late (was ok)", "03-08 11:59:00", "hook", "silenced", "-", "-", "-",
              "the fire due at 2025-03-08 07:30:00Z was not enqueued within 60 s\\x1b[2J"],
-            ["billing.nightly-invoice", "late (was ok)", "2025-03-08 11:59:00Z", "pager", "silenced", "-", "-", "-",
+            ["billing.nightly-invoice", "late (was ok)", "03-08 11:59:00", "pager", "silenced", "-", "-", "-",
              "the fire due at 2025-03-08 07:30:00Z was not enqueued within 60 s\\x1b[2J"],
-            ["metrics.rollup", "failing (was ok)", "2025-03-08 11:58:00Z", "hook", "delivered", "1", "-", "-",
+            ["metrics.rollup", "failing (was ok)", "03-08 11:58:00", "hook", "delivered", "1", "-", "-",
              "the last job failed"],
-            ["metrics.rollup", "failing (was ok)", "2025-03-08 11:58:00Z", "pager", "failing", "1", "in 5s", REFUSED,
+            ["metrics.rollup", "failing (was ok)", "03-08 11:58:00", "pager", "failing", "1", "in 5s", REFUSED,
              "the last job failed"],
-            ["(fleet)", "no leader", "2025-03-08 11:57:00Z", "hook", "delivered", "1", "-", "-",
+            ["(fleet)", "no leader", "03-08 11:57:00", "hook", "delivered", "1", "-", "-",
              "nobody has led for 45 s"],
-            ["(fleet)", "no leader", "2025-03-08 11:57:00Z", "pager", "failing", "1", "in 5s", REFUSED,
+            ["(fleet)", "no leader", "03-08 11:57:00", "pager", "failing", "1", "in 5s", REFUSED,
              "nobody has led for 45 s"],
         ]
         assert rows(screen, "silences-table") == [
@@ -221,3 +221,4 @@ def test_snapshot_alerts_screen(snap_compare: Any, console_factory: Any) -> None
         await pilot.press("j", "j", "j")  # metrics.rollup's failing delivery, in full under the table
 
     assert snap_compare(console_factory(), terminal_size=(160, 36), run_before=run_before)
+

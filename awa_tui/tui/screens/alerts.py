@@ -21,7 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from awa_tui.engine.alerts.models import FLEET_WORDS, AlertDelivery, Silence
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions, operations
-from awa_tui.tui.formatting import relative, utc
+from awa_tui.tui.formatting import relative, short_utc, utc
 from awa_tui.tui.messages import AlertsDataRequested, MutationKeyPressed, request_operation, usable_reply
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -35,12 +35,13 @@ FLEET = "(fleet)"  # what `alerts list` shows for an alert about the fleet, whic
 ALERT_COLUMNS = (
     Column("name", "SCHEDULE", 40),
     Column("health", "NOW (WAS)", 22),
-    Column("since", "SINCE (UTC)", 20),
+    Column("since", "SINCE (UTC)", 14),
     Column("sink", "SINK", 16),
     Column("delivery", "DELIVERY", 10),
-    Column("tries", "TRIES", 5, priority=2),
-    Column("next", "NEXT TRY", 10, priority=3),
-    Column("error", "LAST ERROR", 50, priority=1),
+    # At 120 columns the last error stays (the tries and the next try are in the line under).
+    Column("tries", "TRIES", 5, priority=3),
+    Column("next", "NEXT TRY", 10, priority=2),
+    Column("error", "LAST ERROR", 40, priority=1),
     Column("reason", "WHY", 60, priority=4),
 )
 SILENCE_COLUMNS = (
@@ -74,7 +75,7 @@ def _alert_row(alert: AlertDelivery, now: datetime) -> tuple[str, tuple[Text, ..
     failing = alert.state == "failing"
     return (f"{alert.id}/{alert.sink}", (
         cell(FLEET if alert.fleet else shown.name), cell(_health(shown), "bold"),
-        cell(utc(alert.at)), cell(shown.sink or "-"),
+        cell(short_utc(alert.at)), cell(shown.sink or "-"),
         cell(alert.state, DELIVERY_STYLES.get(alert.state, "")), cell(alert.attempts if alert.attempts else "-"),
         cell(relative(alert.next_attempt_at, now) if failing else "-"),
         cell(shown.last_error if failing else None), cell(shown.reason),

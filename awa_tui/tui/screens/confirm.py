@@ -86,6 +86,11 @@ class ConfirmScreen(YesNoDialog[str]):
     def needs_input(self) -> bool:
         return bool(self.type_to_confirm or self.ask)
 
+    @property
+    def typed(self) -> bool:
+        """Confirmed with enter from a text box: a value to type, or a required choice (a silence's end)."""
+        return self.needs_input or any(c.required for c in self.choices)
+
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static(Text(self.heading, style="bold"), id="dialog-title")
@@ -116,9 +121,9 @@ class ConfirmScreen(YesNoDialog[str]):
             yield Static(id="dialog-owner-note")
             yield Static(id="dialog-error")
             with Horizontal(id="dialog-buttons"):
-                keys = "enter" if self.needs_input else "y"
+                keys = "enter" if self.typed else "y"
                 yield Button(Text(f"{self.verb} [{keys}]"), id="yes", variant="error")
-                yield Button(Text("Cancel [esc]" if self.needs_input else "Cancel [n]"), id="no")
+                yield Button(Text("Cancel [esc]" if self.typed else "Cancel [n]"), id="no")
 
     def on_mount(self) -> None:
         for choice in self.choices:
