@@ -80,7 +80,8 @@ def cron_list(
 
         def render() -> None:
             # Only the shown fields are read off each row (copying whole rows was most of the time).
-            shown = [{**{f: field_of(row, f) for f in LIST_FIELDS}, "state_text": _state_text(row),
+            shown = [{**{f: field_of(row, f) for f in LIST_FIELDS}, "cron_expr": _schedule_words(row.cron_expr),
+                      "state_text": _state_text(row),
                       "overdue": _overdue_text(row, now),
                       "origin_text": ORIGIN_WORDS.get(row.origin, row.origin)} for row in rows]
             emit_table(shown, LIST_COLUMNS)
@@ -91,6 +92,13 @@ def cron_list(
         listed = [{**plain(row), "overdue_s": _overdue(row, now)} for row in rows] if as_json else []
         emit({"schedules": listed, "limit": cap, "truncated": truncated} if limit is not None else listed,
              as_json, render)
+
+
+def _schedule_words(cron_expr: str) -> str:
+    """The expression as the table shows it: an interval in words (`every 90s`)."""
+    from awa_tui.engine.cron.expression import interval_words
+
+    return interval_words(cron_expr) or cron_expr
 
 
 def _overdue(row: AnySchedule, now: datetime) -> float | None:
@@ -143,9 +151,21 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
                 if key != "origin":
                     say(listing_line(key, fmt(value)))
             say(listing_line("origin_text", SHOW_ORIGIN_WORDS.get(row.origin, row.origin)))
+            interval = _interval_line(row)
+            if interval is not None:
+                say(listing_line("interval", interval))
             say(listing_line("status", _state_text(row)))
             emit_table(fires, ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
         emit({**plain(row), "recent_fires": plain(fires)}, as_json, render)
+
+
+def _interval_line(row: AnySchedule) -> str | None:
+    """An interval schedule in words with where its instants are counted from (its start,
+    else the epoch), printable; None for a cron expression."""
+    from awa_tui.engine.cron.expression import interval_words
+
+    words = interval_words(row.cron_expr, getattr(row, "start_at", None), counted=True)
+    return None if words is None else printable(words)
 
 
 DST_MARKS = {
@@ -179,6 +199,9 @@ def cron_next(
         def render() -> None:
             if row.cron_written:  # S48: H, resolved for this name
                 say(f"{name}: {row.cron_written} resolves to {row.cron_expr}")
+            interval = _interval_line(row)
+            if interval is not None:
+                say(f"{name}: {interval}")
             if fires:
                 say(f"next fires of {name} (zone {fires[0].timezone}; local time, then UTC):")
             for f in fires:

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from awa_tui.engine.read.models import NextFire
 
 CronOpt = Annotated[str | None, typer.Option("--cron", metavar="EXPR", help="Cron expression (H allowed).")]
+EveryOpt = Annotated[str | None, typer.Option("--every", metavar="DURATION", help=(
+    "An interval instead of --cron: fires every DURATION (90s, 15m, 1h30m), counted from --start-at "
+    "(else from 1970-01-01T00:00:00Z), whatever the zone."))]
 KindOpt = Annotated[str | None, typer.Option("--kind", metavar="KIND", help="The job kind each fire enqueues.")]
 ArgsOpt = Annotated[str | None, typer.Option("--args", metavar="JSON", help="Job args, a JSON object.")]
 ZoneOpt = Annotated[str | None, typer.Option("--timezone", metavar="ZONE", help="IANA time zone (default UTC).")]
@@ -117,11 +120,26 @@ def _cleared(names: list[str], given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _writable_client(dsn: str | None, operator: str | None) -> Client:
+def _cron_or_every(cron: str | None, every: str | None) -> str | None:
+    """--cron, or --every as the interval expression it stands for (`@every 90s`)."""
+    from awa_tui.engine.cron.expression import every_expression
+
+    if every is None:
+        return cron
+    if cron is not None:
+        raise ValidationError("--every: give --cron or --every, not both")
+    return every_expression(every, "--every")
+
+
+def _writable_client(dsn: str | None, operator: str | None, cron: str | None = None) -> Client:
     from awa_tui.engine.client import Client
+    from awa_tui.engine.cron.expression import is_interval
 
     client = make_client(dsn, operator)
     if not isinstance(client, Client):
+        if is_interval(cron):
+            raise ValidationError("--every: upstream Awa has no interval schedules; this database holds "
+                                  "upstream Awa's schema")
         raise ValidationError("cron create/edit/delete: this database holds upstream Awa's schema, whose "
                               "schedules its own code declares; nothing can be made at run time here")
     return client
@@ -134,7 +152,7 @@ def _report(client: Client, schedule: Schedule, verb: str, dry_run: bool, count:
 
     def render() -> None:
         if not dry_run:
-            say(f"{verb} {schedule.name}: {schedule.cron_written or schedule.cron_expr} ({schedule.timezone})"
+            say(f"{verb} {schedule.name}: {_words(schedule)} ({schedule.timezone})"
                 + (f", owner {owner}" if owner else ""))
             return
         say(f"dry run: {schedule.name} would be {verb}; nothing written")
@@ -145,6 +163,13 @@ def _report(client: Client, schedule: Schedule, verb: str, dry_run: bool, count:
 
     emit({"name": schedule.name, "owner": owner, "dry_run": dry_run, "definition": definition,
           "next_fires": plain(fires)}, as_json, render)
+
+
+def _words(schedule: Schedule) -> str:
+    """The definition's expression as an operator reads it: an interval in words."""
+    from awa_tui.engine.cron.expression import interval_words
+
+    return interval_words(schedule.cron_expr) or schedule.cron_written or schedule.cron_expr
 
 
 def _say_fires(name: str, fires: list[NextFire]) -> None:
@@ -165,11 +190,13 @@ def cron_create(
     start_at: StartOpt = None, end_at: EndOpt = None, max_fires: MaxFiresOpt = None, jitter: JitterOpt = None,
     exclude: ExcludeOpt = None, calendar: CalendarOpt = None, max_lateness: LatenessOpt = None,
     expect_success_within: SuccessOpt = None, max_consecutive_failures: FailuresOpt = None,
-    pause_after_failures: PauseOpt = None, owner: OwnerOpt = None, dry_run: DryRunOpt = False,
+    pause_after_failures: PauseOpt = None, owner: OwnerOpt = None, dry_run: DryRunOpt = False, every: EveryOpt = None,
     count: CountOpt = 5, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Make a schedule at run time (audited); code sync never touches it. --cron and --kind are required."""
+    """Make a schedule at run time (audited); code sync never touches it. --cron (or --every) and --kind are
+    required."""
     with errors_as_lines():
+        cron = _cron_or_every(cron, every)
         if cron is None or kind is None:
             raise ValidationError(f"{'--cron' if cron is None else '--kind'}: required to create a schedule")
         options = _settings(
@@ -181,7 +208,7 @@ def cron_create(
         job_args = _json_object(args, "--args")
         from awa_tui.engine.ownership.api_schedules import DEFAULT_OWNER  # loaded by this command only
 
-        client = _writable_client(dsn, operator)
+        client = _writable_client(dsn, operator, cron)
         owner = owner or DEFAULT_OWNER  # said here: the CLI's client has no owner of its own
         made = client.create_schedule(name, cron, kind, job_args, owner=owner, dry_run=dry_run,
                                       operator_action=True, **options)
@@ -197,11 +224,13 @@ def cron_edit(
     exclude: ExcludeOpt = None, calendar: CalendarOpt = None, max_lateness: LatenessOpt = None,
     expect_success_within: SuccessOpt = None, max_consecutive_failures: FailuresOpt = None,
     pause_after_failures: PauseOpt = None, clear: ClearOpt = None, owner: OwnerOpt = None, dry_run: DryRunOpt = False,
-    count: CountOpt = 5, dsn: DsnOpt = None, operator: OperatorOpt = None, as_json: JsonOpt = False,
+    every: EveryOpt = None, count: CountOpt = 5, dsn: DsnOpt = None, operator: OperatorOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Change a schedule made at run time (only the settings given, or --clear'ed; audited). One declared in code:
     `cron override`."""
     with errors_as_lines():
+        cron = _cron_or_every(cron, every)
         changes = _settings(
             cron_expr=cron, kind=kind, args=args, timezone=timezone, queue=queue, priority=priority,
             max_attempts=max_attempts, tags=tag, metadata=metadata, missed_fire_policy=missed_fire_policy,
@@ -212,7 +241,7 @@ def cron_edit(
         if not changes:
             raise ValidationError("edit: nothing to change; give at least one setting (--cron, --timezone, ...) "
                                   "or --clear one")
-        client = _writable_client(dsn, operator)
+        client = _writable_client(dsn, operator, cron)
         edited = client.update_schedule(name, owner=owner, dry_run=dry_run, operator_action=True, **changes)
         _report(client, edited, "edited", dry_run, count, as_json, owner)
 

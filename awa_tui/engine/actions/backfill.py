@@ -187,7 +187,7 @@ def _refuse_pruned(conn: psycopg.Connection[Any], name: str, from_at: datetime) 
 def _instants(row: dict[str, Any], from_at: datetime, to_at: datetime) -> list[datetime]:
     """The schedule's due instants in [from_at, to_at] within its bounds (v009)."""
     try:
-        cron = compile_cron(row["cron_expr"], row["timezone"])
+        cron = compile_cron(row["cron_expr"], row["timezone"], row["start_at"])
     except ValidationError as exc:
         raise ValidationError(f"schedule {row['name']!r} cannot be backfilled: {exc}") from None
     lo = from_at if row["start_at"] is None else max(from_at, row["start_at"])

@@ -10,6 +10,7 @@ import re
 from functools import lru_cache
 
 from awa_tui.engine.cron.day_forms import ORDINALS
+from awa_tui.engine.cron.expression import interval_words, is_interval
 from awa_tui.engine.cron.vocabulary import DOW_NAMES, MONTH_ABBREVIATIONS, MONTH_NAMES, NICKNAMES
 
 _DAYS = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
@@ -118,6 +119,9 @@ def _times(minutes: list[int], hours: list[int]) -> str:
 def describe(expr: str) -> str:
     """A short description of `expr`, or `expr` itself when the shape is not a common one."""
     text = " ".join(expr.split()).replace("?", "*")  # ? reads as * (S55)
+    interval = interval_words(text)
+    if interval is not None or is_interval(text):
+        return interval or text
     if text.startswith("@"):
         nickname = NICKNAMES.get(text.lower())
         return text if nickname is None else nickname[1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -41,11 +41,86 @@ CALENDAR_END_YEAR = 9999 - 60  # beyond this, a cron search may run off datetime
 
 @dataclass(frozen=True, slots=True)
 class CronSpec:
-    """A validated cron expression, zone-free: its croniter form and whether it has seconds."""
+    """A validated cron expression, zone-free: its croniter form and whether it has seconds;
+    for an interval (`@every 90s`), its period in microseconds and no cron fields."""
 
     source: str
     croniter_expr: str
     has_seconds: bool
+    every_us: int | None = None
+
+
+# Interval schedules (`@every 90s`): the instants are anchor + k * period for every whole k,
+# the anchor being the schedule's start_at, else the Unix epoch, so every runtime computes
+# the same instants from the row alone. The zone does not move them.
+EVERY_WORD = "@every"
+EVERY_MIN = timedelta(seconds=1)
+EVERY_MAX = timedelta(days=366)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
+_SUB_SECOND = re.compile(r"^(?:\d+ms|0?\.\d+s)$")
+_EVERY = re.compile(r"^\s*@every(?:\s|$)", re.IGNORECASE)
+
+
+def is_interval(expr: object) -> bool:
+    """Whether `expr` is written as an interval (`@every ...`), valid or not (cheap)."""
+    return isinstance(expr, str) and _EVERY.match(expr) is not None
+
+
+def interval_words(expr: object, anchor: datetime | None = None, *, counted: bool = False) -> str | None:
+    """An interval in an operator's words (`every 90s`; with `counted`, `every 90s, counted
+    from 1970-01-01T00:00:00Z`), or None for anything else."""
+    if not is_interval(expr):
+        return None
+    assert isinstance(expr, str)
+    parts = expr.split(None, 1)
+    if len(parts) < 2:
+        return None
+    words = f"every {parts[1].strip().lower()}"
+    return f"{words}, counted from {iso_utc(EPOCH if anchor is None else anchor)}" if counted else words
+
+
+def every_text(every: object, option: str = "every") -> str:
+    """`every` as a duration's text: a string as given, a timedelta of whole seconds as `90s`."""
+    if isinstance(every, timedelta):
+        if every < timedelta(0):
+            raise ValidationError(f"{option}: {every} is negative; an interval is at least 1s")
+        if timedelta(0) < every < EVERY_MIN:
+            raise ValidationError(f"{option}: {every} is below one second; an interval is at least 1s")
+        if every % EVERY_MIN:
+            raise ValidationError(f"{option}: {every} is not a whole number of seconds")
+        return f"{every // EVERY_MIN}s"
+    if not isinstance(every, str):
+        raise ValidationError(f"{option}: expected a duration such as 90s, 15m, 1h30m, got {short_repr(every)}")
+    return every
+
+
+def parse_every(text: object, option: str = "every") -> timedelta:
+    """An interval's period: a duration as the CLI writes them (`90s`, `15m`, `1h30m`),
+    1 second to 366 days; a one-line ValidationError naming `option` otherwise."""
+    from awa_tui.instants import parse_duration  # the CLI's duration grammar, one of it
+
+    if not isinstance(text, str):
+        raise ValidationError(f"{option}: expected a duration such as 90s, 15m, 1h30m, got {short_repr(text)}")
+    word = text.strip().lower()
+    if word.startswith("-"):
+        raise ValidationError(f"{option}: {short_repr(text)} is negative; an interval is at least 1s")
+    if _SUB_SECOND.match(word):
+        raise ValidationError(f"{option}: {short_repr(text)} is below one second; an interval is at least 1s")
+    period = parse_duration(text, option)
+    if not period:
+        raise ValidationError(f"{option}: {short_repr(text)} is zero; an interval is at least 1s")
+    if period > EVERY_MAX:
+        raise ValidationError(f"{option}: {short_repr(text)} is longer than 366 days")
+    return period
+
+
+def every_expression(every: object, option: str = "every") -> str:
+    """The stored form of an interval given as a duration (text or timedelta): `@every 90s`
+    (checked)."""
+    text = every_text(every, option)
+    parse_every(text, option)
+    return f"{EVERY_WORD} {text.strip().lower()}"
 
 
 @lru_cache(maxsize=65536)
@@ -67,6 +142,12 @@ def parse_cron(expr: str) -> CronSpec:
             f"cron_expr: H in {short_repr(expr)} picks a value per schedule name: declare it with "
             "periodic() or `cron override`, which store the resolved expression"
         )
+    if is_interval(text):
+        parts = text.split(" ", 1)
+        if len(parts) == 1:
+            raise ValidationError(f"cron_expr: {short_repr(expr)} names no interval; write a duration: @every 90s")
+        period = parse_every(parts[1], "cron_expr")
+        return CronSpec(expr, "", False, period // _ONE_US)
     if text.startswith("@"):
         nick = NICKNAMES.get(text.lower())
         if nick is None:
@@ -143,6 +224,7 @@ class CronExpression(NamedTuple):  # immutable, and the cheapest to build: one p
 
     spec: CronSpec
     timezone: str
+    anchor: datetime | None = None  # an interval's start_at (None: the epoch); cron ignores it
 
     @property
     def zone(self) -> tzinfo:
@@ -151,11 +233,18 @@ class CronExpression(NamedTuple):  # immutable, and the cheapest to build: one p
     def next_after(self, after: datetime) -> Fire:
         """The first fire strictly after `after`."""
         spec = self.spec
+        if spec.every_us is not None:
+            return Fire(_every_after(spec.every_us, self.anchor, _utc(after)))
         return _next_after(spec.croniter_expr, spec.has_seconds, self.timezone, _utc(after))
 
     def latest_at_or_before(self, at_or_before: datetime) -> Fire | None:
         """The most recent fire at or before `at_or_before`, computed directly (S13 coalesce)."""
         spec = self.spec
+        if spec.every_us is not None:
+            try:
+                return Fire(_every_after(spec.every_us, self.anchor, _utc(at_or_before), 0))
+            except OverflowError:  # before the start of the calendar
+                return None
         return _latest_at_or_before(spec.croniter_expr, spec.has_seconds, self.timezone, _utc(at_or_before))
 
     def between(self, after: datetime, until: datetime, limit: int) -> list[Fire]:
@@ -201,11 +290,21 @@ class CronExpression(NamedTuple):  # immutable, and the cheapest to build: one p
         return out
 
 
-def compile_cron(expr: str, timezone: str) -> CronExpression:
-    """Validate `expr` (S2) then `timezone` (both cached) and return the expression in that zone."""
+def compile_cron(expr: str, timezone: str, anchor: datetime | None = None) -> CronExpression:
+    """Validate `expr` (S2) then `timezone` (both cached) and return the expression in that zone.
+    `anchor` is the schedule's start_at: an interval's instants are anchor + k * period
+    (the epoch without one); a cron expression ignores it."""
     spec = parse_cron(expr)
     parse_timezone(timezone)
-    return CronExpression(spec, timezone)
+    return CronExpression(spec, timezone, anchor if spec.every_us is not None else None)
+
+
+def _every_after(every_us: int, anchor: datetime | None, t: datetime, step: int = 1) -> datetime:
+    """The interval instant strictly after `t` (step 1), or the one at or before it (step 0):
+    whole microseconds, floor division, so no instant drifts."""
+    base = EPOCH if anchor is None else _utc(anchor)
+    k = ((t - base) // _ONE_US) // every_us + step
+    return base + timedelta(microseconds=k * every_us)
 
 
 # Keyed by text and instants, not by the CronExpression (see the caching note above).
@@ -250,14 +349,24 @@ def _latest_at_or_before(
 # Thin entry points for callers holding the expression and zone as text (views, previews).
 
 
-def next_fire(cron_expr: str, timezone: str, after: datetime) -> Fire:
-    """The first fire strictly after `after` (UTC instants)."""
-    return compile_cron(cron_expr, timezone).next_after(after)
+def next_fire(cron_expr: str, timezone: str, after: datetime, anchor: datetime | None = None) -> Fire:
+    """The first fire strictly after `after` (UTC instants); `anchor` as for compile_cron."""
+    return compile_cron(cron_expr, timezone, anchor).next_after(after)
 
 
-def upcoming_fires(cron_expr: str, timezone: str, after: datetime, count: int) -> list[Fire]:
-    """See `CronExpression.upcoming`."""
-    return compile_cron(cron_expr, timezone).upcoming(after, count)
+def upcoming_fires(cron_expr: str, timezone: str, after: datetime, count: int,
+                   anchor: datetime | None = None) -> list[Fire]:
+    """See `CronExpression.upcoming`; `anchor` as for compile_cron."""
+    return compile_cron(cron_expr, timezone, anchor).upcoming(after, count)
+
+
+def refuse_interval_upstream(cron_expr: str) -> None:
+    """Upstream Awa (croner) has no interval form: its leader never fires `@every`."""
+    if is_interval(cron_expr):
+        raise ValidationError(
+            f"cron_expr: {short_repr(cron_expr)} is an interval; upstream Awa has no interval schedules, "
+            "its leader never fires it"
+        )
 
 
 def iso_utc(instant: datetime) -> str:

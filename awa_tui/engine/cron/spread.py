@@ -134,15 +134,18 @@ def shortest_period(croniter_expr: str, has_seconds: bool) -> timedelta:
     return best
 
 
-def check_jitter(jitter_ms: object, croniter_expr: str, has_seconds: bool, written: str) -> int:
-    """`jitter_ms` when it is a whole number of milliseconds in [0, shortest period)."""
+def check_jitter(jitter_ms: object, croniter_expr: str, has_seconds: bool, written: str,
+                 period: timedelta | None = None) -> int:
+    """`jitter_ms` when it is a whole number of milliseconds in [0, shortest period);
+    `period` is an interval's (then the cron fields are not read)."""
     if isinstance(jitter_ms, bool) or not isinstance(jitter_ms, int):
         raise ValidationError(f"jitter: expected a whole number of milliseconds, got {short_repr(jitter_ms)}")
     if jitter_ms < 0:
         raise ValidationError(f"jitter: must not be negative, got {timedelta(milliseconds=jitter_ms)}")
     if jitter_ms == 0:
         return 0
-    period = shortest_period(croniter_expr, has_seconds)
+    if period is None:
+        period = shortest_period(croniter_expr, has_seconds)
     if timedelta(milliseconds=jitter_ms) >= period or jitter_ms > JITTER_MAX_MS:
         raise ValidationError(
             f"jitter: {timedelta(milliseconds=jitter_ms)} must be shorter than the shortest period "

@@ -109,7 +109,8 @@ def resume_preview(
         )
     # catch_up: the pass replays at most catch_up_limit instants; anything after the cap
     # that is also due waits for the following passes.
-    more = len(instants) >= catch_up_limit and next_fire(row["cron_expr"], row["timezone"], last).at <= now
+    more = (len(instants) >= catch_up_limit
+            and next_fire(row["cron_expr"], row["timezone"], last, row["start_at"]).at <= now)
     span = f"{iso_utc(first)}" if len(instants) == 1 else f"{iso_utc(first)} .. {iso_utc(last)}"
     text = f"catch_up: resuming fires {len(instants)} missed instant{'s' if len(instants) > 1 else ''} now ({span})"
     if stale:

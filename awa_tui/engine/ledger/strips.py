@@ -193,7 +193,7 @@ def _windows(rows: list[dict[str, Any]], history: dict[str, list[dict[str, Any]]
     cache: dict[tuple[tuple[Segment, ...], datetime], list[datetime]] = {}
     out = []
     for row, (first, last) in zip(rows, spans, strict=True):
-        segments = definition_segments(history[row["name"]], row["cron_expr"], row["timezone"])
+        segments = definition_segments(history[row["name"]], row["cron_expr"], row["timezone"], row["start_at"])
         key = (tuple(segments), last)
         if key not in cache:
             cache[key] = due_instants(segments, page_lo, last, count)[0] if page_lo <= last else []

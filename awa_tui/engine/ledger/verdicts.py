@@ -81,6 +81,7 @@ class Segment:
     end: datetime | None
     cron_expr: str
     timezone: str
+    anchor: datetime | None = None  # an interval's start_at (the schedule's current one)
 
 
 @dataclass(frozen=True)
@@ -130,18 +131,20 @@ def _intervals(history: list[dict[str, Any]], key: str, current_at: datetime | N
     return out
 
 
-def definition_segments(history: list[dict[str, Any]], expr: str, zone: str) -> list[Segment]:
-    """Definitions over time, oldest first, from redefinitions in the audit trail."""
+def definition_segments(history: list[dict[str, Any]], expr: str, zone: str,
+                        anchor: datetime | None = None) -> list[Segment]:
+    """Definitions over time, oldest first, from redefinitions in the audit trail. `anchor`
+    (the row's start_at) places an interval's instants in every segment."""
     changes = [h for h in history if isinstance(h["before"], dict) and isinstance(h["after"], dict)
                and ("cron_expr" in h["after"] or "timezone" in h["after"])]
     segments: list[Segment] = []
     end: datetime | None = None
     for h in reversed(changes):
-        segments.append(Segment(h["at"], end, expr, zone))
+        segments.append(Segment(h["at"], end, expr, zone, anchor))
         expr = h["before"].get("cron_expr", expr) if isinstance(h["before"].get("cron_expr", expr), str) else expr
         zone = h["before"].get("timezone", zone) if isinstance(h["before"].get("timezone", zone), str) else zone
         end = h["at"]
-    segments.append(Segment(None, end, expr, zone))
+    segments.append(Segment(None, end, expr, zone, anchor))
     segments.reverse()
     return segments
 
@@ -160,7 +163,7 @@ def due_instants(segments: list[Segment], lo: datetime, hi: datetime, limit: int
     while cursor >= lo:
         seg = _segment_at(segments, cursor)
         try:
-            fire = compile_cron(seg.cron_expr, seg.timezone).latest_at_or_before(cursor)
+            fire = compile_cron(seg.cron_expr, seg.timezone, seg.anchor).latest_at_or_before(cursor)
         except (ValidationError, ValueError, OverflowError):
             fire = None  # a definition that cannot be computed has no instants
         if fire is None or (seg.start is not None and fire.at < seg.start):
@@ -182,7 +185,7 @@ def due_instants(segments: list[Segment], lo: datetime, hi: datetime, limit: int
 def next_due(segments: list[Segment], after: datetime) -> datetime | None:
     seg = segments[-1]
     try:
-        return next_fire(seg.cron_expr, seg.timezone, max(after, seg.start or after)).at
+        return next_fire(seg.cron_expr, seg.timezone, max(after, seg.start or after), seg.anchor).at
     except (ValidationError, ValueError, OverflowError):
         return None
 
@@ -363,7 +366,7 @@ def window(row: dict[str, Any], history: list[dict[str, Any]], lo: datetime, hi:
     """The last `limit` due instants in [lo, hi] to show, with `lookback` more before them
     judged for their folds. `instants`, when given, are the schedule's last due instants
     at or before its bounded hi, ascending (computed once for many rows, strips.py)."""
-    segments = definition_segments(history, row["cron_expr"], row["timezone"])
+    segments = definition_segments(history, row["cron_expr"], row["timezone"], row["start_at"])
     first, last = bounded(row, born(row), hi)
     if instants is None:
         instants = due_instants(segments, first, last, limit + lookback)[0] if first <= last else []

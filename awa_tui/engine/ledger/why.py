@@ -159,7 +159,7 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
     asked = at if at is not None else now
     found = [v for v in ledger(conn, name, until=min(asked, now), limit=1, now=now) if v.verdict != models.MANUAL]
     row, history = schedule_history(conn, name)
-    segments = definition_segments(history, row["cron_expr"], row["timezone"])
+    segments = definition_segments(history, row["cron_expr"], row["timezone"], row["start_at"])
     calendars = calendars_for(conn, [row])
     following = _next_not_excluded(row, segments, max(asked, born(row)), calendars)
     verdict = found[-1] if found else None

@@ -200,12 +200,12 @@ def _upcoming(row: ScheduleInfo, after: datetime, count: int,
     rules = _exclusions(conn, row)
     if rules is None:
         return [NextFire(utc=f.at, local=f.at.astimezone(zone), timezone=row.timezone, dst=f.mark)
-                for f in upcoming_fires(row.cron_expr, row.timezone, after, count)
+                for f in upcoming_fires(row.cron_expr, row.timezone, after, count, row.start_at)
                 if row.end_at is None or f.at <= row.end_at]
     out: list[NextFire] = []
     fired = excluded = scanned = 0
     while fired < count and scanned < count + EXCLUDED_SHOWN_LIMIT:
-        batch = upcoming_fires(row.cron_expr, row.timezone, after, max(count, 50))  # fires in batches
+        batch = upcoming_fires(row.cron_expr, row.timezone, after, max(count, 50), row.start_at)  # fires in batches
         for f in batch:
             scanned += 1
             if (row.end_at is not None and f.at > row.end_at) or scanned > count + EXCLUDED_SHOWN_LIMIT:
@@ -448,7 +448,7 @@ LIMIT %(limit)s
 """
 
 
-def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, str], Any]) -> tuple[Any, bool]:
+def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[Any, ...], Any]) -> tuple[Any, bool]:
     """(next fire instant, due?) for one schedule row, as the evaluator would see it.
 
     The stored hint is the first fire that is new; a hint at or before `now` means a fire
@@ -460,12 +460,12 @@ def _next_fire_for(row: dict[str, Any], now: datetime, cache: dict[tuple[str, st
     hint = row["next_fire_at"]
     if hint is not None:
         return hint, hint <= now
-    key = (row["cron_expr"], row["timezone"])
+    key = (row["cron_expr"], row["timezone"], row.get("start_at"))  # an interval's anchor
     if key not in cache:
         from awa_tui.engine.cron.expression import next_fire
 
         try:
-            cache[key] = next_fire(row["cron_expr"], row["timezone"], now).at
+            cache[key] = next_fire(row["cron_expr"], row["timezone"], now, row.get("start_at")).at
         except (ValueError, LookupError):  # a hand-written bad row (S15) has no next fire
             cache[key] = None
     return cache[key], False
@@ -502,7 +502,7 @@ def schedule_page(conn: psycopg.Connection[Any], query: PageQuery) -> SchedulePa
     rows = conn.execute(sql, params).fetchall()
     if query.from_end:
         rows.reverse()
-    cache: dict[tuple[str, str], Any] = {}
+    cache: dict[tuple[Any, ...], Any] = {}
     for row in rows:
         row["fault"] = row_fault(row)
     # The outcome strips: the ledger's verdicts of each row's last due instants, for the

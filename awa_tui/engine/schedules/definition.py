@@ -21,7 +21,14 @@ from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.core.errors import short_repr as _short
 from awa_tui.engine.core.guards import refuse_format_characters
 from awa_tui.engine.core.limits import DEFAULT_MAX_LATENESS_S, check_seconds
-from awa_tui.engine.cron.expression import CONTROL_CHARS, CronExpression, compile_cron, parse_cron, parse_timezone
+from awa_tui.engine.cron.expression import (
+    CONTROL_CHARS,
+    CronExpression,
+    compile_cron,
+    every_expression,
+    parse_cron,
+    parse_timezone,
+)
 from awa_tui.engine.cron.spread import check_jitter, has_spread, jitter_ms_of, resolve_spread
 from awa_tui.engine.schedules.columns import DEFINITION, DEFINITION_INSTANTS, KEY
 from awa_tui.engine.schedules.exclusions import (
@@ -90,7 +97,8 @@ class Schedule:
         spec = parse_cron(self.cron_expr)
         parse_timezone(self.timezone)
         if type(self.jitter_ms) is not int or self.jitter_ms:  # 0, the common case, is valid
-            check_jitter(self.jitter_ms, spec.croniter_expr, spec.has_seconds, self.cron_written or self.cron_expr)
+            check_jitter(self.jitter_ms, spec.croniter_expr, spec.has_seconds, self.cron_written or self.cron_expr,
+                         None if spec.every_us is None else timedelta(microseconds=spec.every_us))
         _check_text("kind", self.kind)
         _check_text("queue", self.queue)
         if not self.queue.isascii():  # a queue is shared by name: it must look like no other
@@ -448,7 +456,7 @@ def check_stored(row: Mapping[str, Any]) -> CronExpression:
     every view call this (or row_fault): one definition of BROKEN."""
     if row["fault"]:
         raise ValidationError(row["fault"])
-    cron = compile_cron(row["cron_expr"], row["timezone"])
+    cron = compile_cron(row["cron_expr"], row["timezone"], row.get("start_at"))
     if row["missed_fire_policy"] not in POLICIES:
         raise ValidationError(f"missed_fire_policy: unknown policy {_short(row['missed_fire_policy'])}")
     if row.get("overlap", "allow") not in OVERLAPS:  # v009 refuses it too; a row read before the check
@@ -482,7 +490,13 @@ def declare(registry: dict[str, Schedule], max_lateness: int | None, /, *args: A
 
 def built(max_lateness: int | None, /, *args: Any, **kwargs: Any) -> Schedule:
     """`Schedule.build`, with a client's default `max_lateness` as `declare` stores it (a
-    schedule made at run time gets the same, S64)."""
+    schedule made at run time gets the same, S64). `every="90s"` (or a timedelta) stands
+    for `cron_expr="@every 90s"`, an interval schedule."""
+    if "every" in kwargs:
+        every = kwargs.pop("every")
+        if len(args) >= 2 or "cron_expr" in kwargs:
+            raise ValidationError("every: give a cron expression or every, not both")
+        kwargs["cron_expr"] = every_expression(every)
     return with_default_lateness(Schedule.build(*args, **kwargs), max_lateness)
 
 

@@ -34,7 +34,7 @@ from awa_tui.engine.core.db import ConnectionSource, connect, translate
 from awa_tui.engine.core.errors import Conflict, NotFound, SchemaError, ValidationError
 from awa_tui.engine.core.guards import check_operator, require_writable
 from awa_tui.engine.core.standby import ServerRole
-from awa_tui.engine.cron.expression import next_fire, parse_timezone, upcoming_fires
+from awa_tui.engine.cron.expression import next_fire, parse_timezone, refuse_interval_upstream, upcoming_fires
 from awa_tui.engine.migrations.detect import detect_schema
 from awa_tui.engine.read.results import TriggeredJob
 from awa_tui.engine.upstream.models import (
@@ -300,6 +300,7 @@ class UpstreamAdapter:
         mark: str | None = None
         problem: str | None = None
         try:
+            refuse_interval_upstream(row["cron_expr"])  # croner has no @every: upstream never fires it
             fire = next_fire(row["cron_expr"], row["timezone"], after)
             fire_at, mark = fire.at, fire.mark
         except ValidationError as exc:
