@@ -91,3 +91,22 @@ def test_bad_input_is_one_line_naming_the_value(client: Client, conn: psycopg.Co
         client.reads.ledger("hourly", since=at("2025-01-02T00:00:00"), until=at("2025-01-01T00:00:00"))
     with pytest.raises(ValidationError, match=r"^limit: expected 1..10000 instants, got 0$"):
         client.reads.ledger("hourly", limit=0)
+
+
+def test_why_an_interval_instant(client: Client, conn: psycopg.Connection[Any]) -> None:
+    # Every 90 s counted from its start, 00:10:00Z: 00:10:00, 00:11:30, 00:13:00 ...
+    register(client, conn, "poll", "@every 90s", at("2025-01-01T00:00:00"), start_at=at("2025-01-01T00:10:00"))
+    lead(conn, at("2025-01-01T00:00:00"))
+    assert client.reads.why("poll", now=at("2025-01-01T00:05:00")).text == (
+        "poll: not due yet at 2025-01-01T00:05:00Z (next is 2025-01-01T00:10:00Z).")
+    [job] = client.evaluate(now=at("2025-01-01T00:10:00")).jobs
+    late = (job_created(conn, job.id) - at("2025-01-01T00:10:00")).total_seconds()
+    late_text = f"{late:.3f}".rstrip("0").rstrip(".")
+    answer = client.reads.why("poll", at=at("2025-01-01T00:11:00"), now=at("2025-01-01T00:11:10"))
+    assert answer.text == (
+        "poll: not due at 2025-01-01T00:11:00Z (next is 2025-01-01T00:11:30Z); the last due instant before it, "
+        f"2025-01-01T00:10:00Z: fired (job {job.id}, {late_text}s late), waiting to run.")
+    # Missed while nothing evaluated: 00:11:30 was due and never fired.
+    missed = client.reads.why("poll", now=at("2025-01-01T00:12:00"))
+    assert (missed.verdict is not None and missed.verdict.instant, missed.next_due) == (
+        at("2025-01-01T00:11:30"), at("2025-01-01T00:13:00"))

@@ -295,6 +295,15 @@ def test_cli_queue_pause_stops_upstreams_dispatch_until_resumed(
 # --- schema, refusals, audit ----------------------------------------------------------------------
 
 
+def test_cron_create_every_is_refused_in_one_line(upstream_dsn: str, upstream_conn: Any) -> None:
+    relations = _awa_relations(upstream_conn)
+    refused = awa("cron", "create", "poll", "--every", "90s", "--kind", "k", "--dsn", upstream_dsn)
+    assert_one_line_error(refused)
+    assert refused.stderr == (
+        "error: --every: upstream Awa has no interval schedules; this database holds upstream Awa's schema\n")
+    assert _awa_relations(upstream_conn) == relations
+
+
 def test_migrate_refuses_in_one_line_and_db_status_names_the_upstream_schema(
     upstream_dsn: str, upstream_conn: Any, awa_pg_schema_version: int, dsn: str
 ) -> None:

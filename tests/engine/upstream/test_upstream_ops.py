@@ -316,6 +316,17 @@ def test_upstream_schedules_preview_with_upstreams_reading_of_the_fields(adapter
     assert by_name["fifth"].next_fire == datetime(2027, 1, 5, tzinfo=UTC)
 
 
+def test_an_interval_row_upstream_has_no_next_fire_and_says_why(adapter: UpstreamAdapter,
+                                                                 upstream_conn: Any) -> None:
+    # Upstream's croner has no `@every`: its leader never fires such a row (written by hand).
+    upstream_conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue) "
+                          "VALUES ('poll', '@every 90s', 'UTC', 'up_rare', 'q1')")
+    shown = adapter.show("poll", now=datetime(2027, 1, 1, 12, 0, tzinfo=UTC), count=3)
+    assert (shown.schedule.next_fire, shown.upcoming) == (None, ())
+    assert shown.schedule.problem == (
+        "cron_expr: '@every 90s' is an interval; upstream Awa has no interval schedules, its leader never fires it")
+
+
 # --- audit, refusals, errors -------------------------------------------------------------------
 
 
