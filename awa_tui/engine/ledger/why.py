@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -52,7 +52,10 @@ MAX_EXCLUDED_SKIPS = 1000
 
 
 def _next_not_excluded(row: dict[str, Any], segments: Any, after: datetime, calendars: Any) -> datetime | None:
-    """The next due instant after `after` that the schedule's exclusions (S56) leave in."""
+    """The next due instant after `after` that the schedule's exclusions (S56) leave in,
+    not before its start (v009)."""
+    if row.get("start_at") is not None and after < row["start_at"]:
+        after = row["start_at"] - timedelta(microseconds=1)
     following = next_due(segments, after)
     for _ in range(MAX_EXCLUDED_SKIPS):
         if following is None or not excluded_instants(row, [following], calendars):
