@@ -218,3 +218,34 @@ def test_a_resume_preview_counts_the_interval_instants(client: Client, conn: psy
           (at("2025-01-01T00:00:00"), at("2025-01-01T00:00:00"), at("2025-01-01T00:01:00")))
     preview = client.reads.resume_preview("r", now=at("2025-01-01T00:35:00"))
     assert preview.instants == (at("2025-01-01T00:10:00"), at("2025-01-01T00:20:00"), at("2025-01-01T00:30:00"))
+
+
+def test_backfill_and_the_ledger_count_the_anchored_instants(client: Client, conn: psycopg.Connection[Any]) -> None:
+    # Every 20 minutes from 00:05: 00:05, 00:25, 00:45, 01:05 ...
+    client.periodic("twenty", kind="k", every="20m", start_at=at("2025-01-01T00:05:00"))
+    client.sync()
+    force(conn, "UPDATE awa.cron_jobs SET created_at = %s, next_fire_at = NULL", (at("2025-01-01T00:00:00"),))
+    assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T00:05:00")).jobs] == ["2025-01-01T00:05:00Z"]
+    # Back at 01:10: coalesce fires the latest, 01:05; 00:25 and 00:45 were folded into it.
+    assert [j.fire_time for j in client.evaluate(now=at("2025-01-01T01:10:00")).jobs] == ["2025-01-01T01:05:00Z"]
+    result = client.actions.backfill("twenty", at("2025-01-01T00:00:00"), at("2025-01-01T01:05:00"),
+                                     operator="ops@host", now=at("2025-01-01T01:20:00"))
+    assert result.instants == (at("2025-01-01T00:25:00"), at("2025-01-01T00:45:00"))
+    verdicts = client.reads.ledger("twenty", now=at("2025-01-01T01:20:00"))
+    assert [(v.instant, v.verdict) for v in verdicts] == [
+        (at("2025-01-01T00:05:00"), "fired"), (at("2025-01-01T00:25:00"), "backfilled"),
+        (at("2025-01-01T00:45:00"), "backfilled"), (at("2025-01-01T01:05:00"), "fired")]
+
+
+def test_editing_the_start_moves_the_anchor(client: Client, conn: psycopg.Connection[Any]) -> None:
+    client.create_schedule("hourly", "@every 1h", "k", start_at=at("2037-01-01T00:00:00"))
+    assert [f.utc for f in client.reads.next_fires("hourly", 2, after=at("2037-01-01T05:30:00"))] == [
+        at("2037-01-01T06:00:00"), at("2037-01-01T07:00:00")]
+    client.update_schedule("hourly", start_at=at("2037-01-01T00:15:00"))
+    assert [f.utc for f in client.reads.next_fires("hourly", 2, after=at("2037-01-01T05:30:00"))] == [
+        at("2037-01-01T06:15:00"), at("2037-01-01T07:15:00")]
+    client.update_schedule("hourly", start_at=None)  # counted from the epoch again: on the hour
+    assert [f.utc for f in client.reads.next_fires("hourly", 1, after=at("2037-01-01T05:30:00"))] == [
+        at("2037-01-01T06:00:00")]
+    row = conn.execute("SELECT cron_expr, start_at, next_fire_at FROM awa.cron_jobs").fetchone()
+    assert row == {"cron_expr": "@every 1h", "start_at": None, "next_fire_at": None}  # an edit resets the hint
