@@ -31,7 +31,7 @@ from awa_tui.instants import span_precise
 from awa_tui.printable import printable
 
 if TYPE_CHECKING:
-    from awa_tui.engine.read.models import AnySchedule
+    from awa_tui.engine.read.models import AnySchedule, Fire
 
 cron_app = command_group("cron", "Periodic schedules.")
 
@@ -155,7 +155,13 @@ def cron_show(name: NameArg, dsn: DsnOpt = None, as_json: JsonOpt = False) -> No
             if interval is not None:
                 say(listing_line("interval", interval))
             say(listing_line("status", _state_text(row)))
-            emit_table(fires, ["id", "state", "fire_time", "created_at", "manual"], title="recent fires")
+            columns = ["id", "state", "fire_time", "created_at", "manual"]
+            if any(f.replaced or f.replaced_by is not None for f in fires):
+                # The overlap policy replace: which fire cancelled which job.
+                shown = [{**plain(f), "replace_text": _replace_text(f)} for f in fires]
+                emit_table(shown, [*columns, "replace_text"], title="recent fires")
+            else:
+                emit_table(fires, columns, title="recent fires")
         emit({**plain(row), "recent_fires": plain(fires)}, as_json, render)
 
 
@@ -166,6 +172,16 @@ def _interval_line(row: AnySchedule) -> str | None:
 
     words = interval_words(row.cron_expr, getattr(row, "start_at", None), counted=True)
     return None if words is None else printable(words)
+
+
+def _replace_text(fire: Fire) -> str:
+    """What the overlap policy replace did with this fire's job, in words."""
+    parts = []
+    if fire.replaced:
+        parts.append("replaced job " + ", ".join(str(i) for i in fire.replaced))
+    if fire.replaced_by is not None:
+        parts.append(f"replaced by job {fire.replaced_by}")
+    return "; ".join(parts)
 
 
 DST_MARKS = {

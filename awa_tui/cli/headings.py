@@ -33,6 +33,7 @@ HEADINGS: dict[str, str] = {
     "jitter_ms": "JITTER (MS)",
     "queue_paused": "QUEUE PAUSED",
     "origin_text": "ORIGIN",  # S64: declared in code, or made at run time
+    "replace_text": "REPLACE",  # the overlap policy replace: which fire cancelled which job
     # Jobs and the ledger.
     "fire_time": "FIRE TIME",
     "attempt": "TRY",

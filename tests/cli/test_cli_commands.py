@@ -175,20 +175,20 @@ def test_runtime_list_names_the_protocol_the_release_policy_judges(
     dsn: str, client: Client, conn: psycopg.Connection[Any]
 ) -> None:
     """PROTOCOL is what `--version` prints and `migrate --leaders-from` takes: this release's
-    runtime reports 3; a release that reported its schema but no protocol is judged 1 by the
+    runtime reports 4; a release that reported its schema but no protocol is judged 1 by the
     schema (awa.may_lead), and the list says the same."""
     client.runtime.snapshot(is_leader=False)
     conn.execute("INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, started_at, "
                  "schema_version) VALUES ('00000000-0000-0000-0000-00000000000a', 'old', 7, '0.1.0', now(), 18)")
     rows = {r["hostname"]: r for r in awa_json("runtime", "list", "--dsn", dsn)}
     assert {h: (r["leader_protocol"], r["protocol_version"]) for h, r in rows.items()} == {
-        client.identity.hostname: (3, 1), "old": (1, 0)}
+        client.identity.hostname: (4, 1), "old": (1, 0)}
     judged = conn.execute("SELECT awa.may_lead('00000000-0000-0000-0000-00000000000a') AS old").fetchone()
     assert judged == {"old": False}  # the schema agrees: protocol 1 is below this release's floor
     text = awa("runtime", "list", "--dsn", dsn, env=cli_env(COLUMNS="200"))
     header, _rule, first, second, *_ = text.stdout.splitlines()
     column = header.index("PROTOCOL")
-    assert sorted(line[column:].split()[0] for line in (first, second)) == ["1", "3"]
+    assert sorted(line[column:].split()[0] for line in (first, second)) == ["1", "4"]
 
 
 def test_db_status_reports_the_embedded_server(tmp_path: Path) -> None:

@@ -104,6 +104,13 @@ CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 # are enqueued (`k`): all for allow; for skip the first when nothing is waiting or
 # running; for buffer_one the first when nothing is waiting. The rest of the plan's fires
 # (catch_up replays overlap each other) go to awa.fire_skips: the ledger's skipped_overlap.
+# Replace (v030, S-NEW) fires like allow (`k` is every planned fire) and, for a row whose
+# CAS it won and that enqueued, cancels the jobs still going when the statement began:
+# `prior` locks them (the schedules whose policy is replace, `replacing`, empty in the
+# common case: folded at planning like `busy`), the pass's first job names them in its
+# metadata (`cron_replaced`) and `replaced` ends them: a waiting one cancelled at once, a
+# running one asked of its runtime (cancel_requested_at, as an operator's cancel). Only
+# jobs of earlier fires: this statement's own jobs are not in its snapshot.
 # Bounds are planned in Python (plan_fires): `ends` marks a plan past end_at; the count
 # of scheduled fires moves by `k` and reaching max_fires finishes the schedule too.
 # Catch-up window (v025, S66), planned in Python like the bounds: a shape's instants older
@@ -173,8 +180,23 @@ mark AS (
       AND c.retired_at IS NULL
       AND c.finished_at IS NULL
       AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone AND c.overlap = p.overlap
-    RETURNING c.name, d.k, p.gid, p.seq, p.too_old, {listed(JOB_COPIES, "c")}
+    RETURNING c.name, d.k, p.gid, p.seq, p.too_old, c.overlap, {listed(JOB_COPIES, "c")}
 ),
+-- Replace: the jobs still going of the rows it fires, locked (a worker finishing one first
+-- is waited for, and the row then judged as it ended). After `mark`: its rows are locked.
+prior AS (
+    SELECT j.id, j.metadata ->> 'cron_name' AS name
+    FROM awa.jobs j
+    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning: no replace plan, no scan
+      AND j.metadata ->> 'cron_name' = ANY(%(replacing)s::text[])
+      AND j.metadata ->> 'cron_name' BETWEEN (SELECT min(g) FROM unnest(%(replacing)s::text[]) AS g)
+                                         AND (SELECT max(g) FROM unnest(%(replacing)s::text[]) AS g)
+      AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'
+      AND j.metadata ->> 'cron_name' IN (SELECT m.name FROM mark m WHERE m.overlap = 'replace' AND m.k > 0)
+    ORDER BY j.id
+    FOR UPDATE OF j
+),
+gone AS (SELECT name, jsonb_agg(id ORDER BY id) AS ids FROM prior GROUP BY name),
 -- Each shape's fires, in rank order (a jittered plan is a shape of its own: its run_at).
 fires AS (
     SELECT * FROM unnest(%(fire_groups)s::int[], %(fire_iso)s::text[], %(fire_rank)s::int[],
@@ -184,12 +206,38 @@ fires AS (
 ins AS (
     INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags, run_at)
     SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
-           m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
+           CASE WHEN m.overlap <> 'replace'
+                THEN m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
+                -- Replace: the first job of the pass names the jobs it replaced (never
+                -- evaluated for another policy); the keys are the statement's alone.
+                ELSE (m.metadata - 'cron_replaced' - 'cron_replaced_by')
+                     || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
+                     || CASE WHEN f.rank = 1 THEN coalesce(
+                            (SELECT jsonb_build_object('cron_replaced', g.ids) FROM gone g WHERE g.name = m.name),
+                            '{{}}') ELSE '{{}}' END END,
            m.tags, coalesce(f.run_at, now())
     FROM mark m JOIN fires f ON f.gid = m.gid
     WHERE f.rank <= m.k
     ORDER BY m.seq, f.rank
-    RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time
+    RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time,
+              metadata ? 'cron_replaced' AS replacing
+),
+-- Replace: end the jobs `prior` locked, each naming the job that replaced it.
+replaced AS (
+    UPDATE awa.jobs j
+    SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
+        finalized_at = CASE WHEN j.state = 'running' THEN j.finalized_at ELSE now() END,
+        cancel_requested_at = CASE WHEN j.state = 'running' THEN coalesce(j.cancel_requested_at, now())
+                                   ELSE j.cancel_requested_at END,
+        metadata = j.metadata || jsonb_build_object('cron_replaced_by', i.id),
+        errors = CASE WHEN j.state = 'running' THEN j.errors
+                      ELSE coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+                          'attempt', j.attempt, 'error', 'replaced by job ' || i.id, 'reason', 'replaced',
+                          'at', now())) END
+    FROM prior r JOIN ins i ON i.name = r.name AND i.replacing
+    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning, as `prior`
+      AND j.id = r.id AND j.state IN ('available', 'running', 'retryable')
+    RETURNING j.id, r.name, i.fire_time
 ),
 skips AS (
     INSERT INTO awa.fire_skips (cron_name, fire_time, reason, skipped_at)
@@ -204,6 +252,8 @@ skips AS (
 SELECT id, name, fire_time, 'job' AS outcome FROM ins
 UNION ALL SELECT NULL, cron_name, awa.instant_text(fire_time), CASE reason WHEN 'too_old' THEN 'too_old' ELSE 'skip' END
 FROM skips
+-- Replace: a job this fire cancelled (or asked its runtime to cancel), and the instant that did.
+UNION ALL SELECT id, name, fire_time, 'replaced' FROM replaced
 -- A plan that enqueued nothing (all skipped, or only finished) still won its CAS.
 UNION ALL SELECT NULL, name, NULL, 'mark' FROM mark WHERE k = 0
 """
@@ -297,7 +347,8 @@ class FiredJob:
     name: str
     fire_time: str
     # job | skip (skipped_overlap, id None) | too_old (skipped_too_old: the newest such instant)
-    # | mark (CAS won, nothing enqueued)
+    # | mark (CAS won, nothing enqueued) | replaced (a job of an earlier fire this fire
+    # cancelled: `id` is that job, `fire_time` the instant that replaced it)
     outcome: str = "job"
 
 
@@ -313,6 +364,9 @@ class PassResult:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, instant): skipped_overlap
     # (name, instant): the newest instant each schedule skipped as older than its catch-up window (S66)
     too_old: list[tuple[str, str]] = field(default_factory=list)
+    # (name, job id): the jobs of earlier fires the overlap policy replace cancelled (or
+    # asked their runtime to cancel)
+    replaced: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def fired(self) -> int:
@@ -343,7 +397,7 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
 
     Bounds (v009): instants before start_at or after end_at are not due; at most
     max_fires - fires_count fires are planned (for `allow`: the statement enqueues every
-    planned fire; skip and buffer_one enqueue at most one per pass).
+    planned fire, and so does replace; skip and buffer_one enqueue at most one per pass).
 
     Catch-up window (v025, S66): an instant older than `catchup_window` seconds at `now`
     does not fire, whatever the policy; the token moves past it, and the plan's `too_old`
@@ -380,7 +434,7 @@ def plan_fires(row: dict[str, Any], now: datetime, catch_up_limit: int) -> tuple
     new_last = fires[-1].at
     following = _following(cron, new_last, start)
     fires = [f for f in fires if start is None or f.at >= start]
-    if remaining is not None and row.get("overlap", "allow") == "allow" and len(fires) > remaining:
+    if remaining is not None and row.get("overlap", "allow") in ("allow", "replace") and len(fires) > remaining:
         # The count finishes the schedule in this statement; the token stays on its last fire.
         fires = fires[:remaining]
         new_last = fires[-1].at
@@ -559,7 +613,8 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
         "counts": _array(counts),
         "ends": _array(ends),
         "too_old": _array(too_old),
-        "guarded": _array(p.name for p in plans if p.overlap != "allow"),
+        "guarded": _array(p.name for p in plans if p.overlap in GUARDED),
+        "replacing": _array(p.name for p in plans if p.overlap == "replace"),
         "fire_groups": "{" + ",".join(fire_groups) + "}",
         "fire_iso": _array(fire_iso),
         "fire_rank": _array(fire_rank),
@@ -569,6 +624,7 @@ def _batch_params(plans: list[FirePlan], now: datetime | str | None) -> dict[str
 
 
 _RANKS = tuple(str(i) for i in range(CATCH_UP_LIMIT + 1))  # rank strings, built once
+GUARDED = ("skip", "buffer_one")  # the policies `busy` counts jobs for (replace fires every plan's fires)
 
 
 HASH_JOINS_FROM = 500  # plans per batch from which nested loops are switched off
@@ -749,6 +805,7 @@ class _BatchSender:
         self.result.jobs.extend(r for r in rows if r.outcome == "job")
         self.result.skipped.extend((r.name, r.fire_time) for r in rows if r.outcome == "skip")
         self.result.too_old.extend((r.name, r.fire_time) for r in rows if r.outcome == "too_old")
+        self.result.replaced.extend((r.name, r.id) for r in rows if r.outcome == "replaced")
         self.result.errors.extend(errors)
         self.result.lost_races += planned - len(errors) - len({r.name for r in rows})
 

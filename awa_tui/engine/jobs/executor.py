@@ -31,8 +31,10 @@ class Attempt:
     deadline: float | None  # time.monotonic(); None: no timeout
     order: int = 0  # claim order, for a stable report
     started: float = field(default_factory=time.monotonic)
-    # Why it was asked to stop: "cancelled" (an operator), "timed_out", "interrupted" (shutdown).
+    # Why it was asked to stop: "cancelled" (an operator), "replaced" (the overlap policy
+    # replace: `replaced_by` fired), "timed_out", "interrupted" (shutdown).
     stop_reason: str | None = None
+    replaced_by: int | None = None
     recorded: bool = False  # its outcome is written (a sync job past its deadline, before it returns)
     task: asyncio.Task[Any] | None = field(default=None, repr=False)
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)

@@ -169,16 +169,21 @@ def release_unstarted(conn: psycopg.Connection[Any], jobs: Sequence[Job], claime
     return len(rows)
 
 
-def cancel_requests(conn: psycopg.Connection[Any], ids: Sequence[int], claimed_by: UUID | None) -> list[int]:
-    """Which of this runtime's running jobs `ids` an operator asked to cancel."""
+def cancel_requests(conn: psycopg.Connection[Any], ids: Sequence[int], claimed_by: UUID | None
+                    ) -> dict[int, int | None]:
+    """Which of this runtime's running jobs `ids` were asked to cancel, each with the job
+    that replaced it (the overlap policy replace, metadata `cron_replaced_by`) or None (an
+    operator's cancel)."""
     if not ids:
-        return []
+        return {}
     rows = conn.execute(
-        "SELECT id FROM awa.jobs WHERE state = 'running' AND claimed_by IS NOT DISTINCT FROM %s "
+        "SELECT id, CASE WHEN jsonb_typeof(metadata -> 'cron_replaced_by') = 'number' "
+        "THEN (metadata ->> 'cron_replaced_by')::bigint END AS replaced_by "
+        "FROM awa.jobs WHERE state = 'running' AND claimed_by IS NOT DISTINCT FROM %s "
         "AND id = ANY(%s::bigint[]) AND cancel_requested_at IS NOT NULL ORDER BY id",
         (claimed_by, list(ids)),
     ).fetchall()
-    return [r["id"] for r in rows]
+    return {r["id"]: r["replaced_by"] for r in rows}
 
 
 # Jobs left running by a runtime that stopped or went stale (S21 freshness, DB time): the

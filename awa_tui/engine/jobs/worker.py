@@ -223,6 +223,9 @@ class Worker:
         reason = attempt.stop_reason if attempt.stop_reason is not None else "failed"
         if isinstance(error, JobTimedOut):
             reason = "timed_out"
+        elif reason == "replaced":
+            return store.fail_job(conn, job, f"replaced by job {attempt.replaced_by}", state="cancelled",
+                                  reason="replaced", claimed_by=self.claimed_by)
         elif reason == "cancelled" or (isinstance(error, JobCancelled) and reason == "failed"):
             return store.fail_job(conn, job, "cancelled by an operator", state="cancelled", reason="cancelled",
                                   claimed_by=self.claimed_by)
@@ -250,9 +253,15 @@ class Worker:
         if not live or time.monotonic() - self._last_cancel_poll < CANCEL_POLL_S:
             return
         self._last_cancel_poll = time.monotonic()
-        for job_id in store.cancel_requests(conn, live, self.claimed_by):
-            log.info("job %s: cancel asked by an operator; stopping its handler", job_id)
-            self.running[job_id].stop("cancelled")
+        for job_id, replaced_by in store.cancel_requests(conn, live, self.claimed_by).items():
+            attempt = self.running[job_id]
+            if replaced_by is None:
+                log.info("job %s: cancel asked by an operator; stopping its handler", job_id)
+                attempt.stop("cancelled")
+            else:
+                log.info("job %s: replaced by job %s (overlap replace); stopping its handler", job_id, replaced_by)
+                attempt.replaced_by = replaced_by
+                attempt.stop("replaced")
 
     # --- one step for tests and scripts --------------------------------------------------------
 

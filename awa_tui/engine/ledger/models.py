@@ -162,6 +162,10 @@ class Verdict(Record):
     queue: str | None = None
     queue_paused_by: str | None = None  # the job waits behind a paused queue
     catchup_window_s: int | None = None  # skipped_too_old: the schedule's catch-up window (S66)
+    # The overlap policy replace: the jobs of earlier fires this fire cancelled, and the job
+    # whose fire cancelled this one.
+    replaced: tuple[int, ...] = ()
+    replaced_by: int | None = None
 
 
 @dataclass(frozen=True)

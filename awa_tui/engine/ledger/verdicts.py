@@ -200,7 +200,12 @@ JOB_COLUMNS = (
     "coalesce(j.metadata ->> 'backfill' = 'true', false) AS backfill, "
     "j.metadata ->> 'backfilled_by' AS backfilled_by, "
     "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
-    "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error"
+    "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error, "
+    # The overlap policy replace (v030): the jobs a fire cancelled, the job that cancelled it.
+    "CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced') = 'array' THEN j.metadata -> 'cron_replaced' END "
+    "AS replaced, "
+    "CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced_by') = 'number' "
+    "THEN (j.metadata ->> 'cron_replaced_by')::bigint END AS replaced_by"
 )
 
 
@@ -444,6 +449,14 @@ def decide(row: dict[str, Any], win: Window, ev: Evidence,
             yield t, BACKFILLED if job["backfill"] else FIRED, job, True
 
 
+def replaced_ids(value: Any) -> tuple[int, ...]:
+    """The job ids a fire's metadata says it replaced (a JSON array); others are ignored:
+    one malformed stored value never stops a read."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+
 def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Verdict]:
     """The verdicts of the window's shown instants (decide), oldest first, with what the
     ledger tells of each, and the manual triggers interleaved."""
@@ -465,7 +478,8 @@ def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Ver
             out.append(Verdict(
                 name, t, verdict, job_id=job["id"], by=job["backfilled_by"], job_state=job["state"],
                 result=job_result(job["state"]), lateness_s=lateness, error=error, queue=job["queue"],
-                queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None))
+                queue_paused_by=ev.queue_paused_by if waiting and job["queue"] == row["queue"] else None,
+                replaced=replaced_ids(job.get("replaced")), replaced_by=job.get("replaced_by")))
         elif verdict in (SKIPPED_RETIRED, SKIPPED_PAUSED):
             out.append(Verdict(name, t, verdict, by=why.by, since=why.start))
         elif verdict == SKIPPED_TOO_OLD:

@@ -76,6 +76,13 @@ def _excluded_day(row: dict[str, Any], at: datetime, calendars: Any) -> str | No
     return f"{_rule(rule)} ({day})"
 
 
+def _jobs(ids: tuple[int, ...]) -> str:
+    """'job 5' or 'jobs 5 and 6' or 'jobs 4, 5 and 6'."""
+    if len(ids) == 1:
+        return f"job {ids[0]}"
+    return "jobs " + ", ".join(str(i) for i in ids[:-1]) + f" and {ids[-1]}"
+
+
 def _by(v: Verdict) -> str:
     return printable(v.by or "?")
 
@@ -107,8 +114,15 @@ def describe(v: Verdict) -> str:
             text += ", waiting to run"
             if v.queue_paused_by is not None:
                 text += f"; its queue {printable(v.queue or '?')} is paused (by {printable(v.queue_paused_by)})"
+        elif v.replaced_by is not None and v.result == "cancelled":
+            text += f", cancelled: replaced by job {v.replaced_by}"
+        elif v.replaced_by is not None and v.result == "running":
+            text += f", running; replaced by job {v.replaced_by}, which asked it to stop"
         else:
             text += f", {v.result}"
+        if v.replaced:
+            text += (f"; it replaced {_jobs(v.replaced)}, still waiting or running at this instant "
+                     "(the overlap policy replace)")
         if v.folded:
             text += f"; {v.folded} earlier instant{'s' if v.folded != 1 else ''} folded into it"
         return text + "."

@@ -193,6 +193,9 @@ class Fire:
     fire_time: str | None  # the metadata's text as stored (a hand-written one may be no instant)
     manual: bool
     lateness: timedelta | None
+    # The overlap policy replace: the jobs this fire cancelled, the job whose fire cancelled it.
+    replaced: tuple[int, ...] = ()
+    replaced_by: int | None = None
 
 
 @dataclass(frozen=True)

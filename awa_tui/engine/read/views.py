@@ -241,14 +241,18 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         f"SELECT id, state, attempt, {_JOB_CREATED.format(j='j')} AS created_at, "
         "j.metadata ->> 'cron_fire_time' AS fire_time, "
         "coalesce(j.metadata ->> 'triggered_manually' = 'true', false) AS manual, "
-        f"{_JOB_CREATED.format(j='j')} - {_JOB_FIRE.format(j='j')} AS lateness "
+        f"{_JOB_CREATED.format(j='j')} - {_JOB_FIRE.format(j='j')} AS lateness, "
+        "CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced') = 'array' THEN j.metadata -> 'cron_replaced' END "
+        "AS replaced, CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced_by') = 'number' "
+        "THEN (j.metadata ->> 'cron_replaced_by')::bigint END AS replaced_by "
         "FROM awa.jobs j WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %s "
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
+    from awa_tui.engine.ledger.verdicts import replaced_ids
     from awa_tui.engine.read.models import Fire
 
-    return [Fire(**row) for row in rows]
+    return [Fire(**{**row, "replaced": replaced_ids(row["replaced"])}) for row in rows]
 
 
 def list_queues(conn: psycopg.Connection[Any]) -> list[QueueRow]:

@@ -39,7 +39,9 @@ from awa_tui.engine.schedules.exclusions import (
 )
 
 POLICIES = ("coalesce", "catch_up")
-OVERLAPS = ("allow", "skip", "buffer_one")  # what a due instant does while a job is still going
+# What a due instant does while a job of the schedule is still going (waiting or running):
+# fire anyway, not fire, fire only when none is waiting, or fire and cancel the previous one.
+OVERLAPS = ("allow", "skip", "buffer_one", "replace")
 MAX_FIRES_LIMIT = 2**31 - 1  # the column is an integer
 # Bidi controls and zero-width characters: a name holding them can read as another name
 # in a confirm dialog. The database refuses the same set (migration v004).
@@ -151,7 +153,8 @@ class Schedule:
     def _check_what_fires(self) -> None:
         """Overlap policy and bounds (v009), refused with one line naming the value."""
         if self.overlap not in OVERLAPS:
-            raise ValidationError(f"overlap: must be 'allow', 'skip' or 'buffer_one', got {_short(self.overlap)}")
+            raise ValidationError(
+                f"overlap: must be 'allow', 'skip', 'buffer_one' or 'replace', got {_short(self.overlap)}")
         for fname in ("start_at", "end_at"):
             value = getattr(self, fname)
             if value is None:

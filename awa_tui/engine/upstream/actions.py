@@ -193,11 +193,11 @@ class UpstreamActions:
 
     def create_schedule(self, name: str, request: ScheduleRequest, *, owner: str | None = None,
                         dry_run: bool = False, operator: str | None = None) -> Schedule:
-        self._refuse("create_schedule")
+        self._refuse("create_schedule", _replace_needs(request))
 
     def edit_schedule(self, name: str, request: ScheduleRequest, *, dry_run: bool = False,
                       operator: str | None = None) -> Schedule:
-        self._refuse("edit_schedule")
+        self._refuse("edit_schedule", _replace_needs(request))
 
     def delete_schedule(self, name: str, *, dry_run: bool = False, operator: str | None = None) -> int:
         self._refuse("delete_schedule")
@@ -213,6 +213,12 @@ class UpstreamActions:
                    budget_s: float | None = None, duty: float = 1.0,
                    now: datetime | None = None) -> PruneResult:
         self._refuse("prune_jobs")
+
+
+def _replace_needs(request: ScheduleRequest) -> str | None:
+    """The overlap policy replace (cancelling the previous fire's job) is refused by its own
+    name: upstream Awa's cron has no notion of it."""
+    return "the overlap policy replace needs" if request.overlap == "replace" else None
 
 
 # A bulk action upstream cannot do, refused with the single action's words.

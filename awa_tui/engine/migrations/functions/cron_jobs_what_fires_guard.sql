@@ -1,8 +1,9 @@
 CREATE OR REPLACE FUNCTION awa.cron_jobs_what_fires_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.overlap NOT IN ('allow', 'skip', 'buffer_one') THEN
-        RAISE EXCEPTION 'overlap: must be ''allow'', ''skip'' or ''buffer_one'', got %', awa.escaped(NEW.overlap)
+    IF NEW.overlap NOT IN ('allow', 'skip', 'buffer_one', 'replace') THEN
+        RAISE EXCEPTION 'overlap: must be ''allow'', ''skip'', ''buffer_one'' or ''replace'', got %',
+            awa.escaped(NEW.overlap)
             USING ERRCODE = 'check_violation';
     END IF;
     IF NEW.max_fires < 1 THEN
