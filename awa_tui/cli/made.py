@@ -40,7 +40,8 @@ AttemptsOpt = Annotated[int | None, typer.Option("--max-attempts", metavar="N", 
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", metavar="TAG", help="A tag (repeat for several).")]
 MetadataOpt = Annotated[str | None, typer.Option("--metadata", metavar="JSON", help="Job metadata, a JSON object.")]
 PolicyOpt = Annotated[str | None, typer.Option("--missed-fire-policy", metavar="POLICY", help="coalesce | catch_up.")]
-OverlapOpt = Annotated[str | None, typer.Option("--overlap", metavar="POLICY", help="allow | skip | buffer_one | replace.")]
+OverlapOpt = Annotated[str | None, typer.Option("--overlap", metavar="POLICY",
+                                               help="allow | skip | buffer_one | replace.")]
 StartOpt = Annotated[str | None, typer.Option("--start-at", metavar="INSTANT", help="No fire before (ISO-8601).")]
 EndOpt = Annotated[str | None, typer.Option("--end-at", metavar="INSTANT", help="No fire after (ISO-8601).")]
 MaxFiresOpt = Annotated[int | None, typer.Option("--max-fires", metavar="N", help="Finished after N fires.")]

@@ -203,11 +203,12 @@ def test_buffer_one_with_no_worker_enqueues_one_and_skips_the_rest(
 def test_an_unknown_overlap_policy_is_refused_in_code_and_in_sql(
     client: Client, conn: psycopg.Connection[Any], register: Any
 ) -> None:
-    with pytest.raises(ValidationError, match=r"^overlap: must be 'allow', 'skip' or 'buffer_one', got 'sometimes'$"):
+    with pytest.raises(ValidationError,
+                       match=r"^overlap: must be 'allow', 'skip', 'buffer_one' or 'replace', got 'sometimes'$"):
         client.periodic("bad", "* * * * *", "k", overlap="sometimes")
     register("good", "* * * * *")
     with pytest.raises(psycopg.errors.CheckViolation,
-                       match=r"^overlap: must be 'allow', 'skip' or 'buffer_one', got \"sometimes\""):
+                       match=r"^overlap: must be 'allow', 'skip', 'buffer_one' or 'replace', got \"sometimes\""):
         conn.execute("UPDATE awa.cron_jobs SET overlap = 'sometimes' WHERE name = 'good'")
     assert schedule_row(conn, "good")["overlap"] == "allow"
 
