@@ -156,6 +156,13 @@ def test_what_upstream_lacks_is_refused_in_one_line(backends: Callable[..., Upst
         with pytest.raises(Unsupported) as caught:
             call()
         assert str(caught.value) == f"schedules made at run time need {needs}"
+    # The overlap policy replace is refused by its own name (upstream's cron has no such policy).
+    for call in (lambda: backend.actions.create_schedule("x", ScheduleRequest(cron="* * * * *", kind="k",
+                                                                              overlap="replace")),
+                 lambda: backend.actions.edit_schedule("x", ScheduleRequest(overlap="replace"))):
+        with pytest.raises(Unsupported) as caught:
+            call()
+        assert str(caught.value) == f"the overlap policy replace needs {needs}"
 
 
 def test_the_console_picks_upstream_mode_on_an_upstream_schema_and_names_it(
