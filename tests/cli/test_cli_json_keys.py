@@ -72,7 +72,7 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
                            "state", "recent_fires"]
     assert (shown["args"], shown["tags"], shown["state"]) == ({"plan": "pro"}, ["finance"], "active")
     assert [list(f) for f in shown["recent_fires"]] == [
-        ["id", "state", "attempt", "created_at", "fire_time", "manual", "lateness"]]
+        ["id", "state", "attempt", "created_at", "fire_time", "manual", "lateness", "replaced", "replaced_by"]]
     assert shown["recent_fires"][0]["manual"] is True and shown["recent_fires"][0]["fire_time"] is None
 
     assert [list(f) for f in fires] == [["utc", "local", "timezone", "dst", "excluded"]] * 2

@@ -64,7 +64,8 @@ def test_create_show_list_edit_and_why_of_a_replace_schedule(
 def test_a_bad_overlap_policy_is_one_line(dsn: str, conn: psycopg.Connection[Any]) -> None:
     result = awa("cron", "create", "rep", "--cron", "* * * * *", "--kind", "k", "--overlap", "replaces",
                  "--dsn", dsn)
-    assert one_line_error(result) == "error: overlap: must be 'allow', 'skip', 'buffer_one' or 'replace', got 'replaces'"
+    assert one_line_error(result) == (
+        "error: overlap: must be 'allow', 'skip', 'buffer_one' or 'replace', got 'replaces'")
     assert result.returncode == 1  # as every command's refusal
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone()["n"] == 0
 
