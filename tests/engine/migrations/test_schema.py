@@ -135,14 +135,14 @@ def test_database_newer_than_the_code_is_refused(dsn: str, conn: psycopg.Connect
         migrations.check_version(conn)
     assert str(caught.value) == message
     # A runtime the newer schema's release policy no longer admits refuses to start...
-    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 4")  # v025: this release speaks 3
+    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 5")  # v030: this release speaks 4
     client = Client(dsn, operator="tester@test")
     client.periodic("p", "* * * * *", "k")
     with pytest.raises(SchemaError) as refused:
         client.start(run_worker=False)
     assert str(refused.value) == (
-        f"this database is at schema 999, which needs runtime protocol 4; this awa-tui {awa_tui.__version__} "
-        "speaks 3: upgrade awa-tui")
+        f"this database is at schema 999, which needs runtime protocol 5; this awa-tui {awa_tui.__version__} "
+        "speaks 4: upgrade awa-tui")
     assert client.is_leader is False
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone() == {"n": 0}
     client.close()
