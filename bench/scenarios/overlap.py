@@ -4,8 +4,10 @@ finished jobs.
 
 The overlap check reads each guarded schedule's waiting and running jobs inside the fire
 statement (jobs_cron_active_idx, v009): this is what it costs against `allow`, which
-probes nothing. Passes are called directly, at a fixed `now`, after re-seeding; the
-median of REPEATS is held to the fire-on-time targets (10k: < 1 s, 100k: < 5 s).
+probes nothing. `replace` (S-NEW) probes the same index, fires every instant and cancels
+the running half (cancel asked of their runtime) in the same statement. Passes are
+called directly, at a fixed `now`, after re-seeding; the median of REPEATS is held to the
+fire-on-time targets (10k: < 1 s, 100k: < 5 s).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from bench.common import (
 )
 from bench.engines import Engine
 
-POLICIES = ("allow", "skip", "buffer_one")
+POLICIES = ("allow", "skip", "buffer_one", "replace")
 REPEATS = 3
 HISTORY = 20  # finished jobs per schedule: the active-jobs index must not read them
 
@@ -50,7 +52,7 @@ def target_s(n: int) -> float:
     return 1.0 if n <= 10000 else 5.0
 
 
-def one_pass(server: Server, dsn: str, n: int, policy: str) -> tuple[float, float | None, int, int]:
+def one_pass(server: Server, dsn: str, n: int, policy: str) -> tuple[float, float | None, int, int, int]:
     from awa_tui.engine.firing import evaluator
 
     with connect(dsn) as conn:
@@ -69,7 +71,7 @@ def one_pass(server: Server, dsn: str, n: int, policy: str) -> tuple[float, floa
         result = evaluator.evaluate(conn, now=now)
         wall = time.perf_counter() - began
         db = stat_statements_ms(dsn) if server.stat_statements else None
-    return wall, db, result.fired, len(result.skipped)
+    return wall, db, result.fired, len(result.skipped), len(result.replaced)
 
 
 def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstream: Engine | None) -> None:
@@ -87,10 +89,12 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                 runs = [one_pass(server, dsn, n, policy) for _ in range(REPEATS)]
                 wall = median([r[0] for r in runs])
                 dbs = [r[1] for r in runs if r[1] is not None]
-                fired, skipped = runs[-1][2], runs[-1][3]
+                fired, skipped, replaced = runs[-1][2], runs[-1][3], runs[-1][4]
                 size = f"{n:,} due, {policy}"
                 report.add(Row("overlap pass", size, f"wall / pass, median of {REPEATS}", f"< {target_s(n):g} s",
                                wall, "s", wall is not None and wall < target_s(n)))
                 report.add(Row("overlap pass", size, "DB time / pass", "", median(dbs) if dbs else None, "ms"))
                 report.add(Row("overlap pass", size, "jobs enqueued", "", float(fired), ""))
                 report.add(Row("overlap pass", size, "instants skipped (skipped_overlap)", "", float(skipped), ""))
+                if policy == "replace":
+                    report.add(Row("overlap pass", size, "jobs replaced (cancelled)", "", float(replaced), ""))
