@@ -4,7 +4,7 @@ finished jobs.
 
 The overlap check reads each guarded schedule's waiting and running jobs inside the fire
 statement (jobs_cron_active_idx, v009): this is what it costs against `allow`, which
-probes nothing. `replace` (S-NEW) probes the same index, fires every instant and cancels
+probes nothing. `replace` (S74) probes the same index, fires every instant and cancels
 the running half (cancel asked of their runtime) in the same statement. Passes are
 called directly, at a fixed `now`, after re-seeding; the median of REPEATS is held to the
 fire-on-time targets (10k: < 1 s, 100k: < 5 s).

@@ -1,4 +1,4 @@
-"""S-NEW through the real executable: `cron create/edit --overlap replace`, `cron list/show`
+"""S74 through the real executable: `cron create/edit --overlap replace`, `cron list/show`
 (and --json) and `cron why --at` after a fire that replaced a job; a bad policy is one line."""
 
 from __future__ import annotations

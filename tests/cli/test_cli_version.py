@@ -15,7 +15,7 @@ MIGRATIONS = Path(awa_tui.__file__).parent / "engine" / "migrations"
 
 def test_version_names_the_release_the_schema_and_the_protocol() -> None:
     newest = max(int(p.name[1:4]) for p in MIGRATIONS.glob("v[0-9][0-9][0-9]_*.sql"))
-    expected = f"awa-tui {awa_tui.__version__} (schema version {newest}, runtime protocol 4)\n"  # 4 since v030
+    expected = f"awa-tui {awa_tui.__version__} (schema version {newest}, runtime protocol 4)\n"  # 4 since v031
     for flag in ("--version", "-V"):
         result = awa(flag)
         assert (result.returncode, result.stdout, result.stderr) == (0, expected, "")

@@ -104,7 +104,7 @@ CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 # are enqueued (`k`): all for allow; for skip the first when nothing is waiting or
 # running; for buffer_one the first when nothing is waiting. The rest of the plan's fires
 # (catch_up replays overlap each other) go to awa.fire_skips: the ledger's skipped_overlap.
-# Replace (v030, S-NEW) fires like allow (`k` is every planned fire) and, for a row whose
+# Replace (v031, S74) fires like allow (`k` is every planned fire) and, for a row whose
 # CAS it won and that enqueued, cancels the jobs still going when the statement began:
 # `prior` locks them (the schedules whose policy is replace, `replacing`, empty in the
 # common case: folded at planning like `busy`), the pass's first job names them in its

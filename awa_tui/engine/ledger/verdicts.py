@@ -201,7 +201,7 @@ JOB_COLUMNS = (
     "j.metadata ->> 'backfilled_by' AS backfilled_by, "
     "j.metadata ->> 'triggered_by' AS triggered_by, j.queue, "
     "CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error, "
-    # The overlap policy replace (v030): the jobs a fire cancelled, the job that cancelled it.
+    # The overlap policy replace (v031): the jobs a fire cancelled, the job that cancelled it.
     "CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced') = 'array' THEN j.metadata -> 'cron_replaced' END "
     "AS replaced, "
     "CASE WHEN jsonb_typeof(j.metadata -> 'cron_replaced_by') = 'number' "

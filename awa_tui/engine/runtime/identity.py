@@ -15,7 +15,7 @@ from awa_tui.engine.ownership.manifest import PROTOCOL_VERSION
 # What this release's runtime can do, as the schema's release policy (v019) judges it: 1 is
 # every release before the policy existed; 2 leads with exclusions and calendars (v018); 3
 # leads with catch-up windows and ends pauses at their end (v025); 4 fires the overlap
-# policy `replace` (v030).
+# policy `replace` (v031).
 RUNTIME_PROTOCOL = 4
 
 

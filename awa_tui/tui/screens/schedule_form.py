@@ -49,7 +49,7 @@ FIELDS = (
     ("priority", "Priority (1-4)", "2"),
     ("max_attempts", "Max attempts", "25"),
     ("missed_fire_policy", "Missed fires", "coalesce | catch_up"),
-    ("overlap", "Overlap", "allow | skip | buffer_one"),
+    ("overlap", "Overlap", "allow | skip | buffer_one | replace"),
     ("tags", "Tags (a, b)", "none"),
     ("start_at", "Start at", "no fire before (ISO-8601)"),
     ("end_at", "End at", "no fire after (ISO-8601)"),

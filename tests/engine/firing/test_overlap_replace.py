@@ -1,4 +1,4 @@
-"""S-NEW: the overlap policy replace, exact instants, a real worker.
+"""S74: the overlap policy replace, exact instants, a real worker.
 
 Every pass runs at an explicit `now`. A due instant whose schedule still has a job waiting
 or running fires, and the same fire statement cancels that job: a waiting one outright, a

@@ -1,4 +1,4 @@
-"""S-NEW, S61: the overlap policy replace's migration raises the leading floor to protocol 4
+"""S74, S61: the overlap policy replace's migration raises the leading floor to protocol 4
 and its undoing turns a replace schedule into skip (audited), puts the floor back and
 refuses 'replace' again as the guard did before it."""
 

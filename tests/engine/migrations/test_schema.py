@@ -135,7 +135,7 @@ def test_database_newer_than_the_code_is_refused(dsn: str, conn: psycopg.Connect
         migrations.check_version(conn)
     assert str(caught.value) == message
     # A runtime the newer schema's release policy no longer admits refuses to start...
-    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 5")  # v030: this release speaks 4
+    conn.execute("UPDATE awa.release_policy SET min_runtime_protocol = 5")  # v031: this release speaks 4
     client = Client(dsn, operator="tester@test")
     client.periodic("p", "* * * * *", "k")
     with pytest.raises(SchemaError) as refused:

@@ -1,4 +1,4 @@
--- Undoes v030_overlap_replace.sql (`awa-tui migrate --down-to 29` or lower): no `replace`
+-- Undoes v031_overlap_replace.sql (`awa-tui migrate --down-to 30` or lower): no `replace`
 -- overlap policy. A schedule that had it keeps one job at a time the nearest way an earlier
 -- release knows: `skip` (the due instant does not fire while a job is still going); the
 -- change is audited as a redefinition. Jobs already replaced stay cancelled, their records

@@ -1,4 +1,4 @@
--- v030: the overlap policy `replace`: a due instant whose schedule still has a job waiting
+-- v031: the overlap policy `replace`: a due instant whose schedule still has a job waiting
 -- or running fires, and the fire statement (engine/firing/evaluator.py FIRE_BATCH_SQL)
 -- cancels that job in the same statement: a waiting one at once (cancelled, finalized), a
 -- running one by asking its runtime (cancel_requested_at, as an operator's cancel does). The
