@@ -106,8 +106,8 @@ CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 # (catch_up replays overlap each other) go to awa.fire_skips: the ledger's skipped_overlap.
 # Replace (v031, S74) fires like allow (`k` is every planned fire) and, for a row whose
 # CAS it won and that enqueued, cancels the jobs still going when the statement began:
-# `prior` locks them (the schedules whose policy is replace, `replacing`, empty in the
-# common case: folded at planning like `busy`), the pass's first job names them in its
+# `prior` locks them (of the schedules whose policy is replace, `replacing`; a chunk
+# without one is sent the statement without these steps, _fire_sql), the pass's first job names them in its
 # metadata (`cron_replaced`) and `replaced` ends them: a waiting one cancelled at once, a
 # running one asked of its runtime (cancel_requested_at, as an operator's cancel). Only
 # jobs of earlier fires: this statement's own jobs are not in its snapshot.
@@ -117,7 +117,79 @@ CANDIDATE_LOOKBACK = FIRST_FIRE_LOOKBACK + ONE_MICROSECOND
 # than the window are not among its fires, and `too_old` is the newest of them (NULL when
 # none): the statement records it in awa.fire_skips with reason 'too_old' (the ledger's
 # skipped_too_old), only for a row whose CAS it won.
-FIRE_BATCH_SQL = f"""
+# The overlap policy replace's parts of the fire statement (see _fire_sql).
+_REPLACE_PRIOR = """\
+-- Replace: the jobs still going of the rows it fires, locked (a worker finishing one first
+-- is waited for, and the row then judged as it ended). After `mark`: its rows are locked.
+prior AS (
+    SELECT j.id, j.metadata ->> 'cron_name' AS name
+    FROM awa.jobs j
+    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning: no replace plan, no scan
+      AND j.metadata ->> 'cron_name' = ANY(%(replacing)s::text[])
+      AND j.metadata ->> 'cron_name' BETWEEN (SELECT min(g) FROM unnest(%(replacing)s::text[]) AS g)
+                                         AND (SELECT max(g) FROM unnest(%(replacing)s::text[]) AS g)
+      AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'
+      AND j.metadata ->> 'cron_name' IN (SELECT m.name FROM mark m WHERE m.overlap = 'replace' AND m.k > 0)
+    ORDER BY j.id
+    FOR UPDATE OF j
+),
+-- One row: each schedule's replaced ids under its name (a jsonb object's key lookup is a
+-- binary search: the insert's lookup per replace row stays cheap with thousands of them).
+-- MATERIALIZED: computed once, not inlined into that lookup (a whole aggregate per row).
+gone AS MATERIALIZED (
+    SELECT jsonb_object_agg(p.name, p.ids) AS map
+    FROM (SELECT name, jsonb_agg(id ORDER BY id) AS ids FROM prior GROUP BY name) p
+),
+"""
+_PLAIN_METADATA = """\
+           m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso),
+"""
+_REPLACE_METADATA = """\
+           CASE WHEN m.overlap <> 'replace'
+                THEN m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
+                -- Replace: the first job of the pass names the jobs it replaced (never
+                -- evaluated for another policy); the keys are the statement's alone.
+                ELSE (m.metadata - 'cron_replaced' - 'cron_replaced_by')
+                     || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
+                     || CASE WHEN f.rank = 1 THEN coalesce(
+                            (SELECT jsonb_build_object('cron_replaced', g.map -> m.name) FROM gone g
+                             WHERE g.map ? m.name), '{}') ELSE '{}' END END,
+"""
+_REPLACE_CANCEL = """\
+-- Replace: end the jobs `prior` locked, each naming the job that replaced it.
+replaced AS (
+    UPDATE awa.jobs j
+    SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
+        finalized_at = CASE WHEN j.state = 'running' THEN j.finalized_at ELSE now() END,
+        cancel_requested_at = CASE WHEN j.state = 'running' THEN coalesce(j.cancel_requested_at, now())
+                                   ELSE j.cancel_requested_at END,
+        metadata = j.metadata || jsonb_build_object('cron_replaced_by', i.id),
+        errors = CASE WHEN j.state = 'running' THEN j.errors
+                      ELSE coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
+                          'attempt', j.attempt, 'error', 'replaced by job ' || i.id, 'reason', 'replaced',
+                          'at', now())) END
+    FROM prior r JOIN ins i ON i.name = r.name AND i.replacing
+    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning, as `prior`
+      AND j.id = r.id AND j.state IN ('available', 'running', 'retryable')
+    RETURNING j.id, r.name, i.fire_time
+),
+"""
+_REPLACE_OUTCOME = """\
+-- Replace: a job this fire cancelled (or asked its runtime to cancel), and the instant that did.
+UNION ALL SELECT id, name, fire_time, 'replaced' FROM replaced
+"""
+
+
+def _fire_sql(replace: bool) -> str:
+    """The fire statement. With `replace` it also takes the overlap policy replace's steps
+    (v031: `prior`, `gone`, `replaced`), sent only for a batch with a replace plan: every
+    other batch runs the statement without them, which is valid on a schema rolled back
+    below v020 too (the documented rollback, while this release still leads)."""
+    overlap_column, replacing_column = (", c.overlap", ",\n              metadata ? 'cron_replaced' AS replacing") \
+        if replace else ("", "")
+    prior, job_metadata, replaced, union_replaced = (_REPLACE_PRIOR, _REPLACE_METADATA, _REPLACE_CANCEL,
+                                                     _REPLACE_OUTCOME) if replace else ("", _PLAIN_METADATA, "", "")
+    return f"""
 -- awa fire batch: UPDATE awa.cron_jobs (CAS) + INSERT INTO awa.jobs, one statement.
 -- (First, so pg_stat_activity, which keeps 1024 bytes of a query, names it.)
 -- A chunk's plans share a few shapes (a boundary: every per-minute schedule in a zone has
@@ -180,30 +252,9 @@ mark AS (
       AND c.retired_at IS NULL
       AND c.finished_at IS NULL
       AND c.cron_expr = p.cron_expr AND c.timezone = p.timezone AND c.overlap = p.overlap
-    RETURNING c.name, d.k, p.gid, p.seq, p.too_old, c.overlap, {listed(JOB_COPIES, "c")}
+    RETURNING c.name, d.k, p.gid, p.seq, p.too_old{overlap_column}, {listed(JOB_COPIES, "c")}
 ),
--- Replace: the jobs still going of the rows it fires, locked (a worker finishing one first
--- is waited for, and the row then judged as it ended). After `mark`: its rows are locked.
-prior AS (
-    SELECT j.id, j.metadata ->> 'cron_name' AS name
-    FROM awa.jobs j
-    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning: no replace plan, no scan
-      AND j.metadata ->> 'cron_name' = ANY(%(replacing)s::text[])
-      AND j.metadata ->> 'cron_name' BETWEEN (SELECT min(g) FROM unnest(%(replacing)s::text[]) AS g)
-                                         AND (SELECT max(g) FROM unnest(%(replacing)s::text[]) AS g)
-      AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'
-      AND j.metadata ->> 'cron_name' IN (SELECT m.name FROM mark m WHERE m.overlap = 'replace' AND m.k > 0)
-    ORDER BY j.id
-    FOR UPDATE OF j
-),
--- One row: each schedule's replaced ids under its name (a jsonb object's key lookup is a
--- binary search: the insert's lookup per replace row stays cheap with thousands of them).
--- MATERIALIZED: computed once, not inlined into that lookup (a whole aggregate per row).
-gone AS MATERIALIZED (
-    SELECT jsonb_object_agg(p.name, p.ids) AS map
-    FROM (SELECT name, jsonb_agg(id ORDER BY id) AS ids FROM prior GROUP BY name) p
-),
--- Each shape's fires, in rank order (a jittered plan is a shape of its own: its run_at).
+{prior}-- Each shape's fires, in rank order (a jittered plan is a shape of its own: its run_at).
 fires AS (
     SELECT * FROM unnest(%(fire_groups)s::int[], %(fire_iso)s::text[], %(fire_rank)s::int[],
                          %(fire_run_at)s::timestamptz[])
@@ -212,40 +263,13 @@ fires AS (
 ins AS (
     INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags, run_at)
     SELECT m.kind, m.queue, m.args, 'available', m.priority, 0, m.max_attempts,
-           CASE WHEN m.overlap <> 'replace'
-                THEN m.metadata || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
-                -- Replace: the first job of the pass names the jobs it replaced (never
-                -- evaluated for another policy); the keys are the statement's alone.
-                ELSE (m.metadata - 'cron_replaced' - 'cron_replaced_by')
-                     || jsonb_build_object('cron_name', m.name, 'cron_fire_time', f.fire_iso)
-                     || CASE WHEN f.rank = 1 THEN coalesce(
-                            (SELECT jsonb_build_object('cron_replaced', g.map -> m.name) FROM gone g
-                             WHERE g.map ? m.name), '{{}}') ELSE '{{}}' END END,
-           m.tags, coalesce(f.run_at, now())
+{job_metadata}           m.tags, coalesce(f.run_at, now())
     FROM mark m JOIN fires f ON f.gid = m.gid
     WHERE f.rank <= m.k
     ORDER BY m.seq, f.rank
-    RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time,
-              metadata ? 'cron_replaced' AS replacing
+    RETURNING id, metadata ->> 'cron_name' AS name, metadata ->> 'cron_fire_time' AS fire_time{replacing_column}
 ),
--- Replace: end the jobs `prior` locked, each naming the job that replaced it.
-replaced AS (
-    UPDATE awa.jobs j
-    SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
-        finalized_at = CASE WHEN j.state = 'running' THEN j.finalized_at ELSE now() END,
-        cancel_requested_at = CASE WHEN j.state = 'running' THEN coalesce(j.cancel_requested_at, now())
-                                   ELSE j.cancel_requested_at END,
-        metadata = j.metadata || jsonb_build_object('cron_replaced_by', i.id),
-        errors = CASE WHEN j.state = 'running' THEN j.errors
-                      ELSE coalesce(j.errors, '[]'::jsonb) || jsonb_build_array(jsonb_build_object(
-                          'attempt', j.attempt, 'error', 'replaced by job ' || i.id, 'reason', 'replaced',
-                          'at', now())) END
-    FROM prior r JOIN ins i ON i.name = r.name AND i.replacing
-    WHERE cardinality(%(replacing)s::text[]) > 0  -- folded at planning, as `prior`
-      AND j.id = r.id AND j.state IN ('available', 'running', 'retryable')
-    RETURNING j.id, r.name, i.fire_time
-),
-skips AS (
+{replaced}skips AS (
     INSERT INTO awa.fire_skips (cron_name, fire_time, reason, skipped_at)
     SELECT m.name, f.fire_iso::timestamptz, 'overlap', now() FROM mark m JOIN fires f ON f.gid = m.gid
     WHERE f.rank > m.k
@@ -258,11 +282,13 @@ skips AS (
 SELECT id, name, fire_time, 'job' AS outcome FROM ins
 UNION ALL SELECT NULL, cron_name, awa.instant_text(fire_time), CASE reason WHEN 'too_old' THEN 'too_old' ELSE 'skip' END
 FROM skips
--- Replace: a job this fire cancelled (or asked its runtime to cancel), and the instant that did.
-UNION ALL SELECT id, name, fire_time, 'replaced' FROM replaced
--- A plan that enqueued nothing (all skipped, or only finished) still won its CAS.
+{union_replaced}-- A plan that enqueued nothing (all skipped, or only finished) still won its CAS.
 UNION ALL SELECT NULL, name, NULL, 'mark' FROM mark WHERE k = 0
 """
+
+
+FIRE_BATCH_SQL = _fire_sql(replace=False)
+FIRE_REPLACE_SQL = _fire_sql(replace=True)
 
 # Hints for rows that are not due yet; guarded so a concurrent fire or edit wins.
 HINT_SQL = """
@@ -645,7 +671,8 @@ def _run_batch(conn: psycopg.Connection[Any], params: dict[str, str | None], siz
     # comparisons, 1 s per chunk instead of 0.1 s. Big batches get hash joins only.
     with conn.transaction():
         conn.execute(timeouts.fire_sql if size < HASH_JOINS_FROM else timeouts.fire_hash_sql, prepare=False)
-        rows = conn.execute(FIRE_BATCH_SQL, params, prepare=False).fetchall()
+        sql = FIRE_BATCH_SQL if params["replacing"] == "{}" else FIRE_REPLACE_SQL
+        rows = conn.execute(sql, params, prepare=False).fetchall()
     return [FiredJob(r["id"], r["name"], r["fire_time"], r["outcome"]) for r in rows]
 
 

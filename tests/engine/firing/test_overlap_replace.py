@@ -266,8 +266,8 @@ def test_a_missing_cancel_is_detected(
     """Negative control: the statement with its cancelling step switched off fires the new
     job and leaves the previous one waiting; the assertions of the tests above see it."""
     cancel = "      AND j.id = r.id AND j.state IN ('available', 'running', 'retryable')\n"
-    assert cancel in evaluator.FIRE_BATCH_SQL
-    monkeypatch.setattr(evaluator, "FIRE_BATCH_SQL", evaluator.FIRE_BATCH_SQL.replace(cancel, "      AND false\n"))
+    assert cancel in evaluator.FIRE_REPLACE_SQL
+    monkeypatch.setattr(evaluator, "FIRE_REPLACE_SQL", evaluator.FIRE_REPLACE_SQL.replace(cancel, "      AND false\n"))
     register("rep", "* * * * *", last="2025-01-01T00:00:00", overlap="replace")
     [first] = client.evaluate(now=at("2025-01-01T00:01:00")).jobs
     result = client.evaluate(now=at("2025-01-01T00:02:00"))
@@ -277,25 +277,27 @@ def test_a_missing_cancel_is_detected(
 
 
 def test_no_replace_schedule_no_scan_of_jobs(conn: psycopg.Connection[Any], client: Client) -> None:
-    """The fire path pays nothing for replace when no schedule of a chunk has it: the
-    probe and the cancelling update are folded away at planning (never executed); with one
-    replace schedule they run (the control)."""
+    """The fire path pays nothing for replace when no schedule of a chunk has it: such a
+    chunk is sent the statement without the replace steps (the one of before replace, valid
+    on a schema rolled back below v020), and with one replace schedule the statement with
+    them probes its jobs once (the control)."""
     for name, policy in (("a", "allow"), ("b", "skip"), ("c", "buffer_one"), ("d", "replace")):
         client.periodic(name, "* * * * *", "k", overlap=policy)
     client.sync()
     force(conn, "UPDATE awa.cron_jobs SET last_enqueued_at = %s, next_fire_at = NULL", (at("2025-01-01T00:00:00"),))
     now = at("2025-01-01T00:01:00")
+    assert all(part not in evaluator.FIRE_BATCH_SQL for part in ("prior AS", "replaced AS", "cancel_requested_at"))
 
     def executed(names: set[str]) -> dict[str, int]:
-        """The loops of the `prior` and `replaced` parts of the fire statement, explained
-        with ANALYZE and rolled back."""
+        """The loops of the `prior` and `replaced` parts of the statement a chunk of `names`
+        is sent, explained with ANALYZE and rolled back."""
         rows = [r for r in evaluator.due_schedules(conn, now) if r["name"] in names]
         plans = [p for p in (evaluator.plan_fires(r, now, 1000)[0] for r in rows) if p is not None]
         params = evaluator._batch_params(sorted(plans, key=lambda p: p.name), now)
+        sql = evaluator.FIRE_BATCH_SQL if params["replacing"] == "{}" else evaluator.FIRE_REPLACE_SQL
         loops: dict[str, int] = {}
         with conn.transaction():
-            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + evaluator.FIRE_BATCH_SQL, params,
-                                prepare=False).fetchone()
+            plan = conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params, prepare=False).fetchone()
             assert plan is not None
 
             def walk(node: dict[str, Any], cte: str | None) -> None:
@@ -311,7 +313,6 @@ def test_no_replace_schedule_no_scan_of_jobs(conn: psycopg.Connection[Any], clie
             raise psycopg.Rollback()
         return loops
 
-    # Folded: neither part reads awa.jobs at all (their plans are a false one-time filter).
     assert executed({"a", "b", "c"}) == {}
     # The control: one replace schedule in the chunk, and its jobs are probed once.
     assert executed({"a", "b", "c", "d"})["prior"] == 1
