@@ -52,6 +52,7 @@ from awa_tui.tui.messages import (
     OverrideFormRequested,
     OwnersSeen,
     PanelsResumed,
+    RawRequested,
     RefreshRequested,
     ScheduleCheckRequested,
     ScheduleFormRequested,
@@ -74,6 +75,7 @@ from awa_tui.tui.screens.job_detail import JobDetailScreen
 from awa_tui.tui.screens.jump import JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.screens.override import OverrideScreen
+from awa_tui.tui.screens.raw import RawScreen
 from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
 from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.status import Freshness, StatusBar
@@ -577,6 +579,9 @@ class ConsoleApp(App[None]):
     def on_copy_requested(self, message: CopyRequested) -> None:
         self.copy_to_clipboard(message.value)
         self.notify(f"copied {message.what}: {message.value}", markup=False, timeout=3)
+
+    def on_raw_requested(self, message: RawRequested) -> None:
+        self.push_screen(RawScreen(message.what, message.model))
 
     def on_info_requested(self, message: InfoRequested) -> None:
         self.push_screen(InfoScreen(message.title, message.body))

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rich.text import Text
 
+from awa_tui.engine.core.db import redact
 from awa_tui.engine.core.standby import ServerRole
 from awa_tui.engine.read.models import AnySchedule
 from awa_tui.instants import span_precise
+from awa_tui.printable import printable
 
 __all__ = ["span_precise"]  # the console reads durations from here; the CLI from awa_tui.instants
 
@@ -184,3 +187,102 @@ def standby_text(role: ServerRole | None) -> str | None:
         lag = f"replay lag {age}"
     behind = "" if role.behind_bytes is None else f", {size_text(role.behind_bytes)} to replay"
     return f"{role.where} · {lag}{behind}"
+
+
+# --- the raw view (`y`): a read model in full, as YAML-like lines ------------------------
+
+# A field named like one of these holds a secret: shown as hidden, never its value (a URL
+# too: a webhook's path and query are often the secret, user:password@ always is).
+_SECRET_WORDS = ("password", "secret", "token", "api_key", "routing_key", "key_ref", "hmac", "dsn", "url")
+HIDDEN = "(hidden)"
+
+
+def _secret(name: str) -> bool:
+    name = name.lower()
+    return any(word in name for word in _SECRET_WORDS)
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+    if isinstance(value, timedelta):
+        return f"{value.total_seconds():g}s"
+    if value == "":
+        return '""'
+    # Strings from the database are data: any DSN password quoted in them goes, then every
+    # control byte is shown escaped (one line each).
+    return printable(redact(value if isinstance(value, str) else str(value)))
+
+
+def _fields(value: Any) -> list[tuple[str, Any]] | None:
+    """A read model's or a JSON object's (name, value) pairs in order; None for anything else."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return list(dataclasses.asdict(value).items())  # fields in order, nested models as dicts
+    if isinstance(value, dict):
+        return [(str(k), v) for k, v in value.items()]
+    return None
+
+
+def _raw(name: str, value: Any, indent: str, out: list[str]) -> None:
+    key = printable(name)
+    if value is not None and _secret(name):
+        out.append(f"{indent}{key}: {HIDDEN}")
+        return
+    pairs = _fields(value)
+    if pairs is not None:
+        if not pairs:
+            out.append(f"{indent}{key}: {{}}")
+            return
+        out.append(f"{indent}{key}:")
+        for child, inner in pairs:
+            _raw(child, inner, indent + "  ", out)
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+        if not items:
+            out.append(f"{indent}{key}: []")
+            return
+        out.append(f"{indent}{key}:")
+        for item in items:
+            _item(item, indent + "  ", out)
+        return
+    out.append(f"{indent}{key}: {_scalar(value)}")
+
+
+def _item(value: Any, indent: str, out: list[str]) -> None:
+    """One list item: `- value`, or `- ` before the first line of a nested object."""
+    nested: list[str] = []
+    pairs = _fields(value)
+    if pairs:
+        for child, inner in pairs:
+            _raw(child, inner, indent + "  ", nested)
+        out.append(f"{indent}- {nested[0].removeprefix(indent + '  ')}")
+        out.extend(nested[1:])
+    elif isinstance(value, (list, tuple)) and value:
+        out.append(f"{indent}-")
+        for inner in value:
+            _item(inner, indent + "  ", out)
+    elif pairs == []:
+        out.append(f"{indent}- {{}}")
+    elif isinstance(value, (list, tuple)):
+        out.append(f"{indent}- []")
+    else:
+        out.append(f"{indent}- {_scalar(value)}")
+
+
+def raw_lines(model: Any) -> list[str]:
+    """The raw view of one row (`y`): every field of its read model (a frozen dataclass,
+    upstream Awa's too) as `name: value`, nested values indented two spaces, lists as
+    `- item`; times in UTC ISO, None as null. Strings are escaped (printable), DSN
+    passwords redacted, fields that hold a secret (a URL, a key, a password) hidden."""
+    out: list[str] = []
+    pairs = _fields(model)
+    if pairs is None:
+        return [_scalar(model)]
+    for name, value in pairs:
+        _raw(name, value, "", out)
+    return out

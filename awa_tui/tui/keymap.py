@@ -97,6 +97,8 @@ ACTS: tuple[Act, ...] = (
     Act("panel", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id, job id)",
         footer=False),
+    Act("panel", "y", "raw", "raw", "the selected row raw: every field as name: value lines (esc closes, c copies)",
+        footer=False, palette="row: show raw"),
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
         palette="schedule: details"),
@@ -223,6 +225,7 @@ ACTS: tuple[Act, ...] = (
     Act("audit", "escape", "back", "back", "back to the panels (first clears the filter)"),
     Act("audit", "q", "close", "back", "back to the panels", footer=False),
     Act("audit", "r", "reload", "reload", "reload the audit log"),
+    Act("audit", "y", "raw", "raw", "the selected entry raw: every field as name: value lines", footer=False),
     Act("audit", "enter", "details", "entry", "the entry in full: before and after whole, the database user, "
         "client address and application of the session that wrote it", footer=False),
     # Alerts screen.
@@ -238,6 +241,10 @@ ACTS: tuple[Act, ...] = (
     Act("audit-entry", "escape", "close", "back", "back to the audit log"),
     Act("audit-entry", "q", "close", "back", "back to the audit log", footer=False),
     Act("audit-entry", "c", "copy", "copy", "copy the entry's target", footer=False),
+    # The raw view of a row (`y`).
+    Act("raw", "escape,q", "close", "back", "close the raw view"),
+    Act("raw", "c", "copy", "copy", "copy every line of the raw view"),
+    Act("raw", "up,down", "", "", "scroll a long row (pageup and pagedown a screen)", bound=False),
     # Pages over the panels (a plan entry, a runtime).
     Act("info", "escape,q,enter", "", "", "close the page", bound=False),
     # Every confirmation dialog.
@@ -275,6 +282,7 @@ SCOPES = (
     ("audit", "Audit log"),
     ("audit-entry", "Audit entry"),
     ("alerts", "Alerts"),
+    ("raw", "Raw view"),
     ("info", "Pages"),
     ("help", "Help"),
     ("dialog", "Dialogs"),

@@ -240,6 +240,15 @@ class ScheduleCheckRequested(Message):
         self.fired = fired
 
 
+class RawRequested(Message):
+    """Show this row's read model raw (RawScreen, `y`): `what` names the row."""
+
+    def __init__(self, what: str, model: Any) -> None:
+        super().__init__()
+        self.what = what
+        self.model = model
+
+
 class CopyRequested(Message):
     """Copy this value to the terminal's clipboard (OSC 52) and say what was copied."""
 

@@ -19,7 +19,13 @@ from textual.widgets import DataTable, Static
 
 from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.tui import actions, filtering
-from awa_tui.tui.messages import CopyRequested, MutationKeyPressed, RefreshRequested, SortMenuRequested
+from awa_tui.tui.messages import (
+    CopyRequested,
+    MutationKeyPressed,
+    RawRequested,
+    RefreshRequested,
+    SortMenuRequested,
+)
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import KeyedTable
@@ -134,6 +140,17 @@ class Panel(Vertical, Generic[Row]):
         key = self.table.selected_key
         if key is not None:
             self.post_message(CopyRequested(*self.copy_value(key)))
+
+    def raw_model(self, key: str) -> Any:
+        """What `y` shows for the row `key`: the read model the panel holds (None: nothing)."""
+        return self.rows.get(key)
+
+    def action_raw(self) -> None:
+        key = self.table.selected_key
+        model = None if key is None else self.raw_model(key)
+        if key is not None and model is not None:
+            what, value = self.copy_value(key)
+            self.post_message(RawRequested(f"{what} {value}", model))
 
     def selected_row(self) -> Row | None:
         key = self.table.selected_key

@@ -130,6 +130,12 @@ class PlanPanel(Panel[OwnerPlan]):
         owner, _, _, name, _ = self.lines[key]
         return ("schedule", name) if name != "-" else ("owner", owner)
 
+    def raw_model(self, key: str) -> Any:
+        """A plan entry has no read model of its own: its line's parts, named."""
+        line = self.lines.get(key)
+        return None if line is None else dict(zip(("owner", "change", "applies", "schedule", "detail"), line,
+                                                   strict=True))
+
     @on(DataTable.RowSelected, "#plan-table")
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_details()

@@ -16,7 +16,7 @@ from awa_tui.engine.ledger.models import AuditEntry, AuditPage
 from awa_tui.printable import printable, printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import compact_json, utc
-from awa_tui.tui.messages import AuditDataRequested, AuditEntryRequested, usable_reply
+from awa_tui.tui.messages import AuditDataRequested, AuditEntryRequested, RawRequested, usable_reply
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
@@ -103,6 +103,13 @@ class AuditScreen(Screen[None]):
         key = table.selected_key
         if key is not None:
             self.post_message(AuditEntryRequested(int(key)))
+
+    def action_raw(self) -> None:
+        """`y`: the entry under the cursor raw, from the page already read."""
+        key = self.query_one(KeyedTable).selected_key
+        entry = next((e for e in self.entries if str(e.id) == key), None)
+        if entry is not None:
+            self.post_message(RawRequested(f"audit entry {key}", entry))
 
     def action_filter(self) -> None:
         self.query_one(FilterBar).open()
