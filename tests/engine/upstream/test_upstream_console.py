@@ -490,3 +490,38 @@ async def test_no_calendars_panel_in_upstream_mode(upstream_console: Any) -> Non
     await pilot.pause()
     assert app.active_panel == "schedules"
     assert [n.message for n in app._notifications] == [f"no calendars panel here: {FEATURES_NOTE}"]
+
+
+async def test_y_shows_an_upstream_schedule_raw(upstream_console: Any, upstream_conn: Any) -> None:
+    """The raw view works the same on upstream's read models: every field, from the row the
+    panel holds (the times the insert stamped read from upstream's table)."""
+    from awa_tui.tui.screens.raw import RawScreen
+
+    app, pilot = upstream_console
+    select(app, "nightly-berlin")
+    await pilot.press("y")
+    await until(pilot, lambda: isinstance(app.screen, RawScreen), what="the raw view")
+    row = upstream_conn.execute("SELECT created_at, updated_at FROM awa.cron_jobs WHERE name = 'nightly-berlin'"
+                                ).fetchone()
+    assert app.screen.heading == "Raw: schedule nightly-berlin"
+    assert app.screen.lines[:19] == [
+        "name: nightly-berlin", "cron_expr: 30 2 * * *", "timezone: Europe/Berlin", "kind: cleanup", "queue: q2",
+        "priority: 2", "max_attempts: 25", "missed_fire_policy: coalesce", "last_enqueued_at: null",
+        "next_fire_at: 2027-03-28T01:00:00+00:00", f"created_at: {row['created_at'].astimezone(UTC).isoformat()}",
+        f"updated_at: {row['updated_at'].astimezone(UTC).isoformat()}", "paused_at: 2027-03-27T12:00:00+00:00",
+        "paused_by: bob@ops", "owner: null", "retired_at: null", "retired_by: null", "fault: null", "overlap: allow",
+    ]
+    assert app.screen.lines[19:37] == [
+        "start_at: null", "end_at: null", "max_fires: null", "fires_count: 0", "finished_at: null",
+        "max_lateness: null", "expect_success_within: null", "max_consecutive_failures: null",
+        "pause_after_failures: null", "cron_written: null", "jitter_ms: 0", "overridden: null", "exclude_dates: null",
+        "exclude_calendars: null", "origin: code", "paused_until: null", "pause_reason: null", "catchup_window: null",
+    ]
+    assert app.screen.lines[37:] == [
+        "queue_paused: false", "queue_paused_by: null", "state: paused", "queue_paused_at: null",
+        "last_job_state: null", "lateness: null", "next_fire: 2027-03-28T01:00:00+00:00", "next_fire_due: false",
+        "health: null", "health_since: null", "health_reason: null", "last_result: none", "last_error: null",
+        "fails_24h: 0", "outcomes: []",
+    ]
+    await pilot.press("escape")
+    await until(pilot, lambda: isinstance(app.screen, MainScreen), what="back to the panels")
