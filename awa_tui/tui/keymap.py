@@ -59,7 +59,8 @@ KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter"
 ACTS: tuple[Act, ...] = (
     # Everywhere.
     Act("app", "question_mark", "help", "help", "this help", palette="console: help"),
-    Act("app", "colon", "jump", "jump", "jump to a panel by name", palette="console: jump to panel"),
+    Act("app", "colon", "jump", "jump", "jump to a panel by name, a prefix or a short name (:sc, :cron, :rt, :q, "
+        ":log; the prompt lists them all)", palette="console: jump to panel"),
     *(
         Act("app", str(i), f"show_panel('{name}')", name, f"{name} panel", footer=False,
             palette=f"panel: {name}", needs=PANEL_NEEDS.get(name))
