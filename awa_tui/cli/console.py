@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import timedelta
 from typing import Annotated
 
@@ -59,8 +60,9 @@ def console(
     read_only: Annotated[bool, typer.Option(
         "--read-only", help="No mutations, in the UI or the engine (not with --lead, whose engine writes).")] = False,
     operator: OperatorOpt = None,
-    refresh: Annotated[float, typer.Option(
-        "--refresh", help=f"Panel refresh interval, seconds ({REFRESH_MIN_S:g} to {REFRESH_MAX_S:g}).")] = 2.0,
+    refresh: Annotated[float | None, typer.Option(
+        "--refresh", help=f"Panel refresh interval, seconds ({REFRESH_MIN_S:g} to {REFRESH_MAX_S:g}; default: "
+        "the config file's, else 2).", show_default=False)] = None,
     metrics_addr: MetricsAddrOpt = None,
     metrics_schedules: ScheduleSeriesOpt = DEFAULT_SCHEDULE_SERIES,
     leader_dsn: LeaderDsnOpt = None,
@@ -74,9 +76,15 @@ def console(
             fail("--leader-dsn before a subcommand: it belongs to `awa-tui --lead` or `awa-tui run --leader-dsn`")
         return
     try:
+        from awa_tui.tui.config import read_user_config, user_config_path
         from awa_tui.tui.launch import build_config, check_options, launch_console, say
     except ImportError:
         fail("the console is not available in this build; use `awa-tui run` or `awa-tui --help`")
+    # The user's config file (awa-tui/config.toml): a flag given wins; a bad file is one
+    # warning line when the console starts, and ignored.
+    user, config_problem = read_user_config(user_config_path())
+    if refresh is None:
+        refresh = user.refresh if user.refresh is not None else 2.0
     # The variable is for an engine in this process: without --lead only the flags count
     # (and are refused).
     leader = leader_dsn_of(leader_dsn, leader_dsn_file) if lead or given else None
@@ -104,4 +112,5 @@ def console(
         )
     except AwaError as exc:
         fail(str(exc))
-    launch_console(config)
+    launch_console(replace(config, default_panel=user.default_panel or "schedules", aliases=user.aliases,
+                           config_problem=config_problem))

@@ -72,7 +72,7 @@ from awa_tui.tui.screens.detail import LEDGER_SIZE, DetailScreen
 from awa_tui.tui.screens.help import HelpScreen
 from awa_tui.tui.screens.info import InfoScreen
 from awa_tui.tui.screens.job_detail import JobDetailScreen
-from awa_tui.tui.screens.jump import JumpScreen
+from awa_tui.tui.screens.jump import ALIASES, JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.screens.override import OverrideScreen
 from awa_tui.tui.screens.raw import RawScreen
@@ -166,6 +166,10 @@ class ConsoleApp(App[None]):
         self._status()
         self.poller.start()
         self.set_interval(1.0, self._watchdog, name="watchdog")
+        if self.config.config_problem is not None:  # the user's config file, ignored: one line
+            self.notify(self.config.config_problem, severity="warning", markup=False, timeout=15)
+        if self.config.default_panel != "schedules":
+            self.call_after_refresh(self.action_show_panel, self.config.default_panel)
         if self.engine_log is not None:
             self.engine_log.install()
         if self.config.handle_signals:
@@ -427,7 +431,7 @@ class ConsoleApp(App[None]):
             elif target:
                 self.action_show_panel(target)
 
-        self.push_screen(JumpScreen(), go)
+        self.push_screen(JumpScreen({**ALIASES, **self.config.aliases}), go)
 
     def action_help(self) -> None:
         scope_ok = lambda act: self.action_allowed(act.scope, act.action)  # noqa: E731
