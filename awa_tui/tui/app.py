@@ -582,7 +582,9 @@ class ConsoleApp(App[None]):
 
     def on_copy_requested(self, message: CopyRequested) -> None:
         self.copy_to_clipboard(message.value)
-        self.notify(f"copied {message.what}: {message.value}", markup=False, timeout=3)
+        lines = message.value.count("\n") + 1  # several (the raw view): counted, not shown
+        said = f"copied {message.what}: {message.value}" if lines == 1 else f"copied {message.what} ({lines} lines)"
+        self.notify(said, markup=False, timeout=3)
 
     def on_raw_requested(self, message: RawRequested) -> None:
         self.push_screen(RawScreen(message.what, message.model))

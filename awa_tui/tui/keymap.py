@@ -99,7 +99,7 @@ ACTS: tuple[Act, ...] = (
     Act("panel", "c", "copy", "copy", "copy the selected row's name (a schedule, owner, queue, instance id, job id)",
         footer=False),
     Act("panel", "y", "raw", "raw", "the selected row raw: every field as name: value lines (esc closes, c copies)",
-        footer=False, palette="row: show raw"),
+        footer=False),
     # Schedules panel.
     Act("schedules", "enter", "details", "detail", "details of the selected schedule", footer=False,
         palette="schedule: details"),

@@ -10,6 +10,7 @@ import pytest
 from lease_seed import leader_lock_held
 from psycopg.types.json import Jsonb
 from rich.console import Console as RichConsole
+from textual.widgets import Input
 from tui_helpers import notes, ready, select, settled, until
 from tui_seed import NOW, RUNTIMES, seed, t
 
@@ -86,6 +87,14 @@ async def test_y_on_a_schedule_shows_its_row_raw_its_control_bytes_escaped_c_cop
     assert notes(app)[-1] == f"copied the raw row ({len(HOSTILE_LINES)} lines)"
     await closed(pilot, app)
     assert app.main.panel("schedules").table.selected_key == "ops\\x1b[2J\\x07.cleanup"
+
+
+async def test_y_typed_in_the_filter_is_text_not_the_raw_view(console):
+    app, pilot = console
+    await pilot.press("slash", "y")
+    await until(pilot, lambda: isinstance(app.focused, Input) and app.focused.value == "y",
+                what="y typed in the filter")
+    assert not isinstance(app.screen, RawScreen)
 
 
 async def test_y_on_a_job_shows_the_job_summary_the_panel_holds(console):

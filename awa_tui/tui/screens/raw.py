@@ -17,6 +17,7 @@ from textual.widgets import Static
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import raw_lines
+from awa_tui.tui.messages import CopyRequested
 
 
 class RawScreen(ModalScreen[None]):
@@ -53,5 +54,4 @@ class RawScreen(ModalScreen[None]):
         self.dismiss(None)
 
     def action_copy(self) -> None:
-        self.app.copy_to_clipboard(self.text)
-        self.notify(f"copied the raw row ({len(self.lines)} lines)", markup=False, timeout=3)
+        self.post_message(CopyRequested("the raw row", self.text))
