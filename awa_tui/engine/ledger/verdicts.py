@@ -53,6 +53,7 @@ from awa_tui.engine.ledger.models import (
     job_result,
     stored_instant,
 )
+from awa_tui.engine.ledger.states import replaced_ids
 
 ONE_US = timedelta(microseconds=1)
 MAX_INSTANTS = 10000
@@ -447,14 +448,6 @@ def decide(row: dict[str, Any], win: Window, ev: Evidence,
     for t, job in fired.items():
         if t not in known and win.shown_from <= t <= win.hi:
             yield t, BACKFILLED if job["backfill"] else FIRED, job, True
-
-
-def replaced_ids(value: Any) -> tuple[int, ...]:
-    """The job ids a fire's metadata says it replaced (a JSON array); others are ignored:
-    one malformed stored value never stops a read."""
-    if not isinstance(value, list):
-        return ()
-    return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
 
 
 def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Verdict]:

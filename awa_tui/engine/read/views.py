@@ -249,7 +249,7 @@ def recent_fires(conn: psycopg.Connection[Any], name: str, limit: int = 10) -> l
         "ORDER BY id DESC LIMIT %s",
         (name, limit),
     ).fetchall()
-    from awa_tui.engine.ledger.verdicts import replaced_ids
+    from awa_tui.engine.ledger.states import replaced_ids
     from awa_tui.engine.read.models import Fire
 
     return [Fire(**{**row, "replaced": replaced_ids(row["replaced"])}) for row in rows]
