@@ -7,7 +7,8 @@ statement (jobs_cron_active_idx, v009): this is what it costs against `allow`, w
 probes nothing. `replace` (S74) probes the same index, fires every instant and cancels
 the running half (cancel asked of their runtime) in the same statement. Passes are
 called directly, at a fixed `now`, after re-seeding; the median of REPEATS is held to the
-fire-on-time targets (10k: < 1 s, 100k: < 5 s).
+fire-on-time targets (10k: < 1 s, 100k: < 5 s), replace's reported beside them with no
+target (REPLACE_NOTE).
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ SELECT %(kind)s, %(queue)s, CASE WHEN h = 0 THEN 'running' ELSE 'completed' END,
 FROM generate_series(1, %(n)s) AS i, generate_series(0, %(history)s) AS h
 WHERE h > 0 OR i %% 2 = 0
 """
+
+
+# Replace fires every due instant, as allow does, and in the same statement cancels the jobs
+# still going (here half of them: 50k row updates at 100k): work the fire-on-time targets
+# do not price. Its wall time is reported beside allow's, with no target of its own.
+REPLACE_NOTE = "fires as allow and cancels the running half in the same statement: no fire-on-time target"
 
 
 def target_s(n: int) -> float:
@@ -91,8 +98,12 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
                 dbs = [r[1] for r in runs if r[1] is not None]
                 fired, skipped, replaced = runs[-1][2], runs[-1][3], runs[-1][4]
                 size = f"{n:,} due, {policy}"
-                report.add(Row("overlap pass", size, f"wall / pass, median of {REPEATS}", f"< {target_s(n):g} s",
-                               wall, "s", wall is not None and wall < target_s(n)))
+                if policy == "replace":  # more work than firing: reported beside allow, not held to its target
+                    report.add(Row("overlap pass", size, f"wall / pass, median of {REPEATS}", "", wall, "s",
+                                   note=REPLACE_NOTE))
+                else:
+                    report.add(Row("overlap pass", size, f"wall / pass, median of {REPEATS}",
+                                   f"< {target_s(n):g} s", wall, "s", wall is not None and wall < target_s(n)))
                 report.add(Row("overlap pass", size, "DB time / pass", "", median(dbs) if dbs else None, "ms"))
                 report.add(Row("overlap pass", size, "jobs enqueued", "", float(fired), ""))
                 report.add(Row("overlap pass", size, "instants skipped (skipped_overlap)", "", float(skipped), ""))
