@@ -52,8 +52,9 @@ class PanelGrammar:
 
 GRAMMARS: dict[str, PanelGrammar] = {
     "schedules": PanelGrammar(
-        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result", "paused_by"),
-        flags=("active", "paused", "retired", "broken", "late", "unowned", "finished", "overridden"),
+        fields=("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result", "paused_by",
+                "overlap"),
+        flags=("active", "paused", "retired", "broken", "late", "unowned", "finished", "overridden", "interval"),
         states=("active", "paused", "retired", "broken", "finished"),
         substring_fields=("name", "kind"),
         choices=(("health", HEALTHS),),

@@ -38,6 +38,7 @@ _COLUMNS = {
     "queue": "c.queue ILIKE {p}",
     "kind": "c.kind ILIKE {p}",
     "policy": "c.missed_fire_policy ILIKE {p}",
+    "overlap": "c.overlap ILIKE {p}",
     "tz": "c.timezone ILIKE {p}",
     "tag": "EXISTS (SELECT 1 FROM unnest(c.tags) AS t(tag) WHERE t.tag ILIKE {p})",
     # S42: the health the leader last recorded (no row yet: ok).
@@ -110,6 +111,7 @@ _FLAGS = {
     "late": f"{_LIVE} AND NOT {_BROKEN} AND awa.safe_ts(c.next_fire_at) < %(flt_late_before)s::timestamptz",
     "unowned": "c.owner IS NULL",
     "overridden": "c.overridden IS NOT NULL",  # S49: an operator override in force
+    "interval": "starts_with(lower(ltrim(c.cron_expr)), '@every')",  # S73: `@every 90s`
 }
 
 

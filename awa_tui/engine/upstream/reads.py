@@ -387,7 +387,8 @@ def runtime_row(r: up.UpstreamRuntime) -> up.UpstreamRuntimeRow:
 
 def _fields(r: ScheduleRow) -> dict[str, Any]:
     return {"name": r.name, "owner": r.owner, "state": r.state, "queue": r.queue, "kind": r.kind,
-            "policy": r.missed_fire_policy, "tz": r.timezone}
+            "policy": r.missed_fire_policy, "tz": r.timezone,
+            "overlap": "allow"}  # upstream fires whatever is still going
 
 
 FLAGS: dict[str, Callable[[ScheduleRow], bool]] = {
@@ -399,6 +400,7 @@ FLAGS: dict[str, Callable[[ScheduleRow], bool]] = {
     "unowned": lambda r: True,  # upstream has no owners
     "finished": lambda r: False,  # upstream has no bounds
     "overridden": lambda r: False,  # nor operator overrides
+    "interval": lambda r: False,  # nor interval schedules
 }
 
 

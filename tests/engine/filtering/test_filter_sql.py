@@ -68,3 +68,22 @@ def test_a_filter_of_another_panel_is_refused(fleet: Client, conn: psycopg.Conne
     with pytest.raises(ValidationError) as caught:
         fleet.reads.list_schedules(where=parse("host:web-1", "runtimes"))
     assert str(caught.value) == "filter: a runtimes filter cannot select schedules"
+
+
+def test_overlap_field_and_interval_flag_select_exact_rows(client: Client) -> None:
+    """`overlap:` matches the overlap policy (S45, S74) and `interval` the interval schedules
+    (S73), in the console's `/` and `cron list --filter` alike (one SQL condition)."""
+    for name, expr, overlap in (("a-allow", "* * * * *", "allow"), ("b-skip", "@every 90s", "skip"),
+                                ("c-buffer", "0 * * * *", "buffer_one"), ("d-replace", "@every 1h", "replace"),
+                                ("e-replace", "*/5 * * * *", "replace")):
+        client.periodic(name, expr, "k", overlap=overlap)
+    client.sync()
+
+    def names(source: str) -> list[str]:
+        return [r.name for r in client.reads.list_schedules(where=parse(source), now=NOW)]
+
+    assert names("overlap:replace") == ["d-replace", "e-replace"]
+    assert names("overlap:BUFFER_ONE") == ["c-buffer"]
+    assert names("-overlap:allow") == ["b-skip", "c-buffer", "d-replace", "e-replace"]
+    assert names("interval") == ["b-skip", "d-replace"]
+    assert names("-interval overlap:replace") == ["e-replace"]
