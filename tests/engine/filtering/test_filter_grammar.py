@@ -69,7 +69,7 @@ def test_each_panel_has_its_own_fields() -> None:
     assert parse("late", "queues").terms == (Term("text", "", "late"),)
     assert {panel: g.fields for panel, g in GRAMMARS.items()} == {
         "schedules": ("name", "owner", "state", "queue", "kind", "policy", "tz", "tag", "health", "result",
-                      "paused_by"),
+                      "paused_by", "overlap"),
         "owners": ("name", "state"),
         "runtimes": ("host", "role", "owner"),
         "queues": ("name", "state"),
@@ -81,7 +81,7 @@ def test_each_panel_has_its_own_fields() -> None:
 @pytest.mark.parametrize(("source", "panel", "message"), [
     ("colour:red", "schedules",
      "filter: unknown field 'colour' on schedules; fields are name, owner, state, queue, kind, policy, tz, tag, "
-     "health, result, paused_by"),
+     "health, result, paused_by, overlap"),
     ("owner:x -HOST:y", "audit",
      "filter: unknown field 'owner' on audit; fields are operator, action, target, since, until"),
     ("-host:a", "queues", "filter: unknown field 'host' on queues; fields are name, state"),
