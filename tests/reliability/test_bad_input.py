@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zoneinfo
 from collections import Counter
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from croniter import croniter
-from hypothesis import HealthCheck, Phase, currently_in_test_context, event, given, settings
+from hypothesis import HealthCheck, Phase, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
 from awa_tui import Client
@@ -167,11 +168,24 @@ NICKNAMES = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 
              "@daily": "0 0 * * *", "@hourly": "0 * * * *"}
 
 
+# An interval (`@every 5s`, S73) counts whole periods from the Unix epoch when it has no
+# start: the oracle's own arithmetic, in whole seconds.
+EVERY = re.compile(r"@every (\d+)([smhd])", re.IGNORECASE)
+EVERY_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _latest_instant(cron_expr: str, zone: str, after: datetime, at: datetime) -> datetime | None:
-    """The last instant of `cron_expr` (5 fields, or 6 with the seconds first) in `zone`
-    within (after, at], or None. ? reads as *; a restricted day of month and a restricted
-    day of week combine with OR (each asked of croniter alone)."""
+    """The last instant of `cron_expr` (5 fields, or 6 with the seconds first, or an
+    interval) in `zone` within (after, at], or None. ? reads as *; a restricted day of month
+    and a restricted day of week combine with OR (each asked of croniter alone)."""
     text = " ".join(cron_expr.split()).replace("?", "*")
+    every = EVERY.fullmatch(text)
+    if every is not None:
+        period = int(every[1]) * EVERY_UNIT_S[every[2].lower()]
+        whole = int((at - EPOCH).total_seconds()) // period * period
+        instant = EPOCH + timedelta(seconds=whole)
+        return instant if instant > after else None
     fields = NICKNAMES.get(text.lower(), text).split(" ")
     seconds = [fields.pop(0)] if len(fields) == 6 else []
     minute, hour, dom, month, dow = fields
@@ -203,6 +217,8 @@ def test_names_sweep(dsn: str, conn: psycopg.Connection[Any], sweep_summary: Sum
 
 @sweep(150)
 @given(cron_expr=CRON, timezone=ZONES, policy=st.sampled_from(["coalesce", "catch_up"]))
+@example(cron_expr="@every 5s", timezone="Africa/Abidjan", policy="coalesce")  # accepted since S73
+@example(cron_expr="@every 5s", timezone="UTC", policy="catch_up")
 def test_cron_and_zone_sweep(dsn: str, conn: psycopg.Connection[Any], sweep_summary: Summary, cron_expr: str,
                              timezone: str, policy: str) -> None:
     definition_outcome(dsn, conn, cron_expr=cron_expr, timezone=timezone, missed_fire_policy=policy)

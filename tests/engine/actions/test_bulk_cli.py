@@ -99,7 +99,7 @@ def test_single_name_forms_are_unchanged(dsn: str, fleet: Client) -> None:
 @pytest.mark.parametrize(("argv", "message", "code"), [
     (("cron", "pause", "--filter", "colour:red"),
      "error: filter: unknown field 'colour' on schedules; fields are name, owner, state, queue, kind, policy, tz, "
-     "tag, health, result, paused_by", 1),
+     "tag, health, result, paused_by, overlap", 1),
     (("cron", "list", "--filter", 'name:"x'), "error: filter: unterminated quote in 'name:\"x'", 1),
     (("cron", "resume", "--filter", "state:asleep", "--dry-run"),
      "error: filter: state: unknown state 'asleep'; states are active, paused, retired, broken, finished", 1),
