@@ -48,8 +48,7 @@ def _timed(step: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def _in_app_transaction(dsn: str, client: Client, count: int, action: Callable[[psycopg.Connection[Any], int], Any]
-                        ) -> list[float]:
+def _in_app_transaction(dsn: str, count: int, action: Callable[[psycopg.Connection[Any], int], Any]) -> list[float]:
     """Milliseconds of each app transaction: the app's own row, then the action, committed."""
     out = []
     with psycopg.connect(dsn) as conn:
@@ -85,14 +84,14 @@ def measure(dsn: str, n: int, singles: int) -> dict[str, Any]:
     result["made"], result["audited"] = made[0], audited[0]
     extra = [tenant(n + k) for k in range(singles)]
     result["single_create"] = _quantiles(_in_app_transaction(
-        dsn, client, singles, lambda conn, k: client.create_schedule(
+        dsn, singles, lambda conn, k: client.create_schedule(
             extra[k].name, extra[k].cron_expr, "report", {"tenant": n + k}, owner=OWNER, conn=conn,
             timezone=extra[k].timezone)))
     result["single_edit"] = _quantiles(_in_app_transaction(
-        dsn, client, singles, lambda conn, k: client.update_schedule(
+        dsn, singles, lambda conn, k: client.update_schedule(
             extra[k].name, owner=OWNER, conn=conn, cron_expr=f"{k % 60} 9 * * 2")))
     result["single_delete"] = _quantiles(_in_app_transaction(
-        dsn, client, singles, lambda conn, k: client.delete_schedule(extra[k].name, owner=OWNER, conn=conn)))
+        dsn, singles, lambda conn, k: client.delete_schedule(extra[k].name, owner=OWNER, conn=conn)))
     moved = [tenant(i, hour_shift=1) for i in range(n)]
     result["bulk_edit_s"] = _timed(lambda: client.update_schedules(moved, owner=OWNER))
     result["bulk_delete_s"] = _timed(lambda: client.delete_schedules([s.name for s in fleet], owner=OWNER))

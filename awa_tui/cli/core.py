@@ -198,7 +198,7 @@ def _fleet_thresholds(grace: str | None, stall_after: str | None) -> dict[str, A
         try:
             thresholds[key] = check_fleet_threshold(option, parse_duration(option, text), least)
         except ValidationError as exc:
-            fail(str(exc).replace("a timedelta from", "from"))
+            fail(str(exc))
     return thresholds
 
 

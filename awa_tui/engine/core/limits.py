@@ -94,10 +94,11 @@ MIN_FLEET_GRACE = timedelta(seconds=4)
 
 
 def check_fleet_threshold(fname: str, value: object, least: timedelta = timedelta(seconds=1)) -> timedelta:
-    """A fleet alert's threshold (S70): a timedelta from `least` to a day."""
+    """A fleet alert's threshold (S70): a timedelta from `least` to a day. Worded for the API
+    and the CLI alike (`fname` is the keyword or the option)."""
     if not isinstance(value, timedelta) or not least <= value <= MAX_FLEET_THRESHOLD:
         shown = f"{value.total_seconds():g} s" if isinstance(value, timedelta) else _short(value)
-        raise ValidationError(f"{fname}: a timedelta from {least.total_seconds():g} s to a day, got {shown}")
+        raise ValidationError(f"{fname}: from {least.total_seconds():g} s to a day, got {shown}")
     return value
 
 

@@ -15,6 +15,7 @@ from http_receiver import Receiver
 
 from awa_tui.engine.alerts import fleet
 from awa_tui.engine.client import Client
+from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.read import views
 from awa_tui.engine.runtime.loops import Runtime
 
@@ -290,3 +291,16 @@ def test_s70_a_schema_rolled_back_below_v028_under_a_running_runtime_still_deliv
         assert loop.watches == 1 and loop.fleet is not None and loop.fleet.state == "ok"
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize(("given", "error"), [
+    ({"fleet_alert_grace": timedelta(seconds=2)}, "fleet_alert_grace: from 4 s to a day, got 2 s"),
+    ({"fleet_stall_after": timedelta(days=2)}, "fleet_stall_after: from 1 s to a day, got 172800 s"),
+    ({"fleet_stall_after": 30}, "fleet_stall_after: from 1 s to a day, got 30"),
+])
+def test_a_fleet_threshold_out_of_range_is_refused_naming_the_keyword(dsn: str, given: dict[str, Any],
+                                                                       error: str) -> None:
+    """The same words the CLI shows for its options (test_cli_run.py), from the engine."""
+    with pytest.raises(ValidationError) as raised:
+        Client(dsn, **given)
+    assert str(raised.value) == error
