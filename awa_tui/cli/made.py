@@ -147,8 +147,9 @@ def _writable_client(dsn: str | None, operator: str | None, cron: str | None = N
 
 
 def _report(client: Client, schedule: Schedule, verb: str, dry_run: bool, count: int, as_json: bool,
-            owner: str | None) -> None:
-    fires = client.reads.definition_fires(schedule, count) if dry_run else []
+            owner: str | None, fired: int = 0) -> None:
+    """`fired`: the scheduled fires an edited schedule has made, which its max_fires counts."""
+    fires = client.reads.definition_fires(schedule, count, fired=fired) if dry_run else []
     definition = schedule.definition()
 
     def render() -> None:
@@ -160,10 +161,13 @@ def _report(client: Client, schedule: Schedule, verb: str, dry_run: bool, count:
         for key, value in definition.items():
             if key != "name" and value not in (None, [], {}):
                 say(listing_line(key, fmt(value)))
+        if schedule.max_fires is not None and fired:
+            left = max(schedule.max_fires - fired, 0)
+            say(f"{fired} of its at most {schedule.max_fires} fires made; {left} left")
         _say_fires(schedule.name, fires)
 
     emit({"name": schedule.name, "owner": owner, "dry_run": dry_run, "definition": definition,
-          "next_fires": plain(fires)}, as_json, render)
+          "fires_made": fired, "next_fires": plain(fires)}, as_json, render)
 
 
 def _words(schedule: Schedule) -> str:
@@ -244,7 +248,9 @@ def cron_edit(
                                   "or --clear one")
         client = _writable_client(dsn, operator, cron)
         edited = client.update_schedule(name, owner=owner, dry_run=dry_run, operator_action=True, **changes)
-        _report(client, edited, "edited", dry_run, count, as_json, owner)
+        # A dry run's preview counts the fires made so far against max_fires, as the leader will.
+        fired = client.reads.get_schedule(name).fires_count if dry_run else 0
+        _report(client, edited, "edited", dry_run, count, as_json, owner, fired)
 
 
 @cron_app.command("delete")

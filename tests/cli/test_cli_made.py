@@ -4,6 +4,7 @@ their audit rows; `--dry-run` shows the definition and the next fires and writes
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -66,6 +67,26 @@ def test_s64_dry_run_shows_the_definition_and_next_fires_and_writes_nothing(
     assert (out["name"], out["dry_run"], out["definition"]["cron_expr"], out["owner"]) == (
         "r", True, "0 8 * * 1", "app")
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone()["n"] == 0
+
+
+def test_s64_edit_dry_run_counts_the_fires_made_against_max_fires(
+        dsn: str, conn: psycopg.Connection[Any], client: Client) -> None:
+    # Mondays 08:00 UTC from March 2037 (2 March 2037 is a Monday); three fires made so far,
+    # as the leader counts them, so a cap of 4 leaves one.
+    client.create_schedule("capped", "0 8 * * 1", "k", owner="app", max_fires=5,
+                           start_at=datetime(2037, 3, 1, tzinfo=UTC))
+    conn.execute("UPDATE awa.cron_jobs SET fires_count = 3 WHERE name = 'capped'")
+    result = awa("cron", "edit", "capped", "--max-fires", "4", "-n", "5", "--dry-run", "--dsn", dsn)
+    assert (result.returncode, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert "3 of its at most 4 fires made; 1 left" in lines
+    assert lines[lines.index("next fires of capped (zone UTC; local time, then UTC):") + 1:] == [
+        "  2037-03-02 08:00:00 UTC (UTC+0000)  2037-03-02T08:00:00Z"]
+    out = awa_json("cron", "edit", "capped", "--max-fires", "6", "-n", "5", "--dry-run", "--dsn", dsn)
+    assert (out["fires_made"], [f["utc"][:10] for f in out["next_fires"]]) == (
+        3, ["2037-03-02", "2037-03-09", "2037-03-16"])
+    row = conn.execute("SELECT max_fires, fires_count FROM awa.cron_jobs WHERE name = 'capped'").fetchone()
+    assert row == {"max_fires": 5, "fires_count": 3}  # a dry run writes nothing
 
 
 def test_s64_list_and_show_say_which_kind_a_schedule_is(dsn: str, client: Client) -> None:
