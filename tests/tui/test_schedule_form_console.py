@@ -9,6 +9,7 @@ worked out by hand from the calendar: Paris is UTC+1 until the last Sunday of Ma
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -342,6 +343,44 @@ async def test_start_end_max_fires_jitter_exclusions_and_calendars(console: Any,
         None, "2025-04-29T22:00:00+00:00", 10, 5_400_000, [["2025-03-17", "2025-03-24"], ["2025-04-14", "2025-04-14"]],
         None)
     assert audit_actions(conn)[-1] == (OPERATOR, "redefine", NAME)
+
+
+async def test_a_jitter_in_milliseconds_reads_back_as_itself(console_factory: Any, conn: Any, seeded: str) -> None:
+    """The API stores jitter in milliseconds; the edit form shows 1500ms and reads it back
+    unchanged, so editing another field leaves it alone, and a new one in ms is taken."""
+    with Client(seeded, operator="bob@ops") as client:
+        client.create_schedule(NAME, "0 8 * * 1", "report", owner="web", jitter=timedelta(milliseconds=1500))
+    app = console_factory()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot, app)
+        select(app, NAME)
+        await pilot.press("e")
+        form = await until(pilot, lambda: isinstance(app.screen, ScheduleFormScreen)
+                           and app.screen.stored is not None and app.screen, what="the edit form")
+        assert form.typed()["jitter"] == "1500ms"
+        _fill(form, queue="urgent")
+        await _checked(pilot, form)
+        assert form.passed
+        await pilot.press("enter")
+        dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="confirm")
+        assert dict(dialog.details)["Consequence"] == (
+            "Sets queue urgent. Every other setting stays as it is; code sync never changes it.")
+        await pilot.press("y")
+        await until(pilot, lambda: row_of(conn, NAME)["queue"] == "urgent", what="the edit")
+        assert row_of(conn, NAME)["jitter_ms"] == 1500
+
+        await settled(pilot, app)
+        select(app, NAME)
+        await pilot.press("e")
+        form = await until(pilot, lambda: isinstance(app.screen, ScheduleFormScreen)
+                           and app.screen.stored is not None and app.screen, what="the edit form again")
+        _fill(form, jitter="250ms")
+        await _checked(pilot, form)
+        assert form.passed
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm again")
+        await pilot.press("y")
+        await until(pilot, lambda: row_of(conn, NAME)["jitter_ms"] == 250, what="the new jitter")
 
 
 async def test_the_new_fields_refuse_under_themselves(console: Any, conn: Any) -> None:

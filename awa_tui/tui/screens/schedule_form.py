@@ -13,7 +13,8 @@ hands the form to the usual confirmation (operations.create_schedule / edit_sche
 from __future__ import annotations
 
 import json
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from typing import Any
 
 from rich.console import Group
@@ -37,6 +38,8 @@ from awa_tui.tui.operations import ScheduleForm
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.screens.detail import SHORT_DST_WORDS, fires_table
 from awa_tui.tui.screens.dialog import YesNoDialog
+
+_MILLIS = re.compile(r"(\d{1,9})ms")  # a jitter the API stored below whole seconds
 
 # (input id, label, placeholder); name and owner only when creating.
 FIELDS = (
@@ -97,6 +100,13 @@ def _jitter_text(ms: int) -> str:
     return duration_text(ms // 1000) if not ms % 1000 else f"{ms}ms"  # the API takes milliseconds; the form seconds
 
 
+def _jitter(text: str) -> timedelta:
+    """A jitter as the form shows it: a duration, or whole milliseconds (`1500ms`, as the
+    API may have stored it), so a stored value reads back as itself."""
+    millis = _MILLIS.fullmatch(text.strip().lower())
+    return timedelta(milliseconds=int(millis.group(1))) if millis else parse_duration(text, "jitter")
+
+
 def _names(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(",") if t.strip())
 
@@ -122,7 +132,7 @@ def _parsed(key: str, text: str) -> Any:
     if key in ("start_at", "end_at"):
         return parse_instant(text, key)  # as `cron create --start-at` reads it: a bare one is UTC
     if key == "jitter":
-        return parse_duration(text, key)
+        return _jitter(text)
     if key == "exclude":
         return tuple(parse_days(list(_names(text)), key))
     return text
