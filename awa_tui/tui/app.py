@@ -37,6 +37,7 @@ from awa_tui.tui.messages import (
     AuditDataRequested,
     AuditEntryRequested,
     AuditRecordRequested,
+    CalendarNamesRequested,
     CalendarRequested,
     CopyRequested,
     DetailDataRequested,
@@ -622,6 +623,10 @@ class ConsoleApp(App[None]):
     def on_calendar_requested(self, message: CalendarRequested) -> None:
         client, name = self.client, message.name
         self.reader.submit(lambda: client.reads.get_calendar(name), message.show)
+
+    def on_calendar_names_requested(self, message: CalendarNamesRequested) -> None:
+        client = self.client
+        self.reader.submit(lambda: [c.name for c in client.reads.list_calendars()], message.show)
 
     def on_ledger_data_requested(self, message: LedgerDataRequested) -> None:
         clock, client, m = self.config.clock, self.client, message

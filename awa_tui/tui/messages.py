@@ -130,6 +130,15 @@ class CalendarRequested(Message):
         self.show = show
 
 
+class CalendarNamesRequested(Message):
+    """Read the calendars' names (the schedule form suggests them) on the reader thread and
+    pass them to `show`."""
+
+    def __init__(self, show: Show) -> None:
+        super().__init__()
+        self.show = show
+
+
 class LedgerDataRequested(Message):
     """Read this schedule's ledger (its last due instants' verdicts) and the `why` of the
     instant `at` (None: the latest) on the reader thread, and pass them to `show`."""

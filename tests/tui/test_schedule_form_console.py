@@ -9,7 +9,7 @@ worked out by hand from the calendar: Paris is UTC+1 until the last Sunday of Ma
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +23,7 @@ from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.detail import DetailScreen
 from awa_tui.tui.screens.override import OverrideScreen
 from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
+from awa_tui.tui.widgets.suggest import ListItemSuggester
 
 NAME = "reports.tenant-42"
 # Mondays 08:00 Paris from NOW: three in winter time (07:00Z), then two in summer time (06:00Z).
@@ -343,6 +344,35 @@ async def test_start_end_max_fires_jitter_exclusions_and_calendars(console: Any,
         None, "2025-04-29T22:00:00+00:00", 10, 5_400_000, [["2025-03-17", "2025-03-24"], ["2025-04-14", "2025-04-14"]],
         None)
     assert audit_actions(conn)[-1] == (OPERATOR, "redefine", NAME)
+
+
+async def test_the_calendars_field_suggests_the_calendars_names(console: Any, seeded: str) -> None:
+    """Typed letters complete to a calendar's name (right accepts it); after a comma the
+    next name, never one already listed."""
+    _holidays(seeded)
+    with Client(seeded, operator="bob@ops") as client:
+        client.actions.set_calendar("holiday-closures", [(date(2025, 12, 24), date(2025, 12, 26))])
+    app, pilot = console
+    form = await _new_form(pilot, app)
+    box = form.query_one("#form-calendar", Input)
+    suggester = box.suggester
+    assert isinstance(suggester, ListItemSuggester)
+    await until(pilot, lambda: suggester.names == ["holiday-closures", "holidays"], what="the names")
+    box.focus()
+    await pilot.press("h", "o", "l", "i", "d", "a", "y", "s")
+    await pilot.press("right")
+    assert box.value == "holidays"  # already whole: nothing to complete
+    await pilot.press("comma", "space", "h", "o")
+    # The suggestion is drawn after the typed text (dimmed) once computed.
+    await until(pilot, lambda: "holidays, holiday-closures" in box.render_line(0).text, what="the suggestion")
+    await pilot.press("right")
+    assert box.value == "holidays, holiday-closures"
+
+
+async def test_the_suggester_completes_only_the_last_item() -> None:
+    names = ListItemSuggester(["holidays", "holiday-closures", "ops"])
+    assert [await names.get_suggestion(v) for v in ("hol", "holiday-closures, hol", "ops,", "ops, ", "x", "ops")] \
+        == ["holiday-closures", "holiday-closures, holidays", None, None, None, None]
 
 
 async def test_a_jitter_in_milliseconds_reads_back_as_itself(console_factory: Any, conn: Any, seeded: str) -> None:

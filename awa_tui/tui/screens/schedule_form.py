@@ -33,11 +33,12 @@ from awa_tui.engine.read.models import AnySchedule, NextFire, ScheduleDetail, Sc
 from awa_tui.instants import duration_text, parse_days, parse_duration, parse_instant
 from awa_tui.printable import printable
 from awa_tui.tui.formatting import utc
-from awa_tui.tui.messages import DetailDataRequested, ScheduleCheckRequested, usable_reply
+from awa_tui.tui.messages import CalendarNamesRequested, DetailDataRequested, ScheduleCheckRequested, usable_reply
 from awa_tui.tui.operations import ScheduleForm
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.screens.detail import SHORT_DST_WORDS, fires_table
 from awa_tui.tui.screens.dialog import YesNoDialog
+from awa_tui.tui.widgets.suggest import ListItemSuggester
 
 _MILLIS = re.compile(r"(\d{1,9})ms")  # a jitter the API stored below whole seconds
 
@@ -209,12 +210,22 @@ class ScheduleFormScreen(YesNoDialog[ScheduleForm]):
     def on_mount(self) -> None:
         for key in self.keys:
             self.query_one(f"#form-{key}-error", Static).display = False
+        self.query_one("#form-calendar", Input).suggester = ListItemSuggester()
+        self.post_message(CalendarNamesRequested(self._calendar_names))
         if self.row is None:
             self.query_one("#form-name", Input).focus()
             self._preview(Text("Next fires: once the cron expression and kind are given.", style="dim"))
         else:
             self._preview(Text("loading the stored definition…", style="dim"))
             self.post_message(DetailDataRequested(self.row.name, self._loaded))
+
+    def _calendar_names(self, names: list[str] | None, error: str | None) -> None:
+        """Suggested in the calendars field (right accepts); none when they cannot be read
+        (upstream has no calendars): the field still takes what is typed."""
+        if names and not error and self.is_attached:
+            suggester = self.query_one("#form-calendar", Input).suggester
+            if isinstance(suggester, ListItemSuggester):
+                suggester.names = sorted(printable(n) for n in names)
 
     def _loaded(self, data: ScheduleDetail | None, error: str | None) -> None:
         if not usable_reply(self, "#form-preview", error, "the stored definition"):
