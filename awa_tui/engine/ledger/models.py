@@ -24,8 +24,11 @@ BACKFILLED = "backfilled"  # fired later by an operator's backfill
 SKIPPED_EXCLUDED = "skipped_excluded"  # on a date the schedule excludes (S56); `reason` names the rule
 # Older than the schedule's catch-up window when the leader could fire it (S66); `since` is then.
 SKIPPED_TOO_OLD = "skipped_too_old"
+# Run by the scheduler it was imported from, before the import (S68): a finished job carried
+# over; `reason` names that scheduler (pg_cron).
+IMPORTED = "imported"
 VERDICTS = (FIRED, MANUAL, COALESCED, SKIPPED_PAUSED, SKIPPED_RETIRED, NO_LEADER, PENDING, UNKNOWN,
-            SKIPPED_OVERLAP, BACKFILLED, SKIPPED_EXCLUDED, SKIPPED_TOO_OLD)
+            SKIPPED_OVERLAP, BACKFILLED, SKIPPED_EXCLUDED, SKIPPED_TOO_OLD, IMPORTED)
 
 
 def instant_outcome(verdict: str, job_state: str | None) -> str:

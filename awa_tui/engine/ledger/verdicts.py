@@ -40,6 +40,7 @@ from awa_tui.engine.ledger.models import (
     BACKFILLED,
     COALESCED,
     FIRED,
+    IMPORTED,
     MANUAL,
     NO_LEADER,
     PENDING,
@@ -495,6 +496,44 @@ def judge(name: str, row: dict[str, Any], win: Window, ev: Evidence) -> list[Ver
     return out
 
 
+# The runs another scheduler made before the import (S68) come before every job awa fires
+# for the schedule (the import writes them first), so they are the first of its jobs by id:
+# reading that many from the start of the (cron_name, id) index finds them all, and when the
+# first job is not one (no import, or retention took them) one index probe says so.
+IMPORTED_RUNS_SQL = """
+WITH first_job AS (
+  SELECT j.metadata ? 'imported_from' AS imported FROM awa.jobs j
+  WHERE j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %(name)s
+  ORDER BY j.metadata ->> 'cron_name', j.id LIMIT 1
+)
+SELECT id, state, fire_time, source, error FROM (
+  SELECT j.id, j.state, awa.try_timestamptz(j.metadata ->> 'cron_fire_time') AS fire_time,
+         j.metadata ->> 'imported_from' AS source,
+         CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors -> -1 ->> 'error' END AS error
+  FROM awa.jobs j
+  WHERE coalesce((SELECT imported FROM first_job), false)
+    AND j.metadata ? 'cron_name' AND j.metadata ->> 'cron_name' = %(name)s
+  ORDER BY j.metadata ->> 'cron_name', j.id LIMIT %(scan)s
+) first_jobs
+WHERE source IS NOT NULL AND fire_time IS NOT NULL AND fire_time < %(before)s
+  AND (%(since)s::timestamptz IS NULL OR fire_time >= %(since)s) AND fire_time <= %(until)s
+ORDER BY fire_time DESC LIMIT %(limit)s
+"""
+IMPORTED_RUNS_SCAN = 1000  # the most runs an import carries per job (imports/pg_cron.py HISTORY_LIMIT)
+
+
+def imported_runs(conn: psycopg.Connection[Any], name: str, before: datetime, since: datetime | None,
+                  until: datetime, limit: int) -> list[Verdict]:
+    """The last `limit` runs of the scheduler the schedule was imported from, at instants in
+    [since, until] before `before` (where its own due instants begin), oldest first."""
+    rows = conn.execute(IMPORTED_RUNS_SQL, {"name": name, "scan": IMPORTED_RUNS_SCAN, "before": before,
+                                            "since": since, "until": until, "limit": limit}).fetchall()
+    return [Verdict(name, r["fire_time"], IMPORTED, job_id=r["id"], job_state=r["state"],
+                    result=job_result(r["state"]), reason=r["source"],
+                    error=r["error"] if r["state"] in ("retryable", "discarded") else None)
+            for r in reversed(rows)]
+
+
 def leadership_since(conn: psycopg.Connection[Any]) -> datetime | None:
     meta = conn.execute("SELECT leadership_since FROM awa.ledger_meta").fetchone()
     return meta["leadership_since"] if meta else None
@@ -510,7 +549,8 @@ def ledger(
     now: datetime | None = None,
 ) -> list[Verdict]:
     """Verdicts of the schedule's last `limit` due instants in [since, until] (until: now),
-    oldest first, with its manual triggers in that span interleaved."""
+    oldest first, with its manual triggers in that span interleaved, and before its first
+    due instant the runs carried over from the scheduler it was imported from (S68)."""
     if not isinstance(limit, int) or not 1 <= limit <= MAX_INSTANTS:
         raise ValidationError(f"limit: expected 1..{MAX_INSTANTS} instants, got {limit!r}")
     if since is not None and until is not None and since > until:
@@ -519,8 +559,9 @@ def ledger(
     row, history = schedule_history(conn, name)
     hi = min(until, now) if until is not None else now
     lo = max(since, born(row)) if since is not None else born(row)
+    before = imported_runs(conn, name, born(row), since, hi, limit) if since is None or since < born(row) else []
     if hi < lo:
-        return []
+        return before
     # FOLD_LOOKBACK more instants are judged than shown, so an instant folded into a fire
     # is counted with the ones before the window that were folded into the same fire.
     win = window(row, history, lo, hi, limit, FOLD_LOOKBACK)
@@ -535,7 +576,9 @@ def ledger(
         leadership_since=leadership_since(conn), pruned_through=mark["pruned_through"] if mark else None,
         queue_paused_by=(queue["paused_by"] or "?") if queue and queue["paused"] else None,
         excluded=excluded_instants(row, win.instants, calendars_for(conn, [row])), too_old=stale)
-    return judge(name, row, win, evidence)
+    judged = judge(name, row, win, evidence)
+    room = limit - sum(v.verdict != MANUAL for v in judged)  # the imported runs fill what is left of `limit`
+    return before[max(0, len(before) - room):] + judged if before and room > 0 else judged
 
 
 def _count_folds(verdicts: list[Verdict], fired: dict[datetime, dict[str, Any]]) -> list[Verdict]:
@@ -554,4 +597,6 @@ def _count_folds(verdicts: list[Verdict], fired: dict[datetime, dict[str, Any]])
 def outcome_strip(conn: psycopg.Connection[Any], name: str, *, count: int = 20,
                   now: datetime | None = None) -> list[Verdict]:
     """The last `count` due instants (no manual entries): the console's outcome strip."""
-    return [v for v in ledger(conn, name, limit=count, now=now) if v.verdict != MANUAL][-count:]
+    # Only its own due instants, as the schedules panel's strips (strips.py): no manual
+    # triggers, no runs of the scheduler it was imported from.
+    return [v for v in ledger(conn, name, limit=count, now=now) if v.verdict not in (MANUAL, IMPORTED)][-count:]

@@ -20,6 +20,7 @@ from awa_tui.engine.ledger.verdicts import (
     definition_segments,
     due_instants,
     excluded_instants,
+    imported_runs,
     ledger,
     next_due,
     schedule_history,
@@ -148,25 +149,13 @@ def describe(v: Verdict) -> str:
     if v.verdict == models.COALESCED:
         return (f"{at}: not fired on its own: coalesced into the fire at {_t(v.into)} "
                 f"({v.folded} instant{'s' if v.folded != 1 else ''} folded).")
+    if v.verdict == models.IMPORTED:
+        # S68: a run of the scheduler it was imported from, carried over as a finished job.
+        outcome = "completed" if v.job_state == "completed" else f"failed: {printable(v.error or '?')}"
+        return f"{at}: ran in {printable(v.reason or '?')} before the import (job {v.job_id}, {outcome})."
     if v.verdict == models.PENDING:
         return f"{at}: due, not fired yet (the leader's next pass decides)."
     return f"{at}: unknown ({v.reason})."
-
-
-IMPORTED_RUN_SQL = """
-SELECT id, state, metadata ->> 'imported_from' AS source,
-       CASE WHEN jsonb_typeof(errors) = 'array' THEN errors -> -1 ->> 'error' END AS error
-FROM awa.jobs
-WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = %(name)s AND metadata ? 'imported_from'
-  AND awa.try_timestamptz(metadata ->> 'cron_fire_time') = %(at)s
-ORDER BY id LIMIT 1
-"""
-
-
-def _imported_run(conn: psycopg.Connection[Any], name: str, at: datetime) -> dict[str, Any] | None:
-    """The run another scheduler made for `at` before the schedule was imported (S68), if carried."""
-    row = conn.execute(IMPORTED_RUN_SQL, {"name": name, "at": at}).fetchone()
-    return dict(row) if row is not None else None
 
 
 def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
@@ -187,12 +176,11 @@ def why(conn: psycopg.Connection[Any], name: str, *, at: datetime | None = None,
         verdict = next((v for v in span if v.instant == verdict.instant and v.verdict != models.MANUAL), verdict)
     label = printable(name)
     excluded = _excluded_day(row, at, calendars) if at is not None else None
-    imported = _imported_run(conn, name, at) if at is not None and at < born(row) else None
-    if imported is not None:
-        # S68: a run of the scheduler it was imported from, carried over as a finished job.
-        outcome = "completed" if imported["state"] == "completed" else f"failed: {printable(imported['error'] or '?')}"
-        text = (f"{label}: {_t(at)} ran in {printable(imported['source'])} before the import (job {imported['id']}, "
-                f"{outcome}); the schedule was created {_t(row['created_at'])} (next due {_t(following)}).")
+    imported = imported_runs(conn, name, born(row), at, at, 1) if at is not None and at < born(row) else []
+    if imported:
+        ran = describe(imported[0]).split(": ", 1)[1][:-1]  # the sentence without its instant and full stop
+        text = (f"{label}: {_t(at)} {ran}; the schedule was created {_t(row['created_at'])} "
+                f"(next due {_t(following)}).")
     elif at is not None and at < born(row):
         text = (f"{label}: not due at {_t(at)}: the schedule did not exist yet: created {_t(row['created_at'])} "
                 f"(next due {_t(following)}).")

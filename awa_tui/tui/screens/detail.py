@@ -22,6 +22,7 @@ from awa_tui.engine.cron.describe import describe
 from awa_tui.engine.health.models import UNHEALTHY
 from awa_tui.engine.ledger.models import (
     COALESCED,
+    IMPORTED,
     MANUAL,
     NO_LEADER,
     SKIPPED_PAUSED,
@@ -247,6 +248,8 @@ def _note(v: Verdict) -> str:
         return v.reason or "?"
     if v.verdict == MANUAL:
         return f"triggered by {v.by or '?'}"
+    if v.verdict == IMPORTED:
+        return f"ran in {v.reason or '?'} before the import" + (f"; {v.error}" if v.error else "")
     parts = []
     if v.folded:
         parts.append(f"{v.folded} earlier folded in")

@@ -18,6 +18,7 @@ from awa_tui.engine.core.db import ConnectionSource
 from awa_tui.engine.core.errors import AwaError, ValidationError
 from awa_tui.engine.imports import pg_cron as imp
 from awa_tui.engine.jobs.sql import SQL_KIND
+from awa_tui.engine.ledger.why import describe
 
 
 def _at(text: str) -> datetime:
@@ -228,6 +229,19 @@ def test_finished_runs_come_along_once_as_finished_jobs_of_the_schedule(pg_cron:
         missing = client.reads.why("report", at=_at("2026-01-01T10:30:00")).text
     assert failed.startswith("report: 2026-01-01T10:15:00Z ran in pg_cron before the import (job 2, failed: "
                              'ERROR:  relation "x" does not exist); the schedule was created ')
+    with Client(awa, operator="tester@test") as client:  # `cron history` lists them before its own instants
+        ran = client.reads.ledger("report", until=_at("2026-01-02T00:00:00"))
+        last = client.reads.ledger("report", until=_at("2026-01-02T00:00:00"), limit=1)
+        since = client.reads.ledger("report", since=_at("2026-01-01T10:10:00"), until=_at("2026-01-02T00:00:00"))
+        strip = client.reads.outcome_strip("report")
+    assert [(v.instant, v.verdict, v.job_id, v.result, v.reason) for v in ran] == [
+        (_at("2026-01-01T10:00:00"), "imported", 1, "ok", "pg_cron"),
+        (_at("2026-01-01T10:15:00"), "imported", 2, "failed", "pg_cron")]
+    assert [describe(v) for v in ran] == [
+        "2026-01-01T10:00:00Z: ran in pg_cron before the import (job 1, completed).",
+        '2026-01-01T10:15:00Z: ran in pg_cron before the import (job 2, failed: ERROR:  relation "x" does not exist).']
+    assert [v.job_id for v in last] == [v.job_id for v in since] == [2]
+    assert [v for v in strip if v.verdict == "imported"] == []  # the strip shows its own instants only
     assert missing.startswith("report: not due at 2026-01-01T10:30:00Z: the schedule did not exist yet: ")
     assert (result.history, again.history) == (2, 0)
     assert jobs == [
