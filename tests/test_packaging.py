@@ -72,6 +72,7 @@ def test_every_dependency_has_a_constraint_inside_its_range() -> None:
     pinned = constraints((ROOT / "constraints.txt").read_text())
     assert unmet(project()["dependencies"], pinned) == []
     assert unmet(project()["optional-dependencies"]["test"], pinned) == []
+    assert unmet(project()["optional-dependencies"]["otel"], pinned) == []
 
 
 def test_the_checks_reject_a_pin_a_missing_constraint_and_one_outside_its_range() -> None:

@@ -120,6 +120,7 @@ class Client(Session):
         pool: object | None = None,
         fleet_alert_grace: timedelta = limits.DEFAULT_FLEET_GRACE,
         fleet_stall_after: timedelta = limits.DEFAULT_FLEET_STALL_AFTER,
+        tracer_provider: object | None = None,
     ) -> None:
         # The app's own pool (psycopg_pool.ConnectionPool): every call borrows from it; only the
         # sessions that must stay open (the leader lock, the alert deliverer) are the engine's.
@@ -171,6 +172,9 @@ class Client(Session):
         self.shutdown_grace = limits.check_grace(shutdown_grace)
         self.resources: Mapping[str, Any] = dict(resources or {})  # handed to every handler as job.resources
         self.job_log_level = job_log_level
+        # OpenTelemetry spans of fires and jobs (the `otel` extra): this provider's, else the
+        # global one once the app set it; none without either.
+        self.tracer_provider = tracer_provider
         self.application_name = application_name
         # A statement that meets a missing table or column is explained by the schema's
         # version against this code's, in one line (the migrations load only then).

@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 from awa_tui.engine.core.db import ConnectionSource
 from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.jobs.handlers import check_kind
+from awa_tui.engine.jobs.tracing import propagated
 
 MAX_KEY = 512
 
@@ -69,11 +70,13 @@ def enqueue(
 ) -> int:
     """Add a job on `conn`, in its current transaction if one is open (nothing is committed
     here when the caller holds one). Returns its id, or the id of the waiting or running job
-    already holding `unique_key`."""
+    already holding `unique_key`. Inside an OpenTelemetry span, the job's metadata carries its
+    W3C trace context (traceparent): its attempts' spans continue that trace."""
     check(kind, args, queue, priority, max_attempts, run_at, delay, unique_key)
     params = {"kind": kind, "queue": queue, "args": Jsonb(dict(args or {})), "priority": priority,
               "max_attempts": max_attempts, "run_at": run_at, "delay": delay or timedelta(0),
-              "tags": list(tags), "metadata": Jsonb({**(metadata or {}), "enqueued": True}), "key": unique_key}
+              "tags": list(tags), "key": unique_key,
+              "metadata": Jsonb({**(metadata or {}), **propagated(metadata), "enqueued": True})}
     for _ in range(3):  # the holder may finish between the insert and the read: try again
         row = conn.execute(ENQUEUE_SQL, params).fetchone()
         if row is None and unique_key is not None:

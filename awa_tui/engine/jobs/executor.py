@@ -17,6 +17,7 @@ from typing import Any
 
 from awa_tui.engine.jobs.context import Job, JobCancelled
 from awa_tui.engine.jobs.handlers import HandlerSpec
+from awa_tui.engine.jobs.tracing import active
 
 
 class JobTimedOut(Exception):
@@ -38,6 +39,7 @@ class Attempt:
     recorded: bool = False  # its outcome is written (a sync job past its deadline, before it returns)
     task: asyncio.Task[Any] | None = field(default=None, repr=False)
     loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    span: Any = field(default=None, repr=False)  # its OpenTelemetry span while tracing is on (jobs/tracing.py)
 
     def stop(self, reason: str) -> None:
         """Ask the handler to stop: its job's `cancelled` turns true; an async one is also
@@ -114,21 +116,25 @@ class Executor:
                 self._pool = DaemonPool(self.threads)
             return self._pool
 
-    def submit(self, job: Job, spec: HandlerSpec, order: int = 0) -> Attempt:
+    def submit(self, job: Job, spec: HandlerSpec, order: int = 0, span: Any = None) -> Attempt:
+        """Start `job`'s handler; `span` (tracing on) is current while it runs."""
         deadline = time.monotonic() + spec.timeout if spec.timeout is not None else None
         if spec.is_async:
             loop = self.loop
-            attempt = Attempt(job, spec, concurrent.futures.Future(), deadline, order, loop=loop)
-            attempt.future = asyncio.run_coroutine_threadsafe(_run_async(attempt), loop)
+            attempt = Attempt(job, spec, concurrent.futures.Future(), deadline, order, loop=loop, span=span)
+            # The loop's task runs in a copy of this thread's context, taken here: the span's.
+            with active(span):
+                attempt.future = asyncio.run_coroutine_threadsafe(_run_async(attempt), loop)
             return attempt
-        attempt = Attempt(job, spec, concurrent.futures.Future(), deadline, order)
+        attempt = Attempt(job, spec, concurrent.futures.Future(), deadline, order, span=span)
         attempt.future = self.pool.submit(self._run_sync, attempt)
         return attempt
 
     def _run_sync(self, attempt: Attempt) -> Any:
-        result = attempt.spec.fn(attempt.job)
-        if inspect.isawaitable(result):  # a sync callable that returned a coroutine: run it, never drop it
-            return asyncio.run_coroutine_threadsafe(_awaited(result), self.loop).result()
+        with active(attempt.span):
+            result = attempt.spec.fn(attempt.job)
+            if inspect.isawaitable(result):  # a sync callable that returned a coroutine: run it, never drop it
+                return asyncio.run_coroutine_threadsafe(_awaited(result), self.loop).result()
         return result
 
     def close(self) -> None:

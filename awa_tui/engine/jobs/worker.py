@@ -23,6 +23,7 @@ from awa_tui.engine.jobs import store
 from awa_tui.engine.jobs.context import Job, JobCancelled
 from awa_tui.engine.jobs.executor import Attempt, Executor, JobTimedOut
 from awa_tui.engine.jobs.handlers import HandlerSpec, SchedulePolicy
+from awa_tui.engine.jobs.tracing import Tracing, end_span
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.worker")
@@ -91,6 +92,7 @@ class Worker:
         on_timed: Sequence[Callable[[Job, str, float], None]] = (),
         job_log_level: int = logging.INFO,
         policies: Mapping[str, SchedulePolicy] | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.db = db
         self.handlers = handlers
@@ -101,6 +103,7 @@ class Worker:
         self.on_timed = on_timed  # each ended attempt with its seconds (the /metrics histogram)
         self.policies = policies if policies is not None else {}  # a schedule's own timeout and retries
         self.job_log_level = job_log_level
+        self.tracing = tracing if tracing is not None else Tracing()  # a span per attempt, when on
         self.executor = Executor(slots.concurrency)
         self.running: dict[int, Attempt] = {}
         self.wake = threading.Event()  # set when an attempt ends: the loop records it at once
@@ -164,7 +167,8 @@ class Worker:
             self._order += 1
             handler = self.handlers[job.kind]
             own = self.policies.get(job.schedule) if job.schedule is not None else None
-            attempt = self.executor.submit(job, own.over(handler) if own is not None else handler, self._order)
+            attempt = self.executor.submit(job, own.over(handler) if own is not None else handler, self._order,
+                                           self.tracing.job(job))
             self.running[job.id] = attempt
             attempt.future.add_done_callback(lambda _: self.wake.set())
         return len(jobs)
@@ -179,6 +183,7 @@ class Worker:
         now = time.monotonic()
         completed: list[Attempt] = []
         outcomes: list[tuple[Attempt, str]] = []
+        errors: dict[Attempt, BaseException] = {}  # what each attempt that did not complete raised
         freed: list[Attempt] = []  # their slot is free once this round commits
         overdue: list[Attempt] = []  # sync attempts recorded timed out, still on their thread
         for attempt in list(self.running.values()):
@@ -192,6 +197,7 @@ class Worker:
                 if error is None:
                     completed.append(attempt)
                 else:
+                    errors[attempt] = error
                     outcomes.append((attempt, self._failed(conn, attempt, error)))
             elif attempt.deadline is not None and now >= attempt.deadline and not attempt.recorded \
                     and not attempt.spec.is_async:
@@ -199,7 +205,7 @@ class Worker:
                 # attempt recorded timed out; the slot stays taken until the thread returns.
                 attempt.stop("timed_out")
                 overdue.append(attempt)
-                error = JobTimedOut(f"timed out after {attempt.spec.timeout:g} s")
+                error = errors[attempt] = JobTimedOut(f"timed out after {attempt.spec.timeout:g} s")
                 outcomes.append((attempt, self._failed(conn, attempt, error)))
         store.complete_jobs(conn, [a.job for a in completed], self.claimed_by)
         ended = [(a, "completed") for a in completed] + outcomes
@@ -212,6 +218,7 @@ class Worker:
                 attempt.recorded = True
             for attempt, state in ended:
                 self._log(attempt, state)
+                end_span(attempt.span, state, errors.get(attempt))
                 for observe in self.on_timed:
                     observe(attempt.job, state, now - attempt.started)
 
@@ -315,6 +322,7 @@ class Worker:
         unstarted = [a for a in self.running.values() if not a.spec.is_async and a.future.cancel()]
         for attempt in unstarted:
             del self.running[attempt.job.id]
+            end_span(attempt.span, "released")
         with self.db.connection() as conn:
             released = store.release_unstarted(conn, [a.job for a in unstarted], self.claimed_by)
             if released:
@@ -325,6 +333,7 @@ class Worker:
                 attempt.stop("interrupted")
                 error = RuntimeError(f"interrupted: the runtime shut down ({why})")
                 state = self._failed(conn, attempt, error)
+                end_span(attempt.span, state, error)
                 log.warning("job %s (%s) still running when %s: released (%s, runs again at once)",
                             attempt.job.id, attempt.job.kind, why, state)
             self.running.clear()

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.core.db import ConnectionSource
     from awa_tui.engine.core.errors import AwaError
     from awa_tui.engine.firing.evaluator import PassResult, PassTimedOut, Timeouts
+    from awa_tui.engine.jobs.tracing import Tracing
     from awa_tui.engine.read.blockers import PassWatch
     from awa_tui.engine.read.fleet import Blocker
     from awa_tui.engine.read.passes import RecentPasses
@@ -28,6 +29,9 @@ class PassHost(Protocol):
     metrics: MetricsServer | None
     on_pass: list[Callable[[PassResult], None]]
     last_pass: PassResult | None
+
+    @property
+    def tracing(self) -> Tracing: ...
 
     @property
     def pass_timeouts(self) -> Timeouts: ...
@@ -46,6 +50,7 @@ def run_pass(host: PassHost, now: datetime | None, wake: Callable[[], None]) -> 
 
     watch = host.pass_watch
     started = time.perf_counter()
+    started_ns = time.time_ns()  # the fire spans' start (wall clock, as OpenTelemetry's)
     try:
         with host.db.connection() as conn:
             watch.begin(conn.info.backend_pid)
@@ -63,6 +68,7 @@ def run_pass(host: PassHost, now: datetime | None, wake: Callable[[], None]) -> 
     host.last_pass = result
     host.recent_passes.record(result.now, took, result.examined + result.hinted, result.fired, len(result.errors),
                               blockers=blockers)
+    host.tracing.fired(result.jobs, started_ns)  # after the fire statements returned; nothing when off
     for callback in host.on_pass:
         callback(result)
     return result

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     from awa_tui.engine.health import rules as health_rules
     from awa_tui.engine.health.models import HealthPass, RuntimeAlive, UnservedKind
     from awa_tui.engine.jobs import store as job_store
+    from awa_tui.engine.jobs import tracing as job_tracing
     from awa_tui.engine.jobs import worker as jobs
     from awa_tui.engine.jobs.context import Job
     from awa_tui.engine.jobs.handlers import HandlerSpec, SchedulePolicy
+    from awa_tui.engine.jobs.tracing import Tracing
     from awa_tui.engine.jobs.worker import Slots, Worker
     from awa_tui.engine.ledger import retention
     from awa_tui.engine.ledger.models import PruneResult
@@ -65,6 +67,7 @@ else:
     reporter = Room("awa_tui.engine.runtime.reporter")
     job_store = Room("awa_tui.engine.jobs.store")
     jobs = Room("awa_tui.engine.jobs.worker")
+    job_tracing = Room("awa_tui.engine.jobs.tracing")
     health_metrics = Room("awa_tui.engine.runtime.metrics")  # prometheus_client: only when serving
     syncing = Room("awa_tui.engine.sync.writer")
 
@@ -98,6 +101,7 @@ class Declarations(Protocol):
     shutdown_grace: timedelta
     resources: Mapping[str, Any]
     job_log_level: int
+    tracer_provider: object | None
 
     @property
     def policies(self) -> Mapping[str, SchedulePolicy]: ...
@@ -182,7 +186,12 @@ class RuntimeProcess(Session):
         """The jobs this process runs: its slots, executor and running attempts."""
         return jobs.Worker(self.db, self.handlers, slots=self.host.slots, claimed_by=self.identity.instance_id,
                            resources=self.host.resources, on_job=self.on_job, on_timed=self.on_job_timed,
-                           job_log_level=self.host.job_log_level, policies=self.host.policies)
+                           job_log_level=self.host.job_log_level, policies=self.host.policies, tracing=self.tracing)
+
+    @functools.cached_property
+    def tracing(self) -> Tracing:
+        """This process's spans of fires and jobs (off without a tracer provider)."""
+        return job_tracing.Tracing(self.host.tracer_provider)
 
     def shutdown_worker(self) -> None:
         """Stop claiming; give running jobs the shutdown grace, then release them (S62)."""
