@@ -133,7 +133,10 @@ def test_a_failing_handler_records_its_exception_and_status_error(client: Client
     assert set(by_id) == {str(final), str(again)}
     for job_id, n, outcome in ((final, 1, "failed"), (again, 2, "retry")):
         span = by_id[str(job_id)]
-        assert (span.attributes["awa.job.outcome"], span.attributes["error.type"]) == (outcome, "ValueError")
+        assert dict(span.attributes) == {
+            "messaging.system": "awa", "messaging.operation.type": "process", "messaging.operation.name": "process",
+            "messaging.destination.name": "default", "messaging.message.id": str(job_id), "awa.job.kind": "fails",
+            "awa.job.attempt": 1, "awa.job.outcome": outcome, "error.type": "ValueError"}
         assert (span.status.status_code, span.status.description) == (StatusCode.ERROR, f"ValueError: boom {n}")
         (event,) = span.events
         assert (event.name, event.attributes["exception.type"], event.attributes["exception.message"]) == (
@@ -244,3 +247,36 @@ print(json.dumps({"outcomes": outcomes, "job": job_id,
     assert ran.returncode == 0, ran.stderr
     out = json.loads(ran.stdout)
     assert (out["outcomes"], out["loaded"]) == ([[out["job"], "completed"]], [])
+
+
+def test_the_global_tracer_provider_is_used_once_the_app_sets_it(dsn: str) -> None:
+    """In a fresh interpreter (the global provider can be set once per process): a Client
+    given no provider emits nothing before the app sets the global one, and spans after."""
+    script = """
+import json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from awa_tui import Client
+client = Client(sys.argv[1], operator="t@test")
+client.register_handler("k", lambda job: None)
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+before = client.enqueue("k")
+client.work_once()
+unset = [s.name for s in exporter.get_finished_spans()]
+trace.set_tracer_provider(provider)
+after = client.enqueue("k")
+client.work_once()
+client.close()
+print(json.dumps({"unset": unset, "set": [(s.name, s.attributes["messaging.message.id"])
+                                          for s in exporter.get_finished_spans()], "after": after}))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run([sys.executable, "-c", script, dsn], capture_output=True, text=True, timeout=120, env=env,
+                         cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout)
+    assert (out["unset"], out["set"]) == ([], [["process default", str(out["after"])]])
