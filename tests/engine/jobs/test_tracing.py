@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from awa_tui import Client, Job
+from awa_tui.engine.jobs import tracing
 from awa_tui.engine.jobs.tracing import fire_ids
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -107,6 +108,22 @@ def test_a_fired_jobs_span_and_its_fire_share_the_trace_derived_from_the_fire(
     assert (span.status.status_code, span.events) == (StatusCode.UNSET, ())
     assert seen == [span.context]  # the handler ran inside its job's span
     assert traced.spans() == [fire]  # the leader's provider got the fire only
+
+
+def test_a_pass_emits_at_most_its_limit_of_fire_spans_and_every_job_keeps_its_fires_trace(
+        client: Client, traced: Traced, register: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass of many fires spends a bounded time on spans (FIRE_SPANS, 1000; 2 here): the
+    first fires get theirs, and every job's span is still in its own fire's trace."""
+    monkeypatch.setattr(tracing, "FIRE_SPANS", 2)
+    for name in ("a", "b", "c"):
+        register(name, "* * * * *", last="2025-01-01T00:00:00")
+    fired = client.evaluate(now=at("2025-01-01T00:01:00")).jobs
+    assert sorted(job.name for job in fired) == ["a", "b", "c"]
+    assert [span.attributes["awa.schedule.name"] for span in traced.spans("fire")] == [job.name for job in fired[:2]]
+    client.register_handler("test.job", lambda job: None)
+    assert [state for _, state in client.work_once()] == ["completed"] * 3
+    assert {span.attributes["awa.schedule.name"]: span.context.trace_id for span in traced.spans("process default")} \
+        == {name: expected_fire(name, "2025-01-01T00:01:00Z")[0] for name in ("a", "b", "c")}
 
 
 def test_the_fire_identity_reads_every_form_an_instant_is_stored_in() -> None:
