@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -43,8 +42,9 @@ def provider() -> Any:
 
 
 def drain(dsn: str, n: int, traced: Any) -> float:
-    from awa_tui import Client, Job
+    from awa_tui import Client
     from awa_tui.engine.migrations import migrate
+    from bench.worker_throughput import drain_seconds
 
     migrate(dsn)
     half = n // 2
@@ -59,30 +59,7 @@ def drain(dsn: str, n: int, traced: Any) -> float:
                      "'enqueued', true, 'traceparent', '00-0af7651916cd43dd8448eb211c80319c-' || "
                      "lpad(to_hex(i), 16, '0') || '-01') FROM generate_series(1, %s) AS i", (n - half,))
         conn.execute("ANALYZE awa.jobs")
-    client = Client(dsn, operator="bench", concurrency=10, tracer_provider=traced)
-    done = threading.Event()
-    count = {"n": 0}
-    lock = threading.Lock()
-
-    async def noop(job: Job) -> None:
-        return None
-
-    def counted(job: Job, state: str) -> None:
-        with lock:
-            count["n"] += 1
-            if count["n"] >= n:
-                done.set()
-
-    client.register_handler("noop", noop)
-    client.runtime.on_job.append(counted)
-    try:
-        began = time.perf_counter()
-        client.start(lead=False)
-        if not done.wait(600):
-            raise RuntimeError(f"{count['n']} of {n} jobs done after 600 s")
-        return time.perf_counter() - began
-    finally:
-        client.close()
+    return drain_seconds(Client(dsn, operator="bench", concurrency=10, tracer_provider=traced), n)
 
 
 def calls(traced: Any, n: int) -> float:

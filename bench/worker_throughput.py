@@ -23,10 +23,14 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+if TYPE_CHECKING:
+    from awa_tui import Client
 
 BENCH = Path(__file__).resolve().parent
 VENV = BENCH / ".venv-procrastinate"
@@ -46,7 +50,7 @@ def drop(admin: str, name: str) -> None:
 
 
 def ours(dsn: str, n: int, concurrency: int) -> float:
-    from awa_tui import Client, Job
+    from awa_tui import Client
     from awa_tui.engine.migrations import migrate
 
     migrate(dsn)
@@ -54,7 +58,14 @@ def ours(dsn: str, n: int, concurrency: int) -> float:
         conn.execute("INSERT INTO awa.jobs (kind, args) SELECT 'noop', jsonb_build_object('i', i) "
                      "FROM generate_series(1, %s) AS i", (n,))
         conn.execute("ANALYZE awa.jobs")
-    client = Client(dsn, operator="bench", concurrency=concurrency)
+    return drain_seconds(Client(dsn, operator="bench", concurrency=concurrency), n)
+
+
+def drain_seconds(client: Client, n: int) -> float:
+    """Seconds for `client`'s worker (not leading) to run `n` waiting no-op jobs of kind
+    `noop`, counted as each round's outcomes are written; the client is closed after."""
+    from awa_tui import Job
+
     done = threading.Event()
     count = {"n": 0}
     lock = threading.Lock()
@@ -74,7 +85,7 @@ def ours(dsn: str, n: int, concurrency: int) -> float:
         began = time.perf_counter()
         client.start(lead=False)
         if not done.wait(600):
-            raise RuntimeError(f"ours: {count['n']} of {n} jobs done after 600 s")
+            raise RuntimeError(f"{count['n']} of {n} jobs done after 600 s")
         return time.perf_counter() - began
     finally:
         client.close()
