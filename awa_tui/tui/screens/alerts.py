@@ -13,20 +13,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from awa_tui.engine.alerts.models import FLEET_WORDS, AlertDelivery, Silence
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions, operations
 from awa_tui.tui.formatting import relative, short_utc, utc
-from awa_tui.tui.messages import AlertsDataRequested, MutationKeyPressed, request_operation, usable_reply
+from awa_tui.tui.messages import AlertsDataRequested, request_operation, usable_reply
+from awa_tui.tui.screens.live import LiveScreen
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
+    pass
 
 # The open alerts a read brings at most (one row per sink): past it, the title says so.
 LIMIT = 1000
@@ -106,18 +106,14 @@ def delivery_words(alert: AlertDelivery, now: datetime) -> str:
     return f"{line} · sink {a.sink}: {a.state}"
 
 
-class AlertsScreen(Screen[None]):
+class AlertsScreen(LiveScreen):
     BINDINGS = actions.bindings("alerts")
+    CONTEXT = "alerts"
+    FOCUS = "#alerts-table"
 
     def __init__(self, interval: float = 2.0) -> None:
-        super().__init__()
-        self.interval = interval
+        super().__init__(interval)
         self.data: AlertsView | None = None
-        self.loading = False
-
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -127,21 +123,6 @@ class AlertsScreen(Screen[None]):
         yield Static(Text("Silences in force: loading…"), classes="panel-title", id="silences-title")
         yield KeyedTable(SILENCE_COLUMNS, id="silences-table")
         yield Footer(compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#alerts-table", KeyedTable).focus()
-        self.action_reload()
-        self.set_interval(self.interval, self._tick, name="alerts-refresh")
-
-    def _tick(self) -> None:
-        if not self.loading and self.is_current:
-            self.action_reload()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.console.action_allowed("alerts", action)
-
-    def on_key(self, event: events.Key) -> None:
-        self.post_message(MutationKeyPressed("alerts", event.key))
 
     def action_reload(self) -> None:
         self.loading = True

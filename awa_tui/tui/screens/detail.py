@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.cron.describe import describe
@@ -51,15 +49,15 @@ from awa_tui.tui.messages import (
     DetailDataRequested,
     JobsFilterRequested,
     LedgerDataRequested,
-    MutationKeyPressed,
     NextFiresRequested,
     ScheduleActions,
     usable_reply,
 )
 from awa_tui.tui.screens.confirm import facts
+from awa_tui.tui.screens.live import LiveScreen
 
 if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
+    pass
 
 DST_WORDS = {
     "gap": "DST gap: wall time skipped, fires at the gap's end",
@@ -297,13 +295,14 @@ def fire_time(job: Fire) -> str:
         return stamp
 
 
-class DetailScreen(ScheduleActions, Screen[None]):
+class DetailScreen(ScheduleActions, LiveScreen):
     BINDINGS = actions.bindings("detail")
+    CONTEXT = "detail"
+    FOCUS = "#detail"  # arrows and page keys scroll it
 
     def __init__(self, name: str, interval: float = 2.0) -> None:
-        super().__init__()
+        super().__init__(interval)
         self.schedule_name = name
-        self.interval = interval  # the console's refresh interval when opened
         self.data: ScheduleDetail | None = None
         self.ledger: LedgerView | None = None
         self.chosen: datetime | None = None  # the instant the Why explains (None: the latest)
@@ -312,11 +311,6 @@ class DetailScreen(ScheduleActions, Screen[None]):
         self.fires_after: datetime | None = None
         self.fires_back: list[datetime | None] = []
         self.fires: list[NextFire] | None = None
-        self.loading = False  # a read is on the reader thread: the timer does not queue another
-
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -324,22 +318,6 @@ class DetailScreen(ScheduleActions, Screen[None]):
             yield Static(Text(f"{printable(self.schedule_name)}: loading…"), id="detail-body")
             yield Static(Text(""), id="detail-ledger")
         yield Footer(compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#detail", VerticalScroll).focus()  # arrows and page keys scroll it
-        self.action_reload()
-        # Live like the panels: relative times and states move at the console's refresh rate.
-        self.set_interval(self.interval, self._tick, name="detail-refresh")
-
-    def _tick(self) -> None:
-        if not self.loading and self.is_current:
-            self.action_reload()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.console.action_allowed("detail", action)
-
-    def on_key(self, event: events.Key) -> None:
-        self.post_message(MutationKeyPressed("detail", event.key))
 
     def action_copy(self) -> None:
         self.post_message(CopyRequested("schedule", printable(self.schedule_name)))

@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from awa_tui.engine.ledger.models import Attempt, JobDetail
@@ -22,15 +20,15 @@ from awa_tui.tui.messages import (
     CopyRequested,
     DetailRequested,
     JobDataRequested,
-    MutationKeyPressed,
     request_operation,
     usable_reply,
 )
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.screens.detail import section
+from awa_tui.tui.screens.live import LiveScreen
 
 if TYPE_CHECKING:
-    from awa_tui.tui.app import ConsoleApp
+    pass
 
 
 def lines(text: str) -> Text:
@@ -71,40 +69,21 @@ def job_facts(data: JobDetail) -> RenderableType:
     return facts(rows)
 
 
-class JobDetailScreen(Screen[None]):
+class JobDetailScreen(LiveScreen):
     BINDINGS = actions.bindings("job")
+    CONTEXT = "job"
+    FOCUS = "#job-detail"
 
     def __init__(self, job_id: int, interval: float = 2.0) -> None:
-        super().__init__()
+        super().__init__(interval)
         self.job_id = job_id
-        self.interval = interval
         self.data: JobDetail | None = None
-        self.loading = False
-
-    @property
-    def console(self) -> ConsoleApp:
-        return self.app  # type: ignore[return-value]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with VerticalScroll(id="job-detail"):
             yield Static(Text(f"job {self.job_id}: loading…"), id="job-body")
         yield Footer(compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#job-detail", VerticalScroll).focus()
-        self.action_reload()
-        self.set_interval(self.interval, self._tick, name="job-refresh")
-
-    def _tick(self) -> None:
-        if not self.loading and self.is_current:
-            self.action_reload()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.console.action_allowed("job", action)
-
-    def on_key(self, event: events.Key) -> None:
-        self.post_message(MutationKeyPressed("job", event.key))
 
     def action_reload(self) -> None:
         self.loading = True
