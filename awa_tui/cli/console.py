@@ -113,4 +113,4 @@ def console(
     except AwaError as exc:
         fail(str(exc))
     launch_console(replace(config, default_panel=user.default_panel or "schedules", aliases=user.aliases,
-                           config_problem=config_problem))
+                           keys=user.keys, config_problem=config_problem))

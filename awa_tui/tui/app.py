@@ -171,6 +171,8 @@ class ConsoleApp(App[None]):
             self.notify(self.config.config_problem, severity="warning", markup=False, timeout=15)
         if self.config.default_panel != "schedules":
             self.call_after_refresh(self.action_show_panel, self.config.default_panel)
+        if self.config.keys:  # the config file's [keys], checked for clashes when it was read
+            self.set_keymap(dict(self.config.keys))
         if self.engine_log is not None:
             self.engine_log.install()
         if self.config.handle_signals:
@@ -436,7 +438,7 @@ class ConsoleApp(App[None]):
 
     def action_help(self) -> None:
         scope_ok = lambda act: self.action_allowed(act.scope, act.action)  # noqa: E731
-        self.push_screen(HelpScreen(scope_ok, self.read_only, self.client.features_note))
+        self.push_screen(HelpScreen(scope_ok, self.read_only, self.client.features_note, self.config.keys))
 
     def action_audit(self) -> None:
         self.push_screen(AuditScreen())

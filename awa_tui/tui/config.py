@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from awa_tui.config import REFRESH_MAX_S, REFRESH_MIN_S
 from awa_tui.engine.backend.protocol import ConsoleBackend
 from awa_tui.engine.core.db import describe_dsn
 from awa_tui.printable import printable
-from awa_tui.tui.keymap import ALL_PANELS
+from awa_tui.tui.keymap import ACTS, ALL_PANELS, Act
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
@@ -43,6 +44,7 @@ class ConsoleConfig:
     # why the file was ignored (one line, shown as a warning when the console starts).
     default_panel: str = "schedules"
     aliases: Mapping[str, str] = field(default_factory=dict)
+    keys: Mapping[str, str] = field(default_factory=dict)  # a key's name -> the key(s) replacing its own
     config_problem: str | None = None
 
     @property
@@ -53,7 +55,7 @@ class ConsoleConfig:
 
 # --- the user's config file ---------------------------------------------------------------
 
-CONFIG_KEYS = ("refresh", "default_panel", "aliases")
+CONFIG_KEYS = ("refresh", "default_panel", "aliases", "keys")
 JUMP_TARGETS = (*ALL_PANELS, "audit")  # what `:` reaches (screens/jump.TARGETS)
 CONFIG_MAX_BYTES = 64 * 1024
 
@@ -61,11 +63,13 @@ CONFIG_MAX_BYTES = 64 * 1024
 @dataclass(frozen=True)
 class UserConfig:
     """awa-tui/config.toml: `refresh` (seconds), `default_panel`, `aliases` (a table of
-    extra `:` names, each naming a panel or `audit`). None / empty: not set."""
+    extra `:` names, each naming a panel or `audit`), `keys` (a table of a key's name and the
+    key(s) that replace its own). None / empty: not set."""
 
     refresh: float | None = None
     default_panel: str | None = None
     aliases: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # a key's name (where.action, docs/keys.md) -> its keys
 
 
 def user_config_path(env: Mapping[str, str] = os.environ) -> Path:
@@ -104,7 +108,45 @@ def _checked(data: dict[str, Any]) -> UserConfig:
         if target not in JUMP_TARGETS:
             raise ConfigProblem(f"aliases: {name} names '{printable(str(target))}', not one of "
                                 f"{', '.join(JUMP_TARGETS)}")
-    return UserConfig(refresh=refresh, default_panel=panel, aliases=dict(aliases))
+    return UserConfig(refresh=refresh, default_panel=panel, aliases=dict(aliases), keys=_keys(data.get("keys", {})))
+
+
+# A key as Textual names it: a character, or a name such as ctrl+p, f5, question_mark.
+_KEY = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*")
+BOUND = {a.id: a for a in ACTS if a.bound}
+# A name's own keys: some names hold two rows (escape and q both close a screen).
+OWN_KEYS = {i: sorted({k for a in ACTS if a.bound and a.id == i for k in a.key.split(",")}) for i in BOUND}
+PANEL_SCOPES = frozenset((*ALL_PANELS, "panel", "table"))  # a panel's own keys, every panel's, every list's
+
+
+def _together(a: Act, b: Act) -> bool:
+    """Whether the keys of `a` and `b` can be live at once: the same place, everywhere
+    ("app"), or a panel with the keys of every panel and every list."""
+    if a.scope == b.scope or "app" in (a.scope, b.scope):
+        return True
+    shared = {"panel", "table"}
+    return (a.scope in shared and b.scope in PANEL_SCOPES) or (b.scope in shared and a.scope in PANEL_SCOPES)
+
+
+def _keys(table: object) -> dict[str, str]:
+    """`[keys]`: each name a bound key's (where.action), each value keys no other key of the
+    same place holds once the table is applied, so a remapped key never reaches two actions."""
+    if not isinstance(table, dict):
+        raise ConfigProblem('keys: a table of name = "key"')
+    for name, value in table.items():
+        if name not in BOUND:
+            raise ConfigProblem(f"keys: '{printable(name)}' is not a key's name (where.action, as docs/keys.md "
+                                "lists them)")
+        if not isinstance(value, str) or not all(_KEY.fullmatch(k) for k in value.split(",")):
+            raise ConfigProblem(f"keys: {name}: '{printable(str(value))}' is not a key (a letter, a digit, or a "
+                                "name such as ctrl+p, f5; several separated by commas)")
+    live = {i: table[i].split(",") if i in table else OWN_KEYS[i] for i in BOUND}
+    for name in table:
+        for other, keys in live.items():
+            clash = set(live[name]) & set(keys)
+            if other != name and clash and _together(BOUND[name], BOUND[other]):
+                raise ConfigProblem(f"keys: {name}: '{sorted(clash)[0]}' is already {other}'s key")
+    return dict(table)
 
 
 def read_user_config(path: Path) -> tuple[UserConfig, str | None]:

@@ -49,7 +49,12 @@ class Act:
 
     @property
     def key_label(self) -> str:
-        return ", ".join(KEY_LABELS.get(k, k) for k in self.key.split(","))
+        return key_label(self.key)
+
+
+def key_label(keys: str) -> str:
+    """Keys as help and the docs show them: `?`, not question_mark."""
+    return ", ".join(KEY_LABELS.get(k, k) for k in keys.split(","))
 
 
 KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
@@ -295,7 +300,8 @@ SCOPES = (
 def markdown() -> str:
     """The key table of docs/keys.md (tests/tui/test_keymap.py checks the doc matches it)."""
     titles = dict(SCOPES)
-    lines = ["| where | keys | does |", "|---|---|---|"]
+    # `name`: what the config file's [keys] table calls it (the binding's id), bound keys only.
+    lines = ["| where | keys | does | name |", "|---|---|---|---|"]
     for act in sorted(ACTS, key=lambda a: [s for s, _ in SCOPES].index(a.scope)):
         panels = f"1-{len(PANELS)}"
         numbered = act.action.startswith("show_panel") and act.key.isdigit()
@@ -306,7 +312,8 @@ def markdown() -> str:
         flag = " (not in read-only mode)" if act.mutation else ""
         if act.needs in OWN_SCHEMA_FEATURES and not numbered:
             flag += " (not in upstream Awa mode)"
-        lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} |".replace("`|`", "`\\|`"))
+        name = f"`{act.id}`" if act.bound and not numbered else ""
+        lines.append(f"| {titles[act.scope]} | `{keys}` | {does}{flag} | {name} |".replace("`|`", "`\\|`"))
     return "\n".join(lines) + "\n"
 
 

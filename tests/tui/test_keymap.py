@@ -31,13 +31,14 @@ def test_docs_keys_md_carries_the_key_map_verbatim():
 
 def test_the_doc_table_has_a_row_per_key():
     lines = markdown().splitlines()
-    assert lines[:2] == ["| where | keys | does |", "|---|---|---|"]
-    assert "| Everywhere | `1-6` | panels: schedules, owners, runtimes, plan, queues, jobs |" in lines
-    assert "| Every list | `g, home` | first row |" in lines
+    assert lines[:2] == ["| where | keys | does | name |", "|---|---|---|---|"]
+    assert "| Everywhere | `1-6` | panels: schedules, owners, runtimes, plan, queues, jobs |  |" in lines
+    assert "| Every list | `g, home` | first row | `table.first_row` |" in lines
     assert ("| Schedules panel | `s` | pause (optionally until a time, with a reason: tab in the dialog) or resume "
-            "the selected schedule (not in read-only mode) |") in lines
-    assert "| Mouse | `click` | a row: select it; the selected row again: open it (as enter) |" in lines
-    assert "| Command palette | `ctrl+p` | command palette: every action by name (noun: verb) |" in lines
+            "the selected schedule (not in read-only mode) | `schedules.toggle_pause` |") in lines
+    # The mouse and the palette's own keys are Textual's: no name to move them by.
+    assert "| Mouse | `click` | a row: select it; the selected row again: open it (as enter) |  |" in lines
+    assert "| Command palette | `ctrl+p` | command palette: every action by name (noun: verb) |  |" in lines
     # One row per key, the six panel keys folded into `1-6`.
     assert len(lines) == 2 + len(ACTS) - 5
 

@@ -1,15 +1,19 @@
 """The user's config file (awa-tui/config.toml in the XDG config directory): refresh,
-default_panel and extra `:` aliases; a file that cannot be used is one line and ignored."""
+default_panel, extra `:` aliases and moved keys; a file that cannot be used is one line and
+ignored."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from test_keymap import rendered
 from textual.widgets import Static
-from tui_helpers import notes, until
+from tui_helpers import notes, ready, select, settled, until
 
 from awa_tui.tui.config import UserConfig, read_user_config, user_config_path
+from awa_tui.tui.screens.confirm import ConfirmScreen
+from awa_tui.tui.screens.help import HelpScreen, help_table
 from awa_tui.tui.screens.jump import JumpScreen
 
 
@@ -30,6 +34,15 @@ def test_a_good_file_is_read(tmp_path: Path):
                                                  aliases={"boxes": "runtimes", "hist": "audit"}), None)
 
 
+def test_moved_keys_are_read_and_may_swap_or_reuse_another_places_key(tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text('[keys]\n"schedules.toggle_pause" = "t"\n"schedules.trigger" = "s"\n'
+                    '"app.refresh_now" = "f5,ctrl+r"\n"jobs.retry" = "n"\n')
+    assert read_user_config(path) == (UserConfig(keys={
+        "schedules.toggle_pause": "t", "schedules.trigger": "s", "app.refresh_now": "f5,ctrl+r",
+        "jobs.retry": "n"}), None)  # n is the schedules panel's (new schedule): never live with the jobs panel
+
+
 def test_no_file_is_the_defaults_silently(tmp_path: Path):
     assert read_user_config(tmp_path / "absent.toml") == (UserConfig(), None)
 
@@ -43,7 +56,19 @@ def test_no_file_is_the_defaults_silently(tmp_path: Path):
     ('refresh = "fast"', "refresh: a number of seconds from 0.1 to 600"),
     ("refresh = true", "refresh: a number of seconds from 0.1 to 600"),
     ('default_panel = "audit"', "default_panel: one of schedules, owners, runtimes, plan, queues, jobs, calendars"),
-    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases)"),
+    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases, keys)"),
+    ('keys = "P"', 'keys: a table of name = "key"'),
+    ('[keys]\n"schedules.pause" = "P"', "keys: 'schedules.pause' is not a key's name (where.action, as docs/keys.md "
+                                        "lists them)"),
+    ('[keys]\n"schedules.toggle_pause" = "shift p"', "keys: schedules.toggle_pause: 'shift p' is not a key (a letter, "
+                                                     "a digit, or a name such as ctrl+p, f5; several separated by "
+                                                     "commas)"),
+    ('[keys]\n"schedules.toggle_pause" = 5', "keys: schedules.toggle_pause: '5' is not a key (a letter, a digit, or a "
+                                             "name such as ctrl+p, f5; several separated by commas)"),
+    # Taken in the same place, by every list's keys, by a key that works everywhere.
+    ('[keys]\n"schedules.toggle_pause" = "t"', "keys: schedules.toggle_pause: 't' is already schedules.trigger's key"),
+    ('[keys]\n"schedules.toggle_pause" = "j"', "keys: schedules.toggle_pause: 'j' is already table.cursor_down's key"),
+    ('[keys]\n"jobs.retry" = "q"', "keys: jobs.retry: 'q' is already app.quit's key"),
     ('aliases = "sc"', 'aliases: a table of name = "panel"'),
     ('[aliases]\nbox = "boxes"', "aliases: box names 'boxes', not one of schedules, owners, runtimes, plan, "
                                  "queues, jobs, calendars, audit"),
@@ -80,3 +105,25 @@ async def test_the_console_starts_on_the_default_panel_with_the_aliases_and_says
             "queues (q, queue, boxes)  jobs (job)  calendars (cal, calendar)  audit (log, logs)")
         await pilot.press(*"boxes", "enter")
         await until(pilot, lambda: app.active_panel == "queues", what="the alias's panel")
+
+
+async def test_a_moved_key_acts_and_its_old_key_does_nothing(console_factory):
+    app = console_factory(keys={"schedules.toggle_pause": "P"})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        select(app, "metrics.rollup")
+        await pilot.press("s")
+        await settled(pilot, app)
+        assert not isinstance(app.screen, ConfirmScreen)  # s is no longer the pause key
+        await pilot.press("P")
+        dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen, what="the dialog")
+        assert dialog.heading == "Pause schedule?"
+        assert len(app.screen_stack) == 2  # one dialog: the old key opened none
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the dialog closed")
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        lines = rendered(help_table(app.screen.allowed, app.screen.keys)).splitlines()
+        assert [" ".join(line.split()) for line in lines if "pause (optionally until" in line] == [
+            "P pause (optionally until a time, with a reason: tab in the dialog) or resume the selected schedule",
+            "s pause (optionally until a time, with a reason) or resume this schedule"]  # the detail's: not moved

@@ -4,7 +4,7 @@ footer; the audit log, dialogs, palette and mouse are listed too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.table import Table
 from rich.text import Text
@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from awa_tui.tui.formatting import OUTCOME_LEGEND
-from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act
+from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act, key_label
 
 LEGEND = (
     "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "
@@ -76,7 +76,9 @@ def strip_legend_text(*, upstream: bool) -> str:
             f"{OUTCOME_LEGEND}; a backfilled instant shows its job's, manual triggers are left out.")
 
 
-def help_table(allowed: Callable[[Act], bool]) -> Table:
+def help_table(allowed: Callable[[Act], bool], remapped: Mapping[str, str] | None = None) -> Table:
+    """Every key of every place `allowed` keeps, as `remapped` (the config file's [keys]) has them."""
+    remapped = remapped or {}
     table = Table.grid(padding=(0, 2))
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True, style="bold")
@@ -89,7 +91,8 @@ def help_table(allowed: Callable[[Act], bool]) -> Table:
             rows.insert(2, Act("app", keys, "", "", "panels: " + ", ".join(a.label for a in panels)))
             rows = [a for a in rows if not (a.action.startswith("show_panel") and a.key.isdigit())]
         for index, act in enumerate(rows):
-            table.add_row(Text(title if index == 0 else "", style="bold"), Text(act.key_label), Text(act.help))
+            shown = key_label(remapped[act.id]) if act.id in remapped else act.key_label
+            table.add_row(Text(title if index == 0 else "", style="bold"), Text(shown), Text(act.help))
         if rows:
             table.add_row("", "", "")
     return table
@@ -102,11 +105,13 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "dismiss", "close"),
     ]
 
-    def __init__(self, allowed: Callable[[Act], bool], read_only: bool, features_note: str | None = None) -> None:
+    def __init__(self, allowed: Callable[[Act], bool], read_only: bool, features_note: str | None = None,
+                 keys: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.allowed = allowed
         self.read_only = read_only
         self.features_note = features_note  # why some keys are missing (upstream Awa mode)
+        self.keys = keys or {}  # the config file's [keys]: shown as the keys they are now
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
@@ -114,7 +119,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text(f"Keys{mode}", style="bold"))
             if self.features_note:
                 yield Static(Text(self.features_note.capitalize() + "."), id="help-features")
-            yield Static(help_table(self.allowed))
+            yield Static(help_table(self.allowed, self.keys))
             yield Static(Text("Filters (/)", style="bold"))
             yield Static(filters_table())
             yield Static(Text("\nHEALTH", style="bold"))
