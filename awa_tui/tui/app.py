@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from rich.text import Text
@@ -22,11 +22,21 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
 from awa_tui.engine.core.standby import ServerRole
-from awa_tui.engine.read.fleet import Leadership
+from awa_tui.engine.health.models import ConsoleAttention, UnservedKind
+from awa_tui.engine.read.fleet import Leadership, ReadWait
 from awa_tui.engine.read.models import RuntimeRow
 from awa_tui.engine.runtime.heap import freeze_once
 from awa_tui.printable import printable
 from awa_tui.tui import actions
+from awa_tui.tui.attention import (
+    attention_line,
+    leader_problem,
+    pass_problem,
+    schedule_problem,
+    stall_text,
+    unserved_problem,
+    wait_text,
+)
 from awa_tui.tui.commands import ConsoleCommands, system_commands
 from awa_tui.tui.config import ConsoleConfig
 from awa_tui.tui.dbthread import DbResult, DbThread
@@ -62,7 +72,7 @@ from awa_tui.tui.messages import (
 )
 from awa_tui.tui.operations import Operation
 from awa_tui.tui.panels.jobs import JobsPanel
-from awa_tui.tui.panels.runtimes import RuntimesView, attention
+from awa_tui.tui.panels.runtimes import RuntimesView
 from awa_tui.tui.panels.schedules import SchedulesPanel
 from awa_tui.tui.poller import Poller
 from awa_tui.tui.screens.alerts import AlertsScreen, AlertsView
@@ -83,6 +93,14 @@ from awa_tui.tui.widgets.status import Freshness, StatusBar
 
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 READ_ONLY_TOAST_S = 5.0
+# The unserved kinds are a scan of the waiting jobs: read with one refresh in this many
+# seconds, not with every one (the leader itself looks once a minute).
+UNSERVED_EVERY_S = 30.0
+# A refresh unanswered this long: what it waits on is read on a second connection (S75),
+# again every WAIT_ASK_EVERY_S while it lasts, each read bounded by WAIT_BOUND.
+WAIT_ASK_AFTER_S = 2.0
+WAIT_ASK_EVERY_S = 2.0
+WAIT_BOUND = timedelta(seconds=2)
 APP_ACTIONS = frozenset({"quit"} | {a.action.split("(")[0] for a in actions.acts("app")})
 
 
@@ -100,6 +118,7 @@ class PollData:
     leadership: Leadership | None = None  # the leader lock's holder and its lease
     audit_gap: str | None = None  # why actions would not be audited (upstream Awa without init-audit)
     server: ServerRole | None = None  # a primary, or a hot standby and its replay lag
+    attention: ConsoleAttention | None = None  # the worst schedule, the unserved kinds (S75)
 
 
 EXIT_WATCHDOG_S = 15.0  # after a stop signal, the process exits whatever still runs
@@ -139,6 +158,14 @@ class ConsoleApp(App[None]):
         self.freshness = Freshness(interval=config.refresh, read_only=self.read_only)
         self.reader = DbThread("reader", self)
         self.writer = DbThread("writer", self)
+        # What a stuck refresh waits on is asked on a thread of its own: the reader is the
+        # one stuck, and an action queued on the writer must not wait behind it (S75).
+        self.waits = DbThread("waits", self)
+        self._wait: tuple[float, ReadWait | None, str | None] | None = None  # (fetch started, found, error)
+        self._wait_asking = False
+        self._wait_asked_at = 0.0
+        self._unserved: tuple[UnservedKind, ...] = ()
+        self._unserved_at = -UNSERVED_EVERY_S  # monotonic time of the last read of them
         self.poller = Poller(self, self.reader, self._poll_work, self._poll_data, self._poll_error, config.refresh)
         self._pending: PollData | None = None
         self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
@@ -166,7 +193,8 @@ class ConsoleApp(App[None]):
         self.freshness.leader = self._leader_badge()
         self._status()
         self.poller.start()
-        self.set_interval(1.0, self._watchdog, name="watchdog")
+        # The STALE counter's clock: it moves every second whether or not a read answers.
+        self.watchdog_timer = self.set_interval(1.0, self._watchdog, name="watchdog")
         if self.config.config_problem is not None:  # the user's config file, ignored: one line
             self.notify(self.config.config_problem, severity="warning", markup=False, timeout=15)
         if self.config.default_panel != "schedules":
@@ -200,6 +228,7 @@ class ConsoleApp(App[None]):
             self.engine_log.remove()
         self.reader.stop()
         self.writer.stop()
+        self.waits.stop()
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
@@ -221,19 +250,25 @@ class ConsoleApp(App[None]):
         panel = self.main.panel(self.active_panel)
         panel_work, panel_id = panel.work(), panel.panel_id
         client, clock = self.client, self.config.clock
+        unserved = time.monotonic() - self._unserved_at >= UNSERVED_EVERY_S
 
         def work() -> PollData:
             now = clock() if clock else client.reads.db_time()
             runtimes = client.reads.list_runtimes(now=now)
             leadership = client.reads.leadership(now=now)
+            attention_facts = client.reads.console_attention(now, unserved=unserved)
             refusal = None if client.read_only else client.reads.write_refusal()
             return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
-                            audit_gap=client.reads.audit_gap(), server=client.reads.server_role())
+                            audit_gap=client.reads.audit_gap(), server=client.reads.server_role(),
+                            attention=attention_facts)
 
         return work
 
     def _poll_data(self, data: PollData, elapsed: float) -> None:
         self.freshness.stale = False
+        self._wait = None
+        if data.attention is not None and data.attention.unserved is not None:
+            self._unserved, self._unserved_at = data.attention.unserved, time.monotonic()
         self.freshness.updated = utc(data.now, date=False)
         self.audit_gap = data.audit_gap
         self.freshness.standby = standby_text(data.server)
@@ -275,7 +310,12 @@ class ConsoleApp(App[None]):
         runtimes = data.runtimes
         leadership = data.leadership or Leadership(now=data.now)
         refusal = self.engine.runtime.leader_refusal if self.engine is not None else None
-        self.freshness.attention = attention(leadership, refusal)
+        facts = data.attention
+        # On every panel (S75); the worst schedule on the others: the schedules panel has its own line.
+        worst = (None if facts is None or self.active_panel == "schedules"
+                 else schedule_problem(facts.worst, facts.unhealthy))
+        self.freshness.attention, self.freshness.attention_count = attention_line(
+            [leader_problem(leadership, refusal), pass_problem(runtimes), unserved_problem(self._unserved), worst])
         self.remember_owners(r.owner for r in runtimes)
         self.declared_owners = frozenset(
             r.owner for r in runtimes if r.owner and r.fresh and r.manifest_hash)
@@ -300,6 +340,7 @@ class ConsoleApp(App[None]):
         # A schema behind or ahead of this awa-tui answers fine: it is said as it is (the
         # engine's one line names what to run), not as a database that does not answer.
         schema = error.startswith(SCHEMA_MISMATCH)
+        self._wait = None
         if not self.freshness.stale:
             self.notify(error if schema else f"database not answering: {error}", severity="error", markup=False,
                         timeout=8)
@@ -308,15 +349,46 @@ class ConsoleApp(App[None]):
         self._status()
 
     def _watchdog(self) -> None:
-        running = self.poller.overdue()
-        if running is not None and not self.freshness.stale:
-            self.freshness.stale = True
-            self.freshness.stale_reason = f"no answer for {int(running)}s"
-            self._status()
+        self._ask_wait()
+        self._stall()
         badge = self._leader_badge()
         if badge != self.freshness.leader:
             self.freshness.leader = badge
             self._status()
+
+    def _stall(self) -> None:
+        """A refresh unanswered past STALE's bound: its counter, moved every second by the
+        watchdog (not only when a read returns), and what it waits on once that is known."""
+        running = self.poller.overdue()
+        if running is None:
+            return
+        wait = self._wait
+        known = wait is not None and wait[0] == self.poller.started_at
+        reason = stall_text(running, wait_text(wait[1], wait[2]) if wait is not None and known else "")
+        if not self.freshness.stale or reason != self.freshness.stale_reason:
+            self.freshness.stale, self.freshness.stale_reason = True, reason
+            self._status()
+
+    def _ask_wait(self) -> None:
+        """What the refresh in flight waits on, read on a second connection (S75): once it
+        has run WAIT_ASK_AFTER_S, then every WAIT_ASK_EVERY_S, one read at a time."""
+        running, thread = self.poller.running(), self.reader.ident
+        if running is None or running < WAIT_ASK_AFTER_S or self._wait_asking or thread is None:
+            return
+        fetch = self.poller.started_at
+        if self._wait is not None and self._wait[0] == fetch and \
+                time.monotonic() - self._wait_asked_at < WAIT_ASK_EVERY_S:
+            return
+        self._wait_asking, self._wait_asked_at = True, time.monotonic()
+        client = self.client
+
+        def done(found: ReadWait | None, error: str | None) -> None:
+            self._wait_asking = False
+            if self.poller.in_flight and self.poller.started_at == fetch:  # not an answer about a finished fetch
+                self._wait = (fetch, found, error)
+                self._stall()
+
+        self.waits.submit(lambda: client.reads.read_wait(thread, WAIT_BOUND), done)
 
     @property
     def own_instance(self) -> str | None:

@@ -62,6 +62,11 @@ class DbThread:
         self._thread = threading.Thread(target=self._run, name=f"awa-console-{name}", daemon=True)
         self._started = False
 
+    @property
+    def ident(self) -> int | None:
+        """The thread's id once started (its statements' connection is known by it, S75)."""
+        return self._thread.ident
+
     def submit(self, work: Callable[[], Any], done: Done) -> None:
         if not self._started:
             self._thread.start()

@@ -70,6 +70,10 @@ class Poller:
         else:
             self._schedule(DEBOUNCE_S)
 
+    def running(self) -> float | None:
+        """Seconds the current fetch has been running, if one is."""
+        return time.monotonic() - self.started_at if self.in_flight else None
+
     def overdue(self) -> float | None:
         """Seconds the current fetch has been running, if beyond `stale_after`."""
         if self.in_flight:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.calendars.models import CalendarInfo, CalendarSummary
     from awa_tui.engine.core.standby import ServerRole
     from awa_tui.engine.firing.preview import ResumePreview
-    from awa_tui.engine.health.models import CheckReport, RegisteredRuntime
+    from awa_tui.engine.health.models import CheckReport, ConsoleAttention, RegisteredRuntime
     from awa_tui.engine.ledger.models import (
         AuditPage,
         JobChange,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         Verdict,
         Why,
     )
-    from awa_tui.engine.read.fleet import Leadership
+    from awa_tui.engine.read.fleet import Leadership, ReadWait
     from awa_tui.engine.read.models import (
         AuditEntry,
         AuditRecord,
@@ -109,6 +109,14 @@ class ReadBackend(Protocol):
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]: ...
 
     def leadership(self, now: datetime | None = None) -> Leadership: ...
+
+    def console_attention(self, now: datetime, *, unserved: bool) -> ConsoleAttention:
+        """The console's ATTENTION line besides the leader lock (S75)."""
+        ...
+
+    def read_wait(self, thread_id: int, bound: timedelta) -> ReadWait | None:
+        """What this client's statement on thread `thread_id` waits on, read on another connection."""
+        ...
 
     def schedule_page(
         self,

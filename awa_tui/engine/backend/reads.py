@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from awa_tui.engine.core.standby import ServerRole
     from awa_tui.engine.firing import preview
     from awa_tui.engine.firing.preview import ResumePreview
+    from awa_tui.engine.health import attention
     from awa_tui.engine.health import bounded as health_bounded
     from awa_tui.engine.health import check as health_check
-    from awa_tui.engine.health.models import CheckReport, RegisteredRuntime, Transition
+    from awa_tui.engine.health.models import CheckReport, ConsoleAttention, RegisteredRuntime, Transition
     from awa_tui.engine.ledger import jobs as ledger_jobs
     from awa_tui.engine.ledger import trail, verdicts
     from awa_tui.engine.ledger import why as ledger_why
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
         Why,
     )
     from awa_tui.engine.ownership import reconcile
-    from awa_tui.engine.read import audit, page, views
-    from awa_tui.engine.read.fleet import Leadership
+    from awa_tui.engine.read import audit, blockers, page, views
+    from awa_tui.engine.read.fleet import Leadership, ReadWait
     from awa_tui.engine.read.models import (
         AuditEntry,
         AuditRecord,
@@ -75,7 +76,9 @@ else:
     verdicts = Room("awa_tui.engine.ledger.verdicts")
     ledger_why = Room("awa_tui.engine.ledger.why")
     reconcile = Room("awa_tui.engine.ownership.reconcile")
+    attention = Room("awa_tui.engine.health.attention")
     audit = Room("awa_tui.engine.read.audit")
+    blockers = Room("awa_tui.engine.read.blockers")
     page = Room("awa_tui.engine.read.page")
     views = Room("awa_tui.engine.read.views")
 
@@ -177,6 +180,16 @@ class Reads(Session):
     def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""
         return self._read(views.leadership, now)
+
+    def console_attention(self, now: datetime, *, unserved: bool) -> ConsoleAttention:
+        """What the console's ATTENTION line says on every panel besides the leader lock (S75):
+        the worst unhealthy schedule and, when `unserved`, the kinds no live runtime runs."""
+        return self._read(attention.console_attention, now, unserved=unserved)
+
+    def read_wait(self, thread_id: int, bound: timedelta) -> ReadWait | None:
+        """What the statement thread `thread_id` runs on this client's connections waits on,
+        read on another connection within `bound` (S75); None when that thread holds none."""
+        return blockers.thread_wait(self.db, thread_id, bound)
 
     def schedule_page(
         self,

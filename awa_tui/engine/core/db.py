@@ -287,6 +287,10 @@ class ConnectionSource:
         # Whether a pooler sits before each of the app's connections: asked once per connection
         # (a round trip), not at every borrow on the runtime's loops.
         self._behind_pooler: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
+        # Per thread, the backend pid of the connection it uses now: a console asks, on
+        # another connection, what its stuck refresh waits on (S75). No round trip: the pid
+        # the server announced at connect (behind a pooler, the pooler's own: nothing found).
+        self._busy: dict[int, int] = {}
 
     def _borrow(self, pool: AppPool) -> psycopg.Connection[Any]:
         try:
@@ -362,10 +366,18 @@ class ConnectionSource:
         if self.app_pool is not None:
             self._give_back(self.app_pool, conn)
 
+    def busy_pid(self, thread_id: int) -> int | None:
+        """The backend pid of the connection thread `thread_id` is using now, if any."""
+        return self._busy.get(thread_id)
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """Yield a connection (autocommit); errors come out translated."""
         conn = self._checkout()
+        thread = threading.get_ident()
+        with self._lock:
+            outer = self._busy.get(thread)  # a call nested in another on this thread
+            self._busy[thread] = conn.info.backend_pid
         try:
             if self._read_only_per_transaction:
                 conn.read_only = True
@@ -395,6 +407,12 @@ class ConnectionSource:
             raise
         else:
             self._checkin(conn)
+        finally:
+            with self._lock:
+                if outer is None:
+                    self._busy.pop(thread, None)
+                else:
+                    self._busy[thread] = outer
 
     def _explained(self) -> str | None:
         """The schema's difference from the code's, in one line, read on a connection of its

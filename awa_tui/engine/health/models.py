@@ -8,6 +8,7 @@ from datetime import datetime
 from awa_tui.engine.core.health_words import HEALTHS as HEALTHS
 from awa_tui.engine.core.health_words import UNHEALTHY as UNHEALTHY
 from awa_tui.engine.read.fleet import Blocker
+from awa_tui.engine.read.page import Attention
 
 # What `awa-tui check` exits with for each (Nagios: 1 warning, 2 critical).
 WARNING = ("late",)
@@ -68,6 +69,15 @@ class UnservedKind:
     kind: str
     waiting: int
     queues: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConsoleAttention:
+    """What the console's ATTENTION line says on every panel besides the leader lock (S75), read at a refresh."""
+
+    unhealthy: int  # schedules whose recorded health is not ok (S42)
+    worst: Attention | None  # the worst of them
+    unserved: tuple[UnservedKind, ...] | None  # None: not read with this refresh
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ included: only its kind (`ALTER ROLE`, `UPDATE awa.cron_jobs`) is kept, logged o
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from awa_tui.engine.read.fleet import Blocker
+from awa_tui.engine.read.fleet import Blocker, HeldLock, ReadWait
 from awa_tui.engine.read.statement_kind import statement_kind
 from awa_tui.printable import printable, printable_logger
 
@@ -37,21 +38,57 @@ SELECT b.pid, coalesce(b.usename::text, '') AS "user", coalesce(b.application_na
        coalesce((SELECT string_agg(DISTINCT CASE WHEN l.relation IS NOT NULL THEN 'table ' || l.relation::regclass
                                                  WHEN l.locktype = 'tuple' THEN 'a row'
                                                  ELSE 'a ' || l.locktype END, ', ')
-                 FROM pg_locks l JOIN waiting w ON w.pid = l.pid WHERE NOT l.granted), '') AS waited_for
+                 FROM pg_locks l JOIN waiting w ON w.pid = l.pid WHERE NOT l.granted), '') AS waited_for,
+       coalesce((SELECT string_agg(DISTINCT h.mode, ', ')
+                 FROM pg_locks l JOIN waiting w ON w.pid = l.pid AND NOT l.granted
+                 JOIN pg_locks h ON h.pid = b.pid AND h.locktype = l.locktype
+                  AND h.database IS NOT DISTINCT FROM l.database AND h.relation IS NOT DISTINCT FROM l.relation
+                  AND h.page IS NOT DISTINCT FROM l.page AND h.tuple IS NOT DISTINCT FROM l.tuple
+                  AND h.virtualxid IS NOT DISTINCT FROM l.virtualxid
+                  AND h.transactionid IS NOT DISTINCT FROM l.transactionid
+                  AND h.classid IS NOT DISTINCT FROM l.classid AND h.objid IS NOT DISTINCT FROM l.objid
+                  AND h.objsubid IS NOT DISTINCT FROM l.objsubid), '') AS mode
 FROM pg_stat_activity b
 WHERE b.pid IN (SELECT unnest(pg_blocking_pids(w.pid)) FROM waiting w)
 ORDER BY b.pid
 """
 
 
+def _blocker(row: dict[str, Any]) -> Blocker:
+    return Blocker(pid=row["pid"], user=printable(row["user"]), application=printable(row["application"]),
+                   state=printable(row["state"]), kind=statement_kind(row["query"]),
+                   waited_for=printable(row["waited_for"]))
+
+
 def read_blockers(conn: psycopg.Connection[Any], pids: list[int]) -> tuple[Blocker, ...]:
     """The sessions that block any of `pids` now (pg_blocking_pids), printable; of their
     statements only the kind."""
     rows = conn.execute(BLOCKERS_SQL, {"pids": pids, "chars": QUERY_CHARS}).fetchall()
-    return tuple(Blocker(pid=r["pid"], user=printable(r["user"]), application=printable(r["application"]),
-                         state=printable(r["state"]), kind=statement_kind(r["query"]),
-                         waited_for=printable(r["waited_for"]))
-                 for r in rows)
+    return tuple(_blocker(r) for r in rows)
+
+
+def mode_words(mode: str) -> str:
+    """'AccessExclusiveLock' -> 'ACCESS EXCLUSIVE' (the words of LOCK TABLE ... IN ... MODE)."""
+    return ", ".join(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", m.strip().removesuffix("Lock")).upper()
+                     for m in mode.split(",") if m.strip())
+
+
+def thread_wait(db: ConnectionSource, thread_id: int, bound: timedelta) -> ReadWait | None:
+    """What the statement thread `thread_id` runs on `db` waits on (None: it holds no connection now)."""
+    pid = db.busy_pid(thread_id)
+    return None if pid is None else read_wait(db, pid, bound)
+
+
+def read_wait(db: ConnectionSource, pid: int, bound: timedelta) -> ReadWait:
+    """What the session `pid` waits on now, read on another connection of `db` within `bound`
+    (lock and statement timeouts, SET LOCAL: a pooler lends the session to nobody else's
+    settings). The blockers of a console's stuck refresh (S75): the same read as a pass's."""
+    ms = f"{max(1, int(bound.total_seconds() * 1000))}ms"
+    with db.transaction() as conn:
+        conn.execute("SELECT set_config('lock_timeout', %(ms)s, true), "
+                     "set_config('statement_timeout', %(ms)s, true)", {"ms": ms})
+        rows = conn.execute(BLOCKERS_SQL, {"pids": [pid], "chars": QUERY_CHARS}).fetchall()
+    return ReadWait(pid, tuple(HeldLock(_blocker(r), mode_words(r["mode"])) for r in rows))
 
 
 class PassWatch:

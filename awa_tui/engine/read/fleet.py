@@ -38,6 +38,24 @@ class Blocker:
 
 
 @dataclass(frozen=True)
+class HeldLock:
+    """A session in the way and the lock mode it holds (or asks for ahead in the queue) on
+    what the waiting session wants: 'ACCESS EXCLUSIVE'. Printable."""
+
+    blocker: Blocker
+    mode: str  # in the words of LOCK TABLE: ACCESS EXCLUSIVE, ROW EXCLUSIVE; '' when unknown
+
+
+@dataclass(frozen=True)
+class ReadWait:
+    """What one session (the console's refresh) waits on now, read on a second connection
+    (S75): the sessions in its way; none when it waits on no lock (a slow statement, the network)."""
+
+    pid: int  # the waiting session's backend pid
+    held: tuple[HeldLock, ...] = ()
+
+
+@dataclass(frozen=True)
 class PassSummary:
     """One evaluator pass of a runtime, as its snapshot carries it (newest first)."""
 

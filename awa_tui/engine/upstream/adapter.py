@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -36,6 +36,7 @@ from awa_tui.engine.core.guards import check_operator, require_writable
 from awa_tui.engine.core.standby import ServerRole
 from awa_tui.engine.cron.expression import next_fire, parse_timezone, refuse_interval_upstream, upcoming_fires
 from awa_tui.engine.migrations.detect import detect_schema
+from awa_tui.engine.read.fleet import ReadWait
 from awa_tui.engine.read.results import TriggeredJob
 from awa_tui.engine.upstream.models import (
     ActionOutcome,
@@ -238,6 +239,13 @@ class UpstreamAdapter:
 
     def close(self) -> None:
         self._source.close_all()
+
+    def read_wait(self, thread_id: int, bound: timedelta) -> ReadWait | None:
+        """What this adapter's statement on thread `thread_id` waits on (S75), read on another
+        of its connections within `bound`; None when that thread holds none."""
+        from awa_tui.engine.read.blockers import thread_wait
+
+        return thread_wait(self._source, thread_id, bound)
 
     # --- schema ---------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from awa_tui.engine.ledger.models import (
     Verdict,
     Why,
 )
-from awa_tui.engine.read.fleet import Leadership
+from awa_tui.engine.read.fleet import Leadership, ReadWait
 from awa_tui.engine.read.models import (
     AuditRecord,
     Fire,
@@ -56,6 +56,7 @@ from awa_tui.instants import parse_point
 
 if TYPE_CHECKING:
     from awa_tui.engine.alerts.models import AlertDelivery, Silence
+    from awa_tui.engine.health.models import ConsoleAttention
     from awa_tui.engine.schedules.definition import Schedule
 
 # The schedules panel's sorts (views.SCHEDULE_SORTS), over read models.
@@ -190,6 +191,15 @@ class UpstreamReads:
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         return [runtime_row(r) for r in self.adapter.runtimes(now)]
+
+    def console_attention(self, now: datetime, *, unserved: bool) -> ConsoleAttention:
+        """Upstream records no schedule health and no runtime's handled kinds: nothing to say."""
+        from awa_tui.engine.health.models import ConsoleAttention
+
+        return ConsoleAttention(unhealthy=0, worst=None, unserved=() if unserved else None)
+
+    def read_wait(self, thread_id: int, bound: timedelta) -> ReadWait | None:
+        return self.adapter.read_wait(thread_id, bound)
 
     def leadership(self, now: datetime | None = None) -> Leadership:
         at = now or self.db_time()

@@ -19,9 +19,12 @@ from awa_tui.tui.keymap import ACTS, PANELS, SCOPES, Act, key_label
 
 LEGEND = (
     "States are words, never colours alone: PAUSED, RETIRED, Q PAUSED (the schedule's queue is paused: "
-    "fires continue, dispatch waits), STALE (data not refreshed; the database is not answering), "
+    "fires continue, dispatch waits), STALE (data not refreshed; the database is not answering, or "
+    "the refresh waits: for how long, and on whose lock), "
     "OVERDUE (a due fire nobody made, counted from the database clock), SILENT (a runtime that missed its "
-    "heartbeats), LEADER, NOT LEADING (this console's engine refuses the leader lock), READ-ONLY, ATTENTION. "
+    "heartbeats), LEADER, NOT LEADING (this console's engine refuses the leader lock), READ-ONLY, ATTENTION "
+    "(on every panel: no live or a stalled leader, the leader's pass timed out on a lock and who held it, jobs of "
+    "a kind no live runtime handles, the worst unhealthy schedule; a number beside it: that many problems). "
     "Times are UTC unless a zone is named. Every action asks first, "
     "names its target, database and operator, and is written to the audit log (l)."
 )

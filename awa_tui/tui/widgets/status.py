@@ -23,7 +23,8 @@ class Freshness:
     stale_reason: str = ""
     leader: str | None = None  # "LEADER" / "FOLLOWER" when this process runs the engine
     read_only: bool = False
-    attention: str | None = None  # cluster-level problem, e.g. no live leader
+    attention: str | None = None  # what needs the operator on every panel (attention.py), e.g. no live leader
+    attention_count: int = 0  # how many problems the line holds (several: said in the badge)
     standby: str | None = None  # on a hot standby: which server and its replay lag (formatting.standby_text)
 
 
@@ -43,13 +44,16 @@ class StatusBar(Static):
             text.append(f" {state.standby} · ")
         if state.stale:
             text.append(" STALE ", style="bold reverse red")
-            text.append(f" last good data {state.updated or 'never'} · {state.stale_reason}")
+            # The reason first: a stuck refresh's counter and what it waits on (S75) must
+            # survive the cut at 80 columns.
+            text.append(f" {state.stale_reason} · last good data {state.updated or 'never'}")
         else:
             text.append(f"updated {state.updated or '…'}")
         text.append(f" · every {state.interval:g}s")
         if state.attention:
             text.append("\n")
-            text.append(" ATTENTION ", style="bold reverse red")
+            count = f" {state.attention_count}" if state.attention_count > 1 else ""
+            text.append(f" ATTENTION{count} ", style="bold reverse red")
             text.append(f" {state.attention}")
         self.update(text)
 
