@@ -165,7 +165,7 @@ class ConsoleApp(App[None]):
         self._wait_asking = False
         self._wait_asked_at = 0.0
         self._unserved: tuple[UnservedKind, ...] = ()
-        self._unserved_at = -UNSERVED_EVERY_S  # monotonic time of the last read of them
+        self._unserved_at = float("-inf")  # monotonic time of the last read of them
         self.poller = Poller(self, self.reader, self._poll_work, self._poll_data, self._poll_error, config.refresh)
         self._pending: PollData | None = None
         self.apply_times: list[float] = []  # UI-thread seconds spent applying each refresh (measured)
@@ -250,7 +250,8 @@ class ConsoleApp(App[None]):
         panel = self.main.panel(self.active_panel)
         panel_work, panel_id = panel.work(), panel.panel_id
         client, clock = self.client, self.config.clock
-        unserved = time.monotonic() - self._unserved_at >= UNSERVED_EVERY_S
+        # Not with the first refresh: the first paint waits for nothing it does not show first.
+        unserved = bool(self.apply_times) and time.monotonic() - self._unserved_at >= UNSERVED_EVERY_S
 
         def work() -> PollData:
             now = clock() if clock else client.reads.db_time()

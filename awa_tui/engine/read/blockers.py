@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 log = printable_logger("awa_tui.runtime")
 
 QUERY_CHARS = 400  # of a blocker's statement read to tell its kind (the text itself is never kept)
+# Postgres's lock modes, weakest first: of those a blocker holds on what is waited for, the
+# strongest is named (it is the one in the way).
+MODES = ["AccessShareLock", "RowShareLock", "RowExclusiveLock", "ShareUpdateExclusiveLock", "ShareLock",
+         "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock"]
 
 BLOCKERS_SQL = """
 WITH waiting AS (SELECT unnest(%(pids)s::int[]) AS pid)
@@ -39,7 +43,7 @@ SELECT b.pid, coalesce(b.usename::text, '') AS "user", coalesce(b.application_na
                                                  WHEN l.locktype = 'tuple' THEN 'a row'
                                                  ELSE 'a ' || l.locktype END, ', ')
                  FROM pg_locks l JOIN waiting w ON w.pid = l.pid WHERE NOT l.granted), '') AS waited_for,
-       coalesce((SELECT string_agg(DISTINCT h.mode, ', ')
+       coalesce((SELECT h.mode
                  FROM pg_locks l JOIN waiting w ON w.pid = l.pid AND NOT l.granted
                  JOIN pg_locks h ON h.pid = b.pid AND h.locktype = l.locktype
                   AND h.database IS NOT DISTINCT FROM l.database AND h.relation IS NOT DISTINCT FROM l.relation
@@ -47,11 +51,16 @@ SELECT b.pid, coalesce(b.usename::text, '') AS "user", coalesce(b.application_na
                   AND h.virtualxid IS NOT DISTINCT FROM l.virtualxid
                   AND h.transactionid IS NOT DISTINCT FROM l.transactionid
                   AND h.classid IS NOT DISTINCT FROM l.classid AND h.objid IS NOT DISTINCT FROM l.objid
-                  AND h.objsubid IS NOT DISTINCT FROM l.objsubid), '') AS mode
+                  AND h.objsubid IS NOT DISTINCT FROM l.objsubid
+                 ORDER BY array_position(%(modes)s::text[], h.mode) DESC NULLS LAST LIMIT 1), '') AS mode
 FROM pg_stat_activity b
 WHERE b.pid IN (SELECT unnest(pg_blocking_pids(w.pid)) FROM waiting w)
 ORDER BY b.pid
 """
+
+
+def _rows(conn: psycopg.Connection[Any], pids: list[int]) -> list[dict[str, Any]]:
+    return conn.execute(BLOCKERS_SQL, {"pids": pids, "chars": QUERY_CHARS, "modes": MODES}).fetchall()
 
 
 def _blocker(row: dict[str, Any]) -> Blocker:
@@ -63,14 +72,12 @@ def _blocker(row: dict[str, Any]) -> Blocker:
 def read_blockers(conn: psycopg.Connection[Any], pids: list[int]) -> tuple[Blocker, ...]:
     """The sessions that block any of `pids` now (pg_blocking_pids), printable; of their
     statements only the kind."""
-    rows = conn.execute(BLOCKERS_SQL, {"pids": pids, "chars": QUERY_CHARS}).fetchall()
-    return tuple(_blocker(r) for r in rows)
+    return tuple(_blocker(r) for r in _rows(conn, pids))
 
 
 def mode_words(mode: str) -> str:
     """'AccessExclusiveLock' -> 'ACCESS EXCLUSIVE' (the words of LOCK TABLE ... IN ... MODE)."""
-    return ", ".join(re.sub(r"(?<=[a-z])(?=[A-Z])", " ", m.strip().removesuffix("Lock")).upper()
-                     for m in mode.split(",") if m.strip())
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", mode.removesuffix("Lock")).upper()
 
 
 def thread_wait(db: ConnectionSource, thread_id: int, bound: timedelta) -> ReadWait | None:
@@ -87,7 +94,7 @@ def read_wait(db: ConnectionSource, pid: int, bound: timedelta) -> ReadWait:
     with db.transaction() as conn:
         conn.execute("SELECT set_config('lock_timeout', %(ms)s, true), "
                      "set_config('statement_timeout', %(ms)s, true)", {"ms": ms})
-        rows = conn.execute(BLOCKERS_SQL, {"pids": [pid], "chars": QUERY_CHARS}).fetchall()
+        rows = _rows(conn, [pid])
     return ReadWait(pid, tuple(HeldLock(_blocker(r), mode_words(r["mode"])) for r in rows))
 
 
