@@ -72,7 +72,7 @@ def schedule_problem(worst: Attention | None, unhealthy: int) -> Problem | None:
     head = f"schedule {printable(worst.name)} {worst.health.upper()}"
     since = f" since {utc(worst.since)}" if worst.since is not None else ""
     reason = f": {printable(worst.reason)}" if worst.reason else ""
-    return Problem(f"{head}{since}{reason}{more}", f"{head}{more}")
+    return Problem(f"{head}{more}{since}{reason}", f"{head}{more}")
 
 
 def attention_line(problems: Sequence[Problem | None]) -> tuple[str | None, int]:

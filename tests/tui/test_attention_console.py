@@ -159,6 +159,25 @@ async def test_every_problem_counted_first_on_one_line(console_factory: Any, con
             " ATTENTION 2  leader's pass TIMED OUT (session 4243) · 1,200 jobs unserved (k…"
 
 
+async def test_the_worst_schedule_shows_on_the_other_panels(console_factory: Any, conn: Any) -> None:
+    with conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute("INSERT INTO awa.cron_health (name, health, since, reason) VALUES "
+                     "('reports.hourly', 'failing', %s, 'job 7 failed\x1b[2J'), ('weekly.digest', 'late', %s, NULL)",
+                     (NOW - timedelta(minutes=5), NOW - timedelta(minutes=1)))
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        assert app.freshness.attention is None  # the schedules panel has its own line (S42)
+        await pilot.press("5")
+        await settled(pilot, app)
+        line = ("schedule reports.hourly FAILING (+1 more unhealthy) since 2025-03-08 11:55:30Z: "
+                "job 7 failed\\x1b[2J")
+        assert app.freshness.attention == line
+        assert screen_line(app, "ATTENTION") == \
+            " ATTENTION  schedule reports.hourly FAILING (+1 more unhealthy) since 2025-03…"
+
+
 def test_the_words() -> None:
     assert attention_line([None, None]) == (None, 0)
     assert attention_line([Problem("a in full", "a"), None, Problem("b in full", "b")]) == ("a · b", 2)
