@@ -250,14 +250,16 @@ class ConsoleApp(App[None]):
         panel = self.main.panel(self.active_panel)
         panel_work, panel_id = panel.work(), panel.panel_id
         client, clock = self.client, self.config.clock
-        # Not with the first refresh: the first paint waits for nothing it does not show first.
-        unserved = bool(self.apply_times) and time.monotonic() - self._unserved_at >= UNSERVED_EVERY_S
+        # Not with the first refresh: the first paint waits for nothing it does not need (the
+        # schedules panel's counts come a refresh later the same way).
+        painted = bool(self.apply_times)
+        unserved = painted and time.monotonic() - self._unserved_at >= UNSERVED_EVERY_S
 
         def work() -> PollData:
             now = clock() if clock else client.reads.db_time()
             runtimes = client.reads.list_runtimes(now=now)
             leadership = client.reads.leadership(now=now)
-            attention_facts = client.reads.console_attention(now, unserved=unserved)
+            attention_facts = client.reads.console_attention(now, unserved=unserved) if painted else None
             refusal = None if client.read_only else client.reads.write_refusal()
             return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
                             audit_gap=client.reads.audit_gap(), server=client.reads.server_role(),
