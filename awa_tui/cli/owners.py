@@ -40,7 +40,8 @@ def _codes(blockers: list[dict[str, Any]]) -> str:
 
 @owner_app.command("list")
 def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
-    """Every owner: fresh declarations, manifests, certificate, schedules, grace clock, blockers."""
+    """Every owner: fresh declarations, manifests, certificate, schedules, grace clock, blockers,
+    and the team roles that may act on it (besides every operator)."""
     from awa_tui.engine.ownership.manifest import short_hash
 
     with errors_as_lines():
@@ -54,11 +55,12 @@ def owner_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
                     "certificate": short_hash(o.certificate_hash),
                     "grace left": _seconds(o.grace_remaining_s),
                     "blocked by": _codes(o.blockers),
+                    "team roles": ", ".join(o.roles) or "-",
                 }
                 for o in owners
             ]
             emit_table(rows, ["owner", "fresh_runtimes", "manifests", "certificate", "schedules_owned",
-                              "schedules_retired", "agreement_since", "grace left", "blocked by"])
+                              "schedules_retired", "agreement_since", "grace left", "blocked by", "team roles"])
 
         emit(owners, as_json, render)
 

@@ -99,7 +99,7 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert [list(o) for o in owners] == [[
         "owner", "fresh_runtimes", "manifest_hashes", "certificate_hash", "certified_at", "certified",
         "schedules_owned", "schedules_retired", "agreement_since", "grace_required_s", "grace_remaining_s",
-        "pending", "blockers",
+        "pending", "blockers", "roles",
     ]]
     assert (owners[0]["owner"], owners[0]["schedules_owned"], owners[0]["pending"]) == (
         "billing", 1, {"inserts": 0, "updates": 0, "retirements": 0})

@@ -22,9 +22,10 @@ import psycopg
 
 from awa_tui.engine.core.audit import begin_action, record_event
 from awa_tui.engine.core.db import db_now
-from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
+from awa_tui.engine.core.errors import Conflict, ValidationError
 from awa_tui.engine.core.guards import check_operator
 from awa_tui.engine.core.limits import BACKFILL_LIMIT, DEFAULT_HORIZON
+from awa_tui.engine.core.scope import unseen_schedule
 from awa_tui.engine.cron.expression import compile_cron, iso_utc
 from awa_tui.engine.firing.evaluator import first_candidate
 from awa_tui.engine.ledger.models import Record
@@ -118,7 +119,7 @@ def backfill(
                          {"from": iso_utc(from_at), "to": iso_utc(to_at)})
         row = conn.execute(ROW_SQL + ("" if dry_run else " FOR UPDATE"), (name,)).fetchone()
         if row is None:
-            raise NotFound(f"unknown schedule {name!r}")
+            raise unseen_schedule(conn, name)
         if row["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; restore it before a backfill")
         if row["created_at"] is None:

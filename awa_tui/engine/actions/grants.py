@@ -13,6 +13,10 @@ Four NOLOGIN group roles, named from a prefix (default `awa_`); grant them to lo
   `awa.begin_action`. A console that also leads (`--lead`) needs the runtime role too.
 - `<prefix>readonly`: SELECT only.
 
+A team's role (`--owner-role ROLE --owners a,b`, one database, many teams) may pause, resume,
+trigger and override the schedules of its owners and retry or cancel their jobs, and sees
+only their rows (row-level security, v032): `owner_role`.
+
 Nobody but the owner holds INSERT, UPDATE, DELETE or TRUNCATE on awa.audit_log: its rows
 are written by the database's own triggers (SECURITY DEFINER, as the owner).
 """
@@ -110,6 +114,8 @@ WRITES: dict[str, dict[str, str]] = {
     "alert_deliverer": {"runtime": "UPDATE"},
     # The fence's capabilities (v021): written by SECURITY DEFINER functions only.
     "fence_grants": {},
+    # Which team's role may act on which owner (v032): written by `db grants --owner-role`.
+    "owner_grants": {},
 }
 OPERATOR_FUNCTIONS = (
     "awa.begin_action(text, text, jsonb)",
@@ -223,3 +229,133 @@ def apply_layout(dsn: str, layout: RoleLayout) -> dict[str, Any]:
         conn.close()
     return {"prefix": layout.prefix, "roles": list(layout.roles),
             "statements": sum(1 for s in layout.statements if not s.startswith("--"))}
+
+
+# --- a team's role: one database, many teams (v032) ------------------------------------------
+
+_ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SCOPE = "((SELECT awa.owner_scope())::text[])"
+_NAMES = f"(SELECT c.name FROM awa.cron_jobs c WHERE c.owner = ANY {_SCOPE})"
+# Each table v032 put under row-level security, and the rows of it a team's role keeps: its
+# owners' schedules and owner rows, and what names one of those schedules (jobs, ledger,
+# health, sync notes, audit entries). `(SELECT awa.owner_scope())` is computed once per
+# statement, not per row. A table missing here (or here and not under row-level security)
+# fails tests/security/test_owner_access.py.
+SCOPED_ROWS: dict[str, str] = {
+    "cron_jobs": f"owner = ANY {_SCOPE}",
+    "owners": f"owner = ANY {_SCOPE}",
+    "fire_stats": f"owner = ANY {_SCOPE}",
+    "jobs": f"metadata ->> 'cron_name' IN {_NAMES}",
+    "ledger_pruned": f"cron_name IN {_NAMES}",
+    "fire_skips": f"cron_name IN {_NAMES}",
+    "cron_health": f"name IN {_NAMES}",
+    "health_transitions": f"name IN {_NAMES}",
+    "cron_jobs_changes": f"name IN {_NAMES}",
+    "audit_log": (f"target IN {_NAMES} OR target IN (SELECT 'owner:' || o FROM unnest{_SCOPE} o) "
+                  "OR (starts_with(target, 'job:') AND target IN (SELECT 'job:' || j.id FROM awa.jobs j))"),
+}
+# What a team's role may change: pause (and its window), the fire token a resume resets, an
+# override; a trigger's job, a retry or cancel of its jobs. Not the owner or retirement of a
+# schedule, no delete, no queue, calendar or alert.
+TEAM_SCHEDULE_COLUMNS = (
+    "paused_at", "paused_by", "paused_until", "pause_reason", "last_enqueued_at", "next_fire_at", "updated_at",
+    *OVERRIDE_COLUMNS, OVERRIDDEN,
+)
+TEAM_WRITES = {
+    "cron_jobs": f"UPDATE ({', '.join(TEAM_SCHEDULE_COLUMNS)})",
+    "jobs": "INSERT, UPDATE (state, finalized_at, run_at)",
+}
+# Fleet-wide alerting (sinks hold webhook addresses): not a team's to read.
+TEAM_UNREADABLE = ("alert_sinks", "alert_deliveries", "alert_outbox", "alert_silences", "alert_deliverer",
+                   "fleet_transitions")
+
+
+@dataclass(frozen=True)
+class OwnerRole:
+    role: str
+    owners: tuple[str, ...]  # empty when revoked
+    statements: tuple[str, ...]
+
+    @property
+    def sql(self) -> str:
+        lines = (s if s.startswith("--") else f"{s};" for s in self.statements)
+        return "BEGIN;\n" + "\n".join(lines) + "\nCOMMIT;\n"
+
+
+def check_role(role: str) -> str:
+    if not isinstance(role, str) or not _ROLE_RE.match(role):
+        raise ValidationError(
+            f"role: lower-case letters, digits and _ (1..63, not starting with a digit) required, got {role!r}"[:200])
+    return role
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _revoke_all(role: str) -> list[str]:
+    return [
+        *(f"DROP POLICY IF EXISTS {role} ON awa.{table}" for table in SCOPED_ROWS),
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA awa FROM {role}",
+        *(f"REVOKE ALL ON FUNCTION {f} FROM {role}" for f in OPERATOR_FUNCTIONS),
+        f"DELETE FROM awa.owner_grants WHERE role = {_literal(role)}",
+    ]
+
+
+def owner_role(role: str, owners: list[str] | tuple[str, ...], *, revoke: bool = False) -> OwnerRole:
+    """The SQL making `role` (a NOLOGIN group role) a team's role acting on `owners` only, or
+    (revoke) taking every privilege on the schema from it; idempotent, one transaction."""
+    from awa_tui.engine.ownership.manifest import check_owner
+
+    role = check_role(role)
+    if role.startswith("pg_"):
+        raise ValidationError(f"role: {role} is reserved by PostgreSQL")
+    if revoke:
+        statements = ["-- Nothing of the schema stays granted to it; the role itself stays (drop it yourself)",
+                      *_revoke_all(role), f"REVOKE USAGE ON SCHEMA awa FROM {role}"]
+        return OwnerRole(role, (), tuple(statements))
+    chosen = tuple(dict.fromkeys(check_owner(o) for o in owners))
+    if not chosen:
+        raise ValidationError("owners: at least one owner is required (or --revoke)")
+    readable = [t for t in WRITES if t not in TEAM_UNREADABLE]
+    statements = [
+        _create_role(role),
+        "-- Start from nothing, so applying again converges",
+        *_revoke_all(role),
+        f"GRANT USAGE ON SCHEMA awa TO {role}",
+        f"GRANT SELECT ON {', '.join(f'awa.{t}' for t in readable)} TO {role}",
+        *(f"GRANT {privileges} ON awa.{table} TO {role}" for table, privileges in TEAM_WRITES.items()),
+        *(f"GRANT EXECUTE ON FUNCTION {f} TO {role}" for f in OPERATOR_FUNCTIONS),
+        "INSERT INTO awa.owner_grants (role, owner) VALUES "
+        + ", ".join(f"({_literal(role)}, {_literal(o)})" for o in chosen),
+        "-- Its rows only: a restrictive policy of its own on each table under row-level security",
+        *(f"CREATE POLICY {role} ON awa.{table} AS RESTRICTIVE TO {role} USING ({using})"
+          for table, using in SCOPED_ROWS.items()),
+    ]
+    return OwnerRole(role, chosen, tuple(statements))
+
+
+def apply_owner_role(dsn: str, spec: OwnerRole) -> dict[str, Any]:
+    """Run a team role's SQL in one transaction (as a superuser). Returns {role, owners, statements}."""
+    conn = connect(dsn, application_name="awa-tui db grants")
+    try:
+        refusal = standby_refusal(conn)
+        if refusal is not None:
+            raise ReadOnly(refusal)
+        with conn.transaction():
+            if spec.owners:
+                # A role of the layout would stop seeing other teams' rows: refused, nothing written.
+                taken = conn.execute(
+                    "SELECT 1 FROM pg_roles WHERE rolname = %s AND (rolsuper OR rolbypassrls)", (spec.role,)).fetchone()
+                if taken is not None:
+                    raise ValidationError(f"role: {spec.role} is a superuser or bypasses row-level security; "
+                                          "a team's role must be neither")
+            for statement in spec.statements:
+                if not statement.startswith("--"):
+                    conn.execute(statement)  # type: ignore[arg-type]  # built from checked names
+    except psycopg.Error as exc:
+        raise translate(exc) from None
+    finally:
+        conn.close()
+    return {"role": spec.role, "owners": list(spec.owners), "revoked": not spec.owners,
+            "statements": sum(1 for s in spec.statements if not s.startswith("--"))}

@@ -19,8 +19,9 @@ import psycopg
 from awa_tui.engine.actions.ops import SCHEDULE_STATE_COLUMNS, lock_schedule
 from awa_tui.engine.core.audit import begin_action, record_event
 from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY, db_now
-from awa_tui.engine.core.errors import Conflict, NotFound
+from awa_tui.engine.core.errors import Conflict
 from awa_tui.engine.core.guards import check_operator
+from awa_tui.engine.core.scope import unseen_owner, unseen_schedule
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
 from awa_tui.engine.ownership.manifest import check_new_owner, check_owner
 
@@ -39,7 +40,7 @@ def _peek(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
     lock, which the caller holds, so what is read here stays true."""
     row = conn.execute(f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = %s", (name,)).fetchone()
     if row is None:
-        raise NotFound(f"unknown schedule {name!r}")
+        raise unseen_schedule(conn, name)
     return row
 
 
@@ -146,7 +147,7 @@ def _owner_rows(conn: psycopg.Connection[Any], owner: str) -> list[dict[str, Any
         "SELECT name, retired_at FROM awa.cron_jobs WHERE owner = %s ORDER BY name", (owner,)
     ).fetchall()
     if not rows:
-        raise NotFound(f"owner {owner!r} has no schedules")
+        raise unseen_owner(conn, owner)
     return rows
 
 

@@ -20,6 +20,7 @@ from awa_tui.engine.core.audit import begin_action, record_event
 from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.core.guards import check_operator, check_pause_reason
+from awa_tui.engine.core.scope import unseen_schedule
 from awa_tui.engine.ownership.agreement import invalidate_certificates, lock_owner
 from awa_tui.engine.schedules.columns import ACTION_ROW, listed
 from awa_tui.printable import printable
@@ -67,7 +68,7 @@ def lock_schedule(conn: psycopg.Connection[Any], name: str) -> dict[str, Any]:
         f"SELECT {SCHEDULE_STATE_COLUMNS} FROM awa.cron_jobs WHERE name = %s FOR UPDATE", (name,)
     ).fetchone()
     if row is None:
-        raise NotFound(f"unknown schedule {name!r}")
+        raise unseen_schedule(conn, name)
     return row
 
 

@@ -8,8 +8,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from awa_tui.engine.core import guards
+from awa_tui.engine.core import guards, scope
 from awa_tui.engine.core.db import ConnectionSource
+from awa_tui.engine.core.errors import ReadOnly
 
 _T = TypeVar("_T")
 
@@ -58,5 +59,8 @@ class Session:
         """An operator action, labelled with `operator` (this session's when omitted): the
         room's function takes it after its own arguments. `model` turns the row the room
         wrote (engine-internal) into the typed result of read/results.py."""
-        done = self._write(action, fn, *args, self.operator if operator is None else operator, **kwargs)
+        try:
+            done = self._write(action, fn, *args, self.operator if operator is None else operator, **kwargs)
+        except ReadOnly as refused:  # a team's role (S75) is told what it may do instead
+            raise self._read(scope.team_refusal, action, refused) from None
         return done if model is None else model(**done)

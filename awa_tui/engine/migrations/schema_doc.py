@@ -70,6 +70,9 @@ PURPOSES: dict[str, str] = {
     "fleet_transitions": "every change of the fleet's health (ok, no_leader, stalled: since when, why); "
                          "recorded by whichever runtime saw it first, each one an alert",
     "fire_lateness": "per queue: the fire-lateness histogram the metrics serve; kept by the leader",
+    "owner_grants": "one database, many teams: which team role (`awa-tui db grants --owner-role`) may act on "
+                    "which owner; read by `owner list` and by the row-level security policies that keep a team's "
+                    "role to its owners' rows (S75).",
     "fire_skips": "instants the fire statement left unfired because of the overlap policy (reason `overlap`), "
                   "and the newest instant of a pass older than the catch-up window (`too_old`), for the "
                   "fire ledger; written by the evaluator",
@@ -150,7 +153,7 @@ def defined_in() -> dict[str, str]:
 
 
 TABLES_SQL = """
-SELECT c.oid, c.relname, coalesce(c.reloptions, '{}') AS reloptions
+SELECT c.oid, c.relname, coalesce(c.reloptions, '{}') AS reloptions, c.relrowsecurity, c.relforcerowsecurity
 FROM pg_class c WHERE c.relnamespace = 'awa'::regnamespace AND c.relkind IN ('r', 'p')
 ORDER BY c.relname
 """
@@ -174,6 +177,19 @@ FROM pg_constraint WHERE conrelid = ANY(%s) AND contype <> 'n' ORDER BY conname
 TRIGGERS_SQL = """
 SELECT t.tgrelid AS rel, t.tgname, t.tgfoid, pg_get_triggerdef(t.oid) AS def
 FROM pg_trigger t WHERE t.tgrelid = ANY(%s) AND NOT t.tgisinternal ORDER BY t.tgname
+"""
+# Row-level security (v032): the schema's own policies (a team role's, made by `db grants
+# --owner-role`, are named by and for that role, and a fresh database has none).
+POLICIES_SQL = """
+SELECT p.polrelid AS rel, p.polname,
+       CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END
+       || ' FOR ' || CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                   WHEN 'd' THEN 'DELETE' ELSE 'ALL' END
+       || ' TO ' || coalesce((SELECT string_agg(CASE WHEN r = 0 THEN 'public' ELSE r::regrole::text END, ', ')
+                              FROM unnest(p.polroles) r), '')
+       || coalesce(' USING (' || pg_get_expr(p.polqual, p.polrelid) || ')', '')
+       || coalesce(' WITH CHECK (' || pg_get_expr(p.polwithcheck, p.polrelid) || ')', '') AS def
+FROM pg_policy p WHERE p.polrelid = ANY(%s) ORDER BY p.polname
 """
 FUNCTIONS_SQL = """
 SELECT p.oid, p.proname, pg_get_function_identity_arguments(p.oid) AS args,
@@ -217,6 +233,10 @@ def _table_section(table: dict[str, Any], parts: dict[str, Rows]) -> list[str]:
                               ("Triggers", "triggers", "tgname")):
         if parts[key][oid]:
             out += ["", f"{title}:", "", *(f"- {r[label]}: `{r['def']}`" for r in parts[key][oid])]
+    if table["relrowsecurity"]:
+        forced = " and forced on the table's owner" if table["relforcerowsecurity"] else ""
+        out += ["", f"Row-level security: enabled{forced}.", "", "Policies:", "",
+                *(f"- {r['polname']}: `{r['def']}`" for r in parts["policies"][oid])]
     if table["reloptions"]:
         out += ["", "Storage parameters: " + ", ".join(f"`{o}`" for o in sorted(table["reloptions"]))]
     return out
@@ -248,7 +268,7 @@ def render(conn: psycopg.Connection[Any], *, current: bool = True) -> str:
     oids = [t["oid"] for t in tables]
     parts: dict[str, Rows] = {}
     for key, query in (("columns", COLUMNS_SQL), ("indexes", INDEXES_SQL), ("constraints", CONSTRAINTS_SQL),
-                       ("triggers", TRIGGERS_SQL)):
+                       ("triggers", TRIGGERS_SQL), ("policies", POLICIES_SQL)):
         parts[key] = defaultdict(list)
         for row in conn.execute(query, (oids,)).fetchall():
             parts[key][row["rel"]].append(row)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,9 @@ class OwnerSummary:
     grace_remaining_s: float | None
     pending: OwnerCounts
     blockers: list[dict[str, Any]]  # {code, message, blocks, ...}
+    # The team roles that may act on this owner (S75, `db grants --owner-role`); the layout's
+    # operators may act on every owner.
+    roles: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from psycopg import pq
 from awa_tui.engine.core.audit import RECONCILER_LABEL, begin_reconcile, declare_actor
 from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY, db_now
 from awa_tui.engine.core.errors import NotFound
+from awa_tui.engine.core.scope import owner_scope
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.agreement import DESIRED_CTE, OwnerState
 from awa_tui.engine.ownership.manifest import check_owner, short_hash
@@ -299,10 +300,15 @@ def list_owners(conn: psycopg.Connection[Any], now: datetime | None = None) -> l
     (live), certificate_hash, certified_at, certified (bool: certificate = the single live
     hash), schedules_owned (active), schedules_retired, agreement_since, grace_required_s,
     grace_remaining_s, pending {inserts, updates, retirements} (counts), blockers
-    [{code, message, blocks, ...}].
+    [{code, message, blocks, ...}], roles (the team roles that may act on it, S75).
+
+    A team's role sees its owners only: the database hides the others' schedules and owner
+    rows, and declarations of other owners by runtimes are left out here too.
     """
     with read_snapshot(conn):
         plans = compute_plans(conn, None, now)
+        roles = {r["owner"]: r["roles"] for r in conn.execute(OWNER_ROLES_SQL).fetchall()}
+        scope = owner_scope(conn)
     return [
         {
             "owner": p["owner"],
@@ -318,9 +324,18 @@ def list_owners(conn: psycopg.Connection[Any], now: datetime | None = None) -> l
             "grace_remaining_s": p["agreement"]["grace_remaining_s"],
             "pending": {k: len(p[k]) for k in ("inserts", "updates", "retirements")},
             "blockers": p["blockers"],
+            "roles": roles.get(p["owner"], []),
         }
-        for p in plans
+        for p in plans if scope is None or p["owner"] in scope
     ]
+
+
+# Who may act on each owner besides the layout's operators: the team roles that still exist.
+OWNER_ROLES_SQL = """
+SELECT g.owner, array_agg(g.role ORDER BY g.role) AS roles
+FROM awa.owner_grants g WHERE EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = g.role)
+GROUP BY g.owner
+"""
 
 
 def describe(result: dict[str, Any]) -> str:

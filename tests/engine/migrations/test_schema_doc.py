@@ -43,9 +43,16 @@ def test_the_document_names_every_table_trigger_and_function(conn: psycopg.Conne
         "WHERE c.relnamespace = 'awa'::regnamespace AND NOT t.tgisinternal")]
     functions = conn.execute(
         "SELECT count(*) AS n FROM pg_proc WHERE pronamespace = 'awa'::regnamespace").fetchone()["n"]
-    assert len(tables) == 30 and sorted(f"### awa.{t}" for t in tables) == sorted(
+    policies = [(r["relname"], r["polname"]) for r in conn.execute(
+        "SELECT c.relname, p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+        "WHERE c.relnamespace = 'awa'::regnamespace")]
+    assert len(tables) == 31 and sorted(f"### awa.{t}" for t in tables) == sorted(
         line for line in text.splitlines() if line.startswith("### awa.") and "(" not in line)
     assert all(f"- {t}: `CREATE TRIGGER {t} " in text for t in triggers)
+    # Row-level security (v032): each secured table says so and names its policy.
+    assert len(policies) == 10
+    assert all(f"- {p}: `PERMISSIVE FOR ALL TO public USING (true) WITH CHECK (true)`"
+               in text.split(f"### awa.{t}\n")[1].split("\n### ")[0] for t, p in policies)
     assert sum(1 for line in text.splitlines() if line.startswith("### awa.") and "(" in line) == functions
     # A trigger function names the triggers that run it.
     fence = text.split("### awa.cron_jobs_fence()")[1].split("```")[0]

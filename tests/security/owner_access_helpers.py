@@ -1,0 +1,84 @@
+"""One database, many teams: two owners' schedules (billing, payroll) with jobs and audit
+entries, a team role for billing, the role layout, and one login each.
+
+Roles are cluster-wide: every name carries a fresh prefix, and every role is dropped at
+the end (after its privileges and policies are dropped)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import dict_row
+
+from awa_tui import Client
+from awa_tui.engine.actions import grants
+
+PASSWORD = "team-pw"
+BILLING = ("billing-report", "invoice")  # billing's schedules, in name order
+PAYROLL = ("payroll-run",)
+
+
+@dataclass
+class Teams:
+    prefix: str
+    team_role: str  # billing's team role
+    dsns: dict[str, str]  # billing (a login of the team role), operator, runtime, readonly
+    users: dict[str, str]
+
+    def connect(self, key: str) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.dsns[key], autocommit=True, row_factory=dict_row)  # type: ignore[arg-type]
+
+
+def _login(admin: psycopg.Connection[Any], base: dict[str, Any], user: str, role: str) -> str:
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE {}").format(
+        sql.Identifier(user), sql.Literal(PASSWORD), sql.Identifier(role)))
+    return make_conninfo(**{**base, "user": user, "password": PASSWORD})
+
+
+def seed(dsn: str) -> None:
+    """billing's two schedules and payroll's one, each triggered once and paused once
+    (a job and audit entries per schedule), by a superuser."""
+    for owner, names in (("billing", BILLING), ("payroll", PAYROLL)):
+        with Client(dsn, owner=owner, authoritative=True) as runtime:
+            for name in names:
+                runtime.periodic(name, "0 3 * * *", f"{owner}.job")
+            runtime.sync()
+    with Client(dsn, operator="admin@ops") as admin:
+        for name in (*BILLING, *PAYROLL):
+            admin.actions.trigger(name)
+            admin.actions.pause(name)
+
+
+def drop_roles(admin: psycopg.Connection[Any], prefix: str) -> None:
+    roles = [r["rolname"] for r in admin.execute(
+        "SELECT rolname FROM pg_roles WHERE starts_with(rolname, %s) ORDER BY rolname DESC", (prefix,)).fetchall()]
+    for role in roles:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+    for role in roles:
+        admin.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    for role in roles:
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def teams(dsn: str, admin: psycopg.Connection[Any]) -> Iterator[Teams]:
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    layout = grants.role_layout(prefix)
+    team_role = f"{prefix}billing_team"
+    try:
+        grants.apply_layout(dsn, layout)
+        grants.apply_owner_role(dsn, grants.owner_role(team_role, ["billing"]))
+        base = conninfo_to_dict(admin.info.dsn)
+        users = {key: f"{prefix}{key}_login" for key in ("billing", "operator", "runtime", "readonly")}
+        roles = {"billing": team_role, "operator": layout.operator, "runtime": layout.runtime,
+                 "readonly": layout.readonly}
+        dsns = {key: _login(admin, base, users[key], roles[key]) for key in users}
+        yield Teams(prefix, team_role, dsns, users)
+    finally:
+        drop_roles(admin, prefix)

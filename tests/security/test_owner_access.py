@@ -1,0 +1,307 @@
+"""One database, many teams (S75): a team's role sees and acts on its owners' schedules,
+jobs, ledger and audit entries only, enforced by the database, so hand-written SQL gets
+the answer the Client and the CLI get; every other role's answers are unchanged."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import awa, one_line_error
+from owner_access_helpers import BILLING, PAYROLL, Teams, drop_roles, seed, teams
+
+from awa_tui import Client
+from awa_tui.engine import migrations
+from awa_tui.engine.actions import grants
+from awa_tui.engine.actions.overrides import OverrideRequest
+from awa_tui.engine.core.errors import AwaError
+
+BOTH = sorted((*BILLING, *PAYROLL))
+# The rows of each table under row-level security, named by what ties them to a schedule.
+READS = {
+    "schedules": "SELECT name AS n FROM awa.cron_jobs ORDER BY 1",
+    "jobs": "SELECT DISTINCT metadata ->> 'cron_name' AS n FROM awa.jobs ORDER BY 1",
+    "audit": "SELECT DISTINCT target AS n FROM awa.audit_log ORDER BY 1",
+    "health": "SELECT name AS n FROM awa.cron_health ORDER BY 1",
+    "sync notes": "SELECT DISTINCT name AS n FROM awa.cron_jobs_changes ORDER BY 1",
+    "owners": "SELECT owner AS n FROM awa.owners ORDER BY 1",
+}
+
+
+@pytest.fixture
+def world(dsn: str, conn: psycopg.Connection[Any]) -> Iterator[Teams]:
+    seed(dsn)
+    yield from teams(dsn, conn)
+
+
+def _names(session: psycopg.Connection[Any], query: str) -> list[str]:
+    return [r["n"] for r in session.execute(query).fetchall()]  # type: ignore[arg-type]  # literal test SQL
+
+
+def _state(conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """Everything a refused action could have changed: payroll's row, the jobs, the trail."""
+    row = conn.execute("SELECT to_jsonb(c) - 'updated_at' AS r FROM awa.cron_jobs c WHERE name = 'payroll-run'")
+    return {"payroll": row.fetchone(),
+            "jobs": conn.execute("SELECT count(*) AS n FROM awa.jobs").fetchone(),
+            "audit": conn.execute("SELECT count(*) AS n FROM awa.audit_log").fetchone()}
+
+
+def test_a_team_login_reads_only_its_owners_rows_in_sql(world: Teams, conn: psycopg.Connection[Any]) -> None:
+    billing = ["billing-report", "invoice"]
+    with world.connect("billing") as team:
+        assert _names(team, READS["schedules"]) == billing
+        assert _names(team, READS["jobs"]) == billing
+        assert _names(team, READS["audit"]) == billing
+        assert _names(team, READS["owners"]) == ["billing"]
+        # Every table under row-level security: the superuser's rows, billing's only.
+        for what, query in READS.items():
+            assert _names(team, query) == [n for n in _names(conn, query) if n in (*billing, "billing")], what
+        # Asked for by name, another team's rows are not there either.
+        assert team.execute("SELECT count(*) AS n FROM awa.cron_jobs WHERE name = 'payroll-run'").fetchone() == {
+            "n": 0}
+        assert team.execute("SELECT count(*) AS n FROM awa.jobs WHERE metadata ->> 'cron_name' = 'payroll-run'"
+                            ).fetchone() == {"n": 0}
+        assert team.execute("SELECT count(*) AS n FROM awa.audit_log WHERE target = 'payroll-run'").fetchone() == {
+            "n": 0}
+        assert team.execute("SELECT awa.owner_scope() AS s").fetchone() == {"s": ["billing"]}
+    # Negative control: the layout's roles, and the superuser, see both teams as before.
+    for key in ("operator", "runtime", "readonly"):
+        with world.connect(key) as other:
+            assert _names(other, READS["schedules"]) == BOTH, key
+            assert _names(other, READS["jobs"]) == BOTH, key
+            assert _names(other, READS["audit"]) == BOTH, key
+            assert other.execute("SELECT awa.owner_scope() AS s").fetchone() == {"s": None}
+    assert _names(conn, READS["schedules"]) == BOTH
+
+
+def test_a_team_login_reads_only_its_owners_rows_through_the_client(world: Teams) -> None:
+    with Client(world.dsns["billing"], operator="bob@billing") as team:
+        assert [s.name for s in team.reads.list_schedules()] == ["billing-report", "invoice"]
+        assert sorted({j.schedule for j in team.reads.jobs_page().rows}) == ["billing-report", "invoice"]
+        assert sorted({a.target for a in team.reads.list_audit()}) == ["billing-report", "invoice"]
+        assert [o.owner for o in team.reads.list_owners()] == ["billing"]
+        assert team.reads.write_refusal() is None  # not read-only: it may act on its own
+    with Client(world.dsns["operator"], operator="alice@ops") as ops:
+        assert [s.name for s in ops.reads.list_schedules()] == BOTH
+        assert [o.owner for o in ops.reads.list_owners()] == ["billing", "payroll"]
+
+
+def test_a_team_login_pauses_triggers_and_overrides_its_own_schedules(world: Teams,
+                                                                      conn: psycopg.Connection[Any]) -> None:
+    with Client(world.dsns["billing"], operator="bob@billing") as team:
+        assert team.actions.resume("invoice").paused_at is None
+        assert team.actions.pause("invoice").paused_by == "bob@billing"
+        job = team.actions.trigger("invoice")
+        assert job.metadata["cron_name"] == "invoice"
+        assert team.actions.override("invoice", OverrideRequest(cron="0 4 * * *")).cron_expr == "0 4 * * *"
+    rows = conn.execute("SELECT action, target, operator, db_user FROM awa.audit_log "
+                        "WHERE operator = 'bob@billing' ORDER BY id").fetchall()
+    user = world.users["billing"]
+    assert rows == [{"action": a, "target": "invoice", "operator": "bob@billing", "db_user": user}
+                    for a in ("resume", "pause", "trigger", "override")]
+
+
+# Hand-written SQL by billing's login against payroll's row: each changes nothing, either
+# matching no row (the row is not there for it) or refused in one line.
+UNSEEN = (
+    "UPDATE awa.cron_jobs SET paused_at = NULL, paused_by = NULL WHERE name = 'payroll-run'",
+    "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() WHERE metadata ->> 'cron_name' = 'payroll-run'",
+)
+REFUSED = {
+    "DELETE FROM awa.cron_jobs WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
+    "UPDATE awa.cron_jobs SET retired_at = now() WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
+    "UPDATE awa.cron_jobs SET owner = 'billing' WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
+    "DELETE FROM awa.jobs": "permission denied for table jobs",
+    "INSERT INTO awa.jobs (kind, metadata) VALUES ('payroll.job', '{\"cron_name\": \"payroll-run\"}')":
+        'new row violates row-level security policy "{team}" for table "jobs"',
+    "INSERT INTO awa.cron_jobs (name, cron_expr, kind, owner) VALUES ('x', '* * * * *', 'k', 'billing')":
+        "permission denied for table cron_jobs",
+    "SELECT count(*) FROM awa.alert_sinks": "permission denied for table alert_sinks",
+}
+
+
+def test_another_teams_rows_are_out_of_reach_of_hand_written_sql(world: Teams,
+                                                                 conn: psycopg.Connection[Any]) -> None:
+    before = _state(conn)
+    with world.connect("billing") as team:
+        for statement in UNSEEN:
+            with team.transaction():
+                team.execute("SELECT awa.begin_action('bob', 'pause')")
+                assert team.execute(statement).rowcount == 0, statement  # type: ignore[arg-type]
+        for statement, refusal in REFUSED.items():
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as caught:
+                team.execute(statement)  # type: ignore[arg-type]  # literal test SQL
+            assert str(caught.value).splitlines()[0] == refusal.format(team=world.team_role), statement
+        # The trail's own events check the target themselves (they run as the schema's owner).
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as caught:
+            with team.transaction():
+                team.execute("SELECT awa.begin_action('bob', 'trigger')")
+                team.execute("SELECT awa.record_event('trigger', 'payroll-run', NULL, NULL, '{}')")
+        assert str(caught.value).splitlines()[0] == (
+            'your role may act only on the schedules of billing, not on "payroll-run"')
+    assert _state(conn) == before
+
+
+ACTIONS = {
+    "pause": lambda c: c.actions.pause("payroll-run"),
+    "resume": lambda c: c.actions.resume("payroll-run"),
+    "trigger": lambda c: c.actions.trigger("payroll-run"),
+    "override": lambda c: c.actions.override("payroll-run", OverrideRequest(cron="0 4 * * *")),
+    "retire": lambda c: c.actions.retire("payroll-run"),
+    "remove": lambda c: c.actions.remove("payroll-run"),
+    "retire owner": lambda c: c.actions.retire_owner("payroll"),
+    "retire own": lambda c: c.actions.retire("invoice"),
+    "remove own": lambda c: c.actions.remove("invoice"),
+}
+NOT_YOURS = "schedule 'payroll-run': not one your role may see (it may act on the schedules of billing only)"
+OWN_REFUSED = ("permission denied: a team's role may pause, resume, trigger, override and backfill its owners' "
+               "schedules and retry or cancel their jobs, not {}")
+
+
+def test_another_teams_schedule_is_refused_through_the_client_in_one_line(world: Teams,
+                                                                          conn: psycopg.Connection[Any]) -> None:
+    before = _state(conn)
+    refusals = {}
+    with Client(world.dsns["billing"], operator="bob@billing") as team:
+        for what, act in ACTIONS.items():
+            with pytest.raises(AwaError) as caught:
+                act(team)
+            refusals[what] = str(caught.value)
+    assert refusals == {
+        **{what: NOT_YOURS for what in ("pause", "resume", "trigger", "override", "retire", "remove")},
+        "retire owner": "owner 'payroll': not one your role may act on (it may act on the schedules of billing only)",
+        "retire own": OWN_REFUSED.format("retire"), "remove own": OWN_REFUSED.format("remove"),
+    }
+    assert _state(conn) == before
+
+
+def test_the_cli_as_a_team_login_refuses_another_teams_schedule_in_one_line(world: Teams,
+                                                                             conn: psycopg.Connection[Any]) -> None:
+    before = _state(conn)
+    assert one_line_error(awa("cron", "pause", "payroll-run", "--dsn", world.dsns["billing"])) == f"error: {NOT_YOURS}"
+    listed = awa("cron", "list", "--json", "--dsn", world.dsns["billing"])
+    assert listed.returncode == 0, listed.stderr
+    assert [r["name"] for r in json.loads(listed.stdout)] == ["billing-report", "invoice"]
+    assert _state(conn) == before
+
+
+def test_owner_list_says_which_team_roles_may_act_on_each_owner(world: Teams) -> None:
+    with Client(world.dsns["operator"]) as ops:
+        assert [(o.owner, o.roles) for o in ops.reads.list_owners()] == [
+            ("billing", [world.team_role]), ("payroll", [])]
+
+
+def test_the_unscoped_roles_plans_are_unchanged(world: Teams, conn: psycopg.Connection[Any]) -> None:
+    """The permissive policy every role has is constant true: the planner drops it, so a
+    runtime's statements (the fire path's active-jobs probe uses a jsonb expression index,
+    which a non-leakproof security qual would rule out) plan exactly as without row-level
+    security. A team's role plans the owner check (control)."""
+    statements = (
+        "SELECT j.id FROM awa.jobs j WHERE j.metadata ->> 'cron_name' = ANY(ARRAY['invoice']) "
+        "AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'",
+        "SELECT name FROM awa.cron_jobs WHERE next_fire_at <= now() AND paused_at IS NULL AND retired_at IS NULL "
+        "AND finished_at IS NULL ORDER BY next_fire_at LIMIT 100 FOR UPDATE SKIP LOCKED",
+        "SELECT target FROM awa.audit_log WHERE target = 'invoice' ORDER BY id DESC LIMIT 10",
+    )
+
+    def plans(session: psycopg.Connection[Any]) -> list[str]:
+        session.execute("SET enable_seqscan = off")
+        return ["\n".join(r["QUERY PLAN"] for r in session.execute(f"EXPLAIN (COSTS OFF) {s}").fetchall())
+                for s in statements]  # type: ignore[arg-type]  # literal test SQL
+
+    with psycopg.connect(conn.info.dsn, autocommit=True, row_factory=psycopg.rows.dict_row) as bypass:
+        expected = plans(bypass)  # a superuser: never subject to row-level security
+    with world.connect("runtime") as runtime:
+        assert plans(runtime) == expected
+    with world.connect("billing") as team:
+        assert [p == e for p, e in zip(plans(team), expected, strict=True)] == [False, False, False]
+    assert "jobs_cron_active_idx" in expected[0]
+
+
+def test_every_table_under_row_level_security_has_a_team_policy(world: Teams, conn: psycopg.Connection[Any]) -> None:
+    secured = {r["relname"] for r in conn.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = 'awa'::regnamespace AND relrowsecurity")}
+    assert secured == set(grants.SCOPED_ROWS)
+    policies = {(r["tablename"], r["permissive"], tuple(r["roles"])) for r in conn.execute(
+        "SELECT tablename, permissive, roles::text[] AS roles FROM pg_policies WHERE schemaname = 'awa'")}
+    assert policies == {(t, "PERMISSIVE", ("public",)) for t in secured} | {
+        (t, "RESTRICTIVE", (world.team_role,)) for t in secured}
+
+
+def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn: psycopg.Connection[Any]) -> None:
+    seed(dsn)
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    role = f"{prefix}ledger_team"
+
+    def granted() -> list[tuple[str, str]]:
+        return [(r["role"], r["owner"]) for r in conn.execute(
+            "SELECT role, owner FROM awa.owner_grants ORDER BY role, owner").fetchall()]
+
+    def select_right() -> bool:
+        row = conn.execute("SELECT has_table_privilege(%s, 'awa.cron_jobs', 'SELECT') AS ok", (role,)).fetchone()
+        return bool(row and row["ok"])
+
+    try:
+        printed = awa("db", "grants", "--owner-role", role, "--owners", "billing")
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout == grants.owner_role(role, ["billing"]).sql
+        assert conn.execute("SELECT count(*) AS n FROM pg_roles WHERE rolname = %s", (role,)).fetchone() == {"n": 0}
+        applied = awa("db", "grants", "--owner-role", role, "--owners", "billing", "--apply", "--dsn", dsn)
+        assert applied.returncode == 0, applied.stderr
+        assert applied.stdout == f"{role} may act on the schedules of billing only (32 statements)\n"
+        assert granted() == [(role, "billing")]
+        again = awa("db", "grants", "--owner-role", role, "--owners", "billing,payroll", "--apply", "--dsn", dsn)
+        assert again.returncode == 0, again.stderr
+        assert granted() == [(role, "billing"), (role, "payroll")]
+        owners = json.loads(awa("owner", "list", "--json", "--dsn", dsn).stdout)
+        assert [(o["owner"], o["roles"]) for o in owners] == [("billing", [role]), ("payroll", [role])]
+        revoked = awa("db", "grants", "--owner-role", role, "--revoke", "--apply", "--dsn", dsn, "--json")
+        assert json.loads(revoked.stdout) == {"role": role, "owners": [], "revoked": True, "statements": 15}
+        assert granted() == []
+        assert not select_right()
+        assert conn.execute("SELECT count(*) AS n FROM pg_policies WHERE policyname = %s", (role,)).fetchone() == {
+            "n": 0}
+        # Bad input: one line, nothing written.
+        for args, line in (
+            (("--owner-role", "Bad-Name", "--owners", "x"),
+             "error: role: lower-case letters, digits and _ (1..63, not starting with a digit) required, "
+             "got 'Bad-Name'"),
+            (("--owner-role", role), "error: --owner-role needs --owners OWNER[,OWNER] (or --revoke)"),
+            (("--owners", "billing"), "error: --owners and --revoke need --owner-role ROLE"),
+            (("--owner-role", role, "--owners", "billing", "--revoke"),
+             "error: --revoke takes no --owners: it takes every owner from the role"),
+            (("--owner-role", "postgres", "--owners", "billing", "--apply", "--dsn", dsn),
+             "error: role: postgres is a superuser or bypasses row-level security; a team's role must be neither"),
+        ):
+            assert one_line_error(awa("db", "grants", *args)) == line, args
+        assert granted() == []
+    finally:
+        drop_roles(conn, prefix)
+
+
+def test_undoing_owner_access_leaves_a_team_role_nothing(world: Teams, dsn: str,
+                                                        conn: psycopg.Connection[Any]) -> None:
+    version = next(m.version for m in migrations.available() if m.name == "owner_access")
+    newer = [m.version for m in migrations.available() if m.version >= version]
+    assert migrations.migrate_down(dsn, version - 1) == newer[::-1]
+    assert conn.execute("SELECT count(*) AS n FROM pg_policies WHERE schemaname = 'awa'").fetchone() == {"n": 0}
+    assert conn.execute("SELECT count(*) AS n FROM pg_class WHERE relnamespace = 'awa'::regnamespace "
+                        "AND relrowsecurity").fetchone() == {"n": 0}
+    with world.connect("billing") as team, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        team.execute("SELECT name FROM awa.cron_jobs")  # without row-level security it would see every team's
+    with world.connect("operator") as ops:
+        assert _names(ops, READS["schedules"]) == BOTH
+    assert migrations.migrate(dsn) == newer
+    with world.connect("billing") as team, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        team.execute("SELECT name FROM awa.cron_jobs")  # until `db grants --owner-role` is run again
+    grants.apply_owner_role(dsn, grants.owner_role(world.team_role, ["billing"]))
+    with world.connect("billing") as team:
+        assert _names(team, READS["schedules"]) == ["billing-report", "invoice"]
