@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from awa_tui.engine.core import guards, scope
 from awa_tui.engine.core.db import ConnectionSource
-from awa_tui.engine.core.errors import ReadOnly
+from awa_tui.engine.core.errors import AwaError, ReadOnly
 
 _T = TypeVar("_T")
 
@@ -62,5 +62,9 @@ class Session:
         try:
             done = self._write(action, fn, *args, self.operator if operator is None else operator, **kwargs)
         except ReadOnly as refused:  # a team's role (S75) is told what it may do instead
-            raise self._read(scope.team_refusal, action, refused) from None
+            try:
+                worded = self._read(scope.team_refusal, action, refused)
+            except AwaError:  # the database went away meanwhile: the refusal as it came
+                raise refused from None
+            raise worded from None
         return done if model is None else model(**done)

@@ -50,20 +50,25 @@ def _cell(whole: str | None, columns: str | None) -> str:
     return ", ".join(p for p in parts if p) or "-"
 
 
-def render(conn: psycopg.Connection[Any], layout: grants.RoleLayout) -> str:
+TEAM = "a team role"  # `db grants --owner-role`, shown beside the layout's roles
+
+
+def render(conn: psycopg.Connection[Any], layout: grants.RoleLayout, team: str) -> str:
     """The doc's block as the database grants it, the layout's roles named as the default prefix's."""
-    roles = {"runtime": layout.runtime, "operator": layout.operator, "readonly": layout.readonly}
+    roles = {"runtime": layout.runtime, "operator": layout.operator, "readonly": layout.readonly, "team": team}
     args = {"keys": list(roles), "roles": list(roles.values()), "kinds": list(KINDS)}
     tables: dict[str, dict[str, str]] = {}
     for row in conn.execute(TABLES_SQL, args).fetchall():
         tables.setdefault(row["name"], {})[row["key"]] = _cell(row["whole"], row["columns"])
     readonly = {cells["readonly"] for cells in tables.values()}
-    lines = [BEGIN, "| table | `awa_runtime` | `awa_operator` |", "|---|---|---|"]
-    lines += [f"| `awa.{name}` | {cells['runtime']} | {cells['operator']} |" for name, cells in tables.items()]
+    lines = [BEGIN, f"| table | `awa_runtime` | `awa_operator` | {TEAM} |", "|---|---|---|---|"]
+    lines += [f"| `awa.{name}` | {cells['runtime']} | {cells['operator']} | {cells['team']} |"
+              for name, cells in tables.items()]
     lines += ["", f"`awa_readonly`: {', '.join(sorted(readonly))} on every table, nothing else.", "",
               "| function (`SECURITY DEFINER`) | who may call it |", "|---|---|"]
     for row in conn.execute(FUNCTIONS_SQL, args).fetchall():
-        callers = [f"`awa_{key}`" for key in row["callers"]] + (["PUBLIC"] if row["public"] else [])
+        callers = ([TEAM if key == "team" else f"`awa_{key}`" for key in row["callers"]]
+                   + (["PUBLIC"] if row["public"] else []))
         nobody = "no role: only the schema's own functions and triggers"
         lines.append(f"| `{row['name']}` | {', '.join(callers) or nobody} |")
     lines.append(END)
@@ -78,7 +83,9 @@ def test_the_privileges_table_is_what_the_database_grants(dsn: str) -> None:
             for statement in layout.statements:
                 if not statement.startswith("--"):
                     admin.execute(statement)  # type: ignore[arg-type]  # built from a checked prefix
-        granted = render(admin, layout)
+        team = grants.owner_role(f"{layout.prefix}team", ["billing"])
+        grants.apply_owner_role(dsn, team)
+        granted = render(admin, layout, team.role)
     finally:
         drop_layout(admin, layout.prefix)
         admin.close()
