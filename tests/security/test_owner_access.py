@@ -8,11 +8,13 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_helpers import awa, one_line_error
@@ -23,6 +25,8 @@ from awa_tui.engine import migrations
 from awa_tui.engine.actions import grants
 from awa_tui.engine.actions.overrides import OverrideRequest
 from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.cron.expression import Fire
+from awa_tui.engine.firing import evaluator
 
 BOTH = sorted((*BILLING, *PAYROLL))
 # The rows of each table under row-level security, named by what ties them to a schedule.
@@ -201,28 +205,30 @@ def test_owner_list_says_which_team_roles_may_act_on_each_owner(world: Teams) ->
 
 def test_the_unscoped_roles_plans_are_unchanged(world: Teams, conn: psycopg.Connection[Any]) -> None:
     """The permissive policy every role has is constant true: the planner drops it, so a
-    runtime's statements (the fire path's active-jobs probe uses a jsonb expression index,
-    which a non-leakproof security qual would rule out) plan exactly as without row-level
-    security. A team's role plans the owner check (control)."""
-    statements = (
-        "SELECT j.id FROM awa.jobs j WHERE j.metadata ->> 'cron_name' = ANY(ARRAY['invoice']) "
-        "AND j.state IN ('available', 'running', 'retryable') AND j.metadata ? 'cron_name'",
-        "SELECT name FROM awa.cron_jobs WHERE next_fire_at <= now() AND paused_at IS NULL AND retired_at IS NULL "
-        "AND finished_at IS NULL ORDER BY next_fire_at LIMIT 100 FOR UPDATE SKIP LOCKED",
-        "SELECT target FROM awa.audit_log WHERE target = 'invoice' ORDER BY id DESC LIMIT 10",
+    runtime's statements plan exactly as a superuser's, who is never subject to row-level
+    security: the fire statement itself (with an overlap probe of the jobs, by a jsonb
+    expression index a non-leakproof security qual would rule out), the due scan, an audit
+    read. A team's role plans its owner check (control)."""
+    fire = evaluator.FirePlan("invoice", None, [Fire(datetime(2026, 1, 1, 3, tzinfo=UTC))],
+                              datetime(2026, 1, 2, 3, tzinfo=UTC), "0 3 * * *", "UTC", overlap="skip")
+    statements: tuple[tuple[str, dict[str, Any] | None], ...] = (
+        (evaluator.FIRE_BATCH_SQL, evaluator._batch_params([fire], None)),
+        ("SELECT name FROM awa.cron_jobs WHERE next_fire_at <= now() AND paused_at IS NULL AND retired_at IS NULL "
+         "AND finished_at IS NULL ORDER BY next_fire_at LIMIT 100 FOR UPDATE SKIP LOCKED", None),
+        ("SELECT target FROM awa.audit_log WHERE target = 'invoice' ORDER BY id DESC LIMIT 10", None),
     )
 
-    def plans(session: psycopg.Connection[Any]) -> list[str]:
+    def plans(session: psycopg.Connection[Any], which: tuple[tuple[str, dict[str, Any] | None], ...]) -> list[str]:
         session.execute("SET enable_seqscan = off")
-        return ["\n".join(r["QUERY PLAN"] for r in session.execute(f"EXPLAIN (COSTS OFF) {s}").fetchall())
-                for s in statements]  # type: ignore[arg-type]  # literal test SQL
+        return ["\n".join(r["QUERY PLAN"] for r in session.execute(f"EXPLAIN (COSTS OFF) {s}", p).fetchall())
+                for s, p in which]  # type: ignore[arg-type]  # the engine's own SQL
 
-    with psycopg.connect(conn.info.dsn, autocommit=True, row_factory=psycopg.rows.dict_row) as bypass:
-        expected = plans(bypass)  # a superuser: never subject to row-level security
+    with psycopg.connect(conn.info.dsn, autocommit=True, row_factory=dict_row) as bypass:
+        expected = plans(bypass, statements)
     with world.connect("runtime") as runtime:
-        assert plans(runtime) == expected
-    with world.connect("billing") as team:
-        assert [p == e for p, e in zip(plans(team), expected, strict=True)] == [False, False, False]
+        assert plans(runtime, statements) == expected
+    with world.connect("billing") as team:  # it may not fire: the reads only
+        assert [p == e for p, e in zip(plans(team, statements[1:]), expected[1:], strict=True)] == [False, False]
     assert "jobs_cron_active_idx" in expected[0]
 
 
