@@ -27,7 +27,7 @@ PAYROLL = ("payroll-run",)
 @dataclass
 class Teams:
     prefix: str
-    team_role: str  # billing's team role
+    team_role: str  # billing's team role (payroll's is <prefix>payroll_team)
     dsns: dict[str, str]  # billing (a login of the team role), operator, runtime, readonly
     users: dict[str, str]
 
@@ -53,6 +53,11 @@ def seed(dsn: str) -> None:
         for name in (*BILLING, *PAYROLL):
             admin.actions.trigger(name)
             admin.actions.pause(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:  # a runtime of each owner, and one of none
+        conn.execute("INSERT INTO awa.runtime_instances (instance_id, hostname, pid, version, started_at, "
+                     "last_seen_at, owner, manifest) SELECT gen_random_uuid(), 'host', 1, 'x', now(), now(), o, "
+                     "CASE WHEN o IS NULL THEN NULL ELSE jsonb_build_object('owner', o) END "
+                     "FROM unnest(ARRAY['billing', 'payroll', NULL]) o")
 
 
 def drop_roles(admin: psycopg.Connection[Any], prefix: str) -> None:
@@ -74,6 +79,8 @@ def teams(dsn: str, admin: psycopg.Connection[Any]) -> Iterator[Teams]:
     try:
         grants.apply_layout(dsn, layout)
         grants.apply_owner_role(dsn, grants.owner_role(team_role, ["billing"]))
+        # Another team's role (no login): its grant is not billing's to see.
+        grants.apply_owner_role(dsn, grants.owner_role(f"{prefix}payroll_team", ["payroll"]))
         base = conninfo_to_dict(admin.info.dsn)
         users = {key: f"{prefix}{key}_login" for key in ("billing", "operator", "runtime", "readonly")}
         roles = {"billing": team_role, "operator": layout.operator, "runtime": layout.runtime,

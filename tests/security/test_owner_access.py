@@ -37,6 +37,8 @@ READS = {
     "health": "SELECT name AS n FROM awa.cron_health ORDER BY 1",
     "sync notes": "SELECT DISTINCT name AS n FROM awa.cron_jobs_changes ORDER BY 1",
     "owners": "SELECT owner AS n FROM awa.owners ORDER BY 1",
+    "runtimes": "SELECT DISTINCT coalesce(owner, '(none)') AS n FROM awa.runtime_instances ORDER BY 1",
+    "grants": "SELECT DISTINCT owner AS n FROM awa.owner_grants ORDER BY 1",
 }
 
 
@@ -67,7 +69,9 @@ def test_a_team_login_reads_only_its_owners_rows_in_sql(world: Teams, conn: psyc
         assert _names(team, READS["owners"]) == ["billing"]
         # Every table under row-level security: the superuser's rows, billing's only.
         for what, query in READS.items():
-            assert _names(team, query) == [n for n in _names(conn, query) if n in (*billing, "billing")], what
+            assert _names(team, query) == [n for n in _names(conn, query) if n in (*billing, "billing", "(none)")], what
+        assert _names(team, READS["runtimes"]) == ["(none)", "billing"]
+        assert _names(team, READS["grants"]) == ["billing"]
         # Asked for by name, another team's rows are not there either.
         assert team.execute("SELECT count(*) AS n FROM awa.cron_jobs WHERE name = 'payroll-run'").fetchone() == {
             "n": 0}
@@ -80,6 +84,8 @@ def test_a_team_login_reads_only_its_owners_rows_in_sql(world: Teams, conn: psyc
     for key in ("operator", "runtime", "readonly"):
         with world.connect(key) as other:
             assert _names(other, READS["schedules"]) == BOTH, key
+            assert _names(other, READS["runtimes"]) == ["(none)", "billing", "payroll"], key
+            assert _names(other, READS["grants"]) == ["billing", "payroll"], key
             assert _names(other, READS["jobs"]) == BOTH, key
             assert _names(other, READS["audit"]) == BOTH, key
             assert other.execute("SELECT awa.owner_scope() AS s").fetchone() == {"s": None}
@@ -125,6 +131,8 @@ REFUSED = {
     "UPDATE awa.cron_jobs SET owner = 'billing' WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
     "DELETE FROM awa.jobs": "permission denied for table jobs",
     "INSERT INTO awa.jobs (kind, metadata) VALUES ('payroll.job', '{\"cron_name\": \"payroll-run\"}')":
+        'new row violates row-level security policy "{team}" for table "jobs"',
+    "INSERT INTO awa.jobs (kind, metadata) VALUES ('awa.sql', '{\"cron_name\": \"invoice\"}')":
         'new row violates row-level security policy "{team}" for table "jobs"',
     "INSERT INTO awa.cron_jobs (name, cron_expr, kind, owner) VALUES ('x', '* * * * *', 'k', 'billing')":
         "permission denied for table cron_jobs",
@@ -200,7 +208,9 @@ def test_the_cli_as_a_team_login_refuses_another_teams_schedule_in_one_line(worl
 def test_owner_list_says_which_team_roles_may_act_on_each_owner(world: Teams) -> None:
     with Client(world.dsns["operator"]) as ops:
         assert [(o.owner, o.roles) for o in ops.reads.list_owners()] == [
-            ("billing", [world.team_role]), ("payroll", [])]
+            ("billing", [world.team_role]), ("payroll", [f"{world.prefix}payroll_team"])]
+    with Client(world.dsns["billing"]) as team:  # a team sees its own owners' roles only
+        assert [(o.owner, o.roles) for o in team.reads.list_owners()] == [("billing", [world.team_role])]
 
 
 def test_the_unscoped_roles_plans_are_unchanged(world: Teams, conn: psycopg.Connection[Any]) -> None:
@@ -239,7 +249,7 @@ def test_every_table_under_row_level_security_has_a_team_policy(world: Teams, co
     policies = {(r["tablename"], r["permissive"], tuple(r["roles"])) for r in conn.execute(
         "SELECT tablename, permissive, roles::text[] AS roles FROM pg_policies WHERE schemaname = 'awa'")}
     assert policies == {(t, "PERMISSIVE", ("public",)) for t in secured} | {
-        (t, "RESTRICTIVE", (world.team_role,)) for t in secured}
+        (t, "RESTRICTIVE", (role,)) for t in secured for role in (world.team_role, f"{world.prefix}payroll_team")}
 
 
 def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn: psycopg.Connection[Any]) -> None:
@@ -262,7 +272,7 @@ def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn:
         assert conn.execute("SELECT count(*) AS n FROM pg_roles WHERE rolname = %s", (role,)).fetchone() == {"n": 0}
         applied = awa("db", "grants", "--owner-role", role, "--owners", "billing", "--apply", "--dsn", dsn)
         assert applied.returncode == 0, applied.stderr
-        assert applied.stdout == f"{role} may act on the schedules of billing only (32 statements)\n"
+        assert applied.stdout == f"{role} may act on the schedules of billing only (36 statements)\n"
         assert granted() == [(role, "billing")]
         again = awa("db", "grants", "--owner-role", role, "--owners", "billing,payroll", "--apply", "--dsn", dsn)
         assert again.returncode == 0, again.stderr
@@ -270,7 +280,7 @@ def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn:
         owners = json.loads(awa("owner", "list", "--json", "--dsn", dsn).stdout)
         assert [(o["owner"], o["roles"]) for o in owners] == [("billing", [role]), ("payroll", [role])]
         revoked = awa("db", "grants", "--owner-role", role, "--revoke", "--apply", "--dsn", dsn, "--json")
-        assert json.loads(revoked.stdout) == {"role": role, "owners": [], "revoked": True, "statements": 15}
+        assert json.loads(revoked.stdout) == {"role": role, "owners": [], "revoked": True, "statements": 17}
         assert granted() == []
         assert not select_right()
         assert conn.execute("SELECT count(*) AS n FROM pg_policies WHERE policyname = %s", (role,)).fetchone() == {

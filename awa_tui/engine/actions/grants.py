@@ -237,10 +237,11 @@ _ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _SCOPE = "((SELECT awa.owner_scope())::text[])"
 _NAMES = f"(SELECT c.name FROM awa.cron_jobs c WHERE c.owner = ANY {_SCOPE})"
 # Each table v032 put under row-level security, and the rows of it a team's role keeps: its
-# owners' schedules and owner rows, and what names one of those schedules (jobs, ledger,
-# health, sync notes, audit entries). `(SELECT awa.owner_scope())` is computed once per
-# statement, not per row. A table missing here (or here and not under row-level security)
-# fails tests/security/test_owner_access.py.
+# owners' schedules and owner rows, what names one of those schedules (jobs, ledger, health,
+# sync notes, audit entries), the runtimes declaring its owners (a manifest holds every
+# definition) or none, and its own grants (awa.owner_scope reads them as the role).
+# `(SELECT awa.owner_scope())` is computed once per statement, not per row. A table missing
+# here (or here and not under row-level security) fails tests/security/test_owner_access.py.
 SCOPED_ROWS: dict[str, str] = {
     "cron_jobs": f"owner = ANY {_SCOPE}",
     "owners": f"owner = ANY {_SCOPE}",
@@ -251,8 +252,16 @@ SCOPED_ROWS: dict[str, str] = {
     "cron_health": f"name IN {_NAMES}",
     "health_transitions": f"name IN {_NAMES}",
     "cron_jobs_changes": f"name IN {_NAMES}",
+    "runtime_instances": f"owner IS NULL OR owner = ANY {_SCOPE}",
+    "owner_grants": "EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = role AND pg_has_role(r.oid, 'USAGE'))",
     "audit_log": (f"target IN {_NAMES} OR target IN (SELECT 'owner:' || o FROM unnest{_SCOPE} o) "
                   "OR (starts_with(target, 'job:') AND target IN (SELECT 'job:' || j.id FROM awa.jobs j))"),
+}
+# What a team's role may write beyond what it sees: a job of its schedules, of the kind the
+# schedule has (a trigger, a backfill), never a job of another kind under its schedule's name.
+SCOPED_CHECKS = {
+    "jobs": ("(metadata ->> 'cron_name', kind) IN "
+             f"(SELECT c.name, c.kind FROM awa.cron_jobs c WHERE c.owner = ANY {_SCOPE})"),
 }
 # What a team's role may change: pause (and its window), the fire token a resume resets, an
 # override; a trigger's job, a retry or cancel of its jobs. Not the owner or retirement of a
@@ -330,6 +339,7 @@ def owner_role(role: str, owners: list[str] | tuple[str, ...], *, revoke: bool =
         + ", ".join(f"({_literal(role)}, {_literal(o)})" for o in chosen),
         "-- Its rows only: a restrictive policy of its own on each table under row-level security",
         *(f"CREATE POLICY {role} ON awa.{table} AS RESTRICTIVE TO {role} USING ({using})"
+          + (f" WITH CHECK ({SCOPED_CHECKS[table]})" if table in SCOPED_CHECKS else "")
           for table, using in SCOPED_ROWS.items()),
     ]
     return OwnerRole(role, chosen, tuple(statements))

@@ -57,7 +57,8 @@ DO $$
 DECLARE t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['cron_jobs', 'jobs', 'audit_log', 'ledger_pruned', 'fire_skips', 'cron_health',
-                             'health_transitions', 'cron_jobs_changes', 'owners', 'fire_stats']
+                             'health_transitions', 'cron_jobs_changes', 'owners', 'fire_stats',
+                             'runtime_instances', 'owner_grants']
     LOOP
         EXECUTE format('ALTER TABLE awa.%I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('CREATE POLICY every_row ON awa.%I USING (true) WITH CHECK (true)', t);
