@@ -8,7 +8,7 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +112,13 @@ def test_a_team_login_pauses_triggers_and_overrides_its_own_schedules(world: Tea
         job = team.actions.trigger("invoice")
         assert job.metadata["cron_name"] == "invoice"
         assert team.actions.override("invoice", OverrideRequest(cron="0 4 * * *")).cron_expr == "0 4 * * *"
+        assert team.actions.cancel_job(job.id).state == "cancelled"
     rows = conn.execute("SELECT action, target, operator, db_user FROM awa.audit_log "
                         "WHERE operator = 'bob@billing' ORDER BY id").fetchall()
     user = world.users["billing"]
-    assert rows == [{"action": a, "target": "invoice", "operator": "bob@billing", "db_user": user}
-                    for a in ("resume", "pause", "trigger", "override")]
+    assert rows == [{"action": a, "target": t, "operator": "bob@billing", "db_user": user}
+                    for a, t in (("resume", "invoice"), ("pause", "invoice"), ("trigger", "invoice"),
+                                 ("override", "invoice"), ("job_cancel", f"job:{job.id}"))]
 
 
 # Hand-written SQL by billing's login against payroll's row: each changes nothing, either
@@ -170,9 +172,19 @@ ACTIONS = {
     "retire": lambda c: c.actions.retire("payroll-run"),
     "remove": lambda c: c.actions.remove("payroll-run"),
     "retire owner": lambda c: c.actions.retire_owner("payroll"),
+    "backfill": lambda c: c.actions.backfill("payroll-run", datetime(2026, 1, 1, tzinfo=UTC),
+                                             datetime(2026, 1, 2, tzinfo=UTC)),
+    "cancel job": lambda c: c.actions.cancel_job(_payroll_job()),
     "retire own": lambda c: c.actions.retire("invoice"),
     "remove own": lambda c: c.actions.remove("invoice"),
+    "queue pause": lambda c: c.actions.queue_pause("default"),
+    "calendar set": lambda c: c.actions.set_calendar("holidays", [date(2026, 12, 25)]),
 }
+PAYROLL_JOB: list[int] = []  # the id of payroll's job, found by the test as the superuser
+
+
+def _payroll_job() -> int:
+    return PAYROLL_JOB[0]
 NOT_YOURS = "schedule 'payroll-run': not one your role may see (it may act on the schedules of billing only)"
 OWN_REFUSED = ("permission denied: a team's role may pause, resume, trigger, override and backfill its owners' "
                "schedules and retry or cancel their jobs, not {}")
@@ -182,13 +194,17 @@ def test_another_teams_schedule_is_refused_through_the_client_in_one_line(world:
                                                                           conn: psycopg.Connection[Any]) -> None:
     before = _state(conn)
     refusals = {}
+    job = conn.execute("SELECT id FROM awa.jobs WHERE metadata ->> 'cron_name' = 'payroll-run'").fetchone()
+    PAYROLL_JOB[:] = [job["id"]]
     with Client(world.dsns["billing"], operator="bob@billing") as team:
         for what, act in ACTIONS.items():
             with pytest.raises(AwaError) as caught:
                 act(team)
             refusals[what] = str(caught.value)
     assert refusals == {
-        **{what: NOT_YOURS for what in ("pause", "resume", "trigger", "override", "retire", "remove")},
+        **{what: NOT_YOURS for what in ("pause", "resume", "trigger", "override", "retire", "remove", "backfill")},
+        "cancel job": f"job {job['id']}: not one your role may see (it may act on the schedules of billing only)",
+        "queue pause": OWN_REFUSED.format("queue pause"), "calendar set": OWN_REFUSED.format("calendar set"),
         "retire owner": "owner 'payroll': not one your role may act on (it may act on the schedules of billing only)",
         "retire own": OWN_REFUSED.format("retire"), "remove own": OWN_REFUSED.format("remove"),
     }

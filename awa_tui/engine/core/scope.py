@@ -29,6 +29,14 @@ def unseen_schedule(conn: psycopg.Connection[Any], name: str) -> NotFound:
     return NotFound(f"schedule {name!r}: not one your role may see ({_only(scope)})")
 
 
+def unseen_job(conn: psycopg.Connection[Any], job_id: int) -> NotFound:
+    """The refusal for a job this session found no row of."""
+    scope = owner_scope(conn)
+    if scope is None:
+        return NotFound(f"unknown job {job_id}")
+    return NotFound(f"job {job_id}: not one your role may see ({_only(scope)})")
+
+
 def unseen_owner(conn: psycopg.Connection[Any], owner: str) -> NotFound:
     """The refusal for an owner this session found no schedule of."""
     scope = owner_scope(conn)

@@ -11,6 +11,7 @@ from awa_tui.engine.core.audit import begin_action, record_event
 from awa_tui.engine.core.db import db_now
 from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.core.guards import check_operator
+from awa_tui.engine.core.scope import unseen_job
 from awa_tui.engine.filtering.sql import job_condition
 from awa_tui.engine.ledger.models import (
     FINISHED_STATES,
@@ -203,7 +204,7 @@ def _lock_job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
         (job_id,),
     ).fetchone()
     if row is None:
-        raise NotFound(f"unknown job {job_id}")
+        raise unseen_job(conn, job_id)
     return row
 
 
