@@ -1,4 +1,4 @@
-"""One database, many teams (S75): a team's role sees and acts on its owners' schedules,
+"""One database, many teams (S76): a team's role sees and acts on its owners' schedules,
 jobs, ledger and audit entries only, enforced by the database, so hand-written SQL gets
 the answer the Client and the CLI get; every other role's answers are unchanged."""
 

@@ -1,4 +1,4 @@
-"""S75: the console as a team's login shows its owners' schedules and owners only (the
+"""S76: the console as a team's login shows its owners' schedules and owners only (the
 database hides the rest) and offers the actions such a role may take."""
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ def translate(exc: BaseException) -> errors.AwaError:
     if isinstance(exc, errors.AwaError):
         return exc
     if isinstance(exc, pgerrors.InsufficientPrivilege):
-        if "row-level security" in str(exc):  # a team's role (S75) writing another owner's row
+        if "row-level security" in str(exc):  # a team's role (S76) writing another owner's row
             return errors.ReadOnly("permission denied: that row belongs to an owner your role may not act on")
         return errors.ReadOnly(f"permission denied: {_first_line(exc)}")
     if isinstance(exc, pgerrors.ReadOnlySqlTransaction):

@@ -1,4 +1,4 @@
-"""A team's role (S75, v032) finds only its owners' rows: when it looks for a schedule or an
+"""A team's role (S76, v032) finds only its owners' rows: when it looks for a schedule or an
 owner that is not there for it, the refusal says so, in one line, instead of "unknown"."""
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class Session:
         wrote (engine-internal) into the typed result of read/results.py."""
         try:
             done = self._write(action, fn, *args, self.operator if operator is None else operator, **kwargs)
-        except ReadOnly as refused:  # a team's role (S75) is told what it may do instead
+        except ReadOnly as refused:  # a team's role (S76) is told what it may do instead
             try:
                 worded = self._read(scope.team_refusal, action, refused)
             except AwaError:  # the database went away meanwhile: the refusal as it came

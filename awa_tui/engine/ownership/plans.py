@@ -32,7 +32,7 @@ class OwnerSummary:
     grace_remaining_s: float | None
     pending: OwnerCounts
     blockers: list[dict[str, Any]]  # {code, message, blocks, ...}
-    # The team roles that may act on this owner (S75, `db grants --owner-role`); the layout's
+    # The team roles that may act on this owner (S76, `db grants --owner-role`); the layout's
     # operators may act on every owner.
     roles: list[str] = field(default_factory=list)
 

@@ -300,7 +300,7 @@ def list_owners(conn: psycopg.Connection[Any], now: datetime | None = None) -> l
     (live), certificate_hash, certified_at, certified (bool: certificate = the single live
     hash), schedules_owned (active), schedules_retired, agreement_since, grace_required_s,
     grace_remaining_s, pending {inserts, updates, retirements} (counts), blockers
-    [{code, message, blocks, ...}], roles (the team roles that may act on it, S75).
+    [{code, message, blocks, ...}], roles (the team roles that may act on it, S76).
 
     A team's role sees its owners only: the database hides the others' schedules and owner
     rows, and declarations of other owners by runtimes are left out here too.
