@@ -18,23 +18,19 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from bench.venvs import BENCH, procrastinate_venv
+
 if TYPE_CHECKING:
     from awa_tui import Client
-
-BENCH = Path(__file__).resolve().parent
-VENV = BENCH / ".venv-procrastinate"
-REQUIREMENTS = BENCH / "requirements-procrastinate.txt"
 
 
 def scratch(admin: str) -> tuple[str, str]:
@@ -89,15 +85,6 @@ def drain_seconds(client: Client, n: int) -> float:
         return time.perf_counter() - began
     finally:
         client.close()
-
-
-def procrastinate_venv() -> Path:
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, timeout=120)
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", "-r", str(REQUIREMENTS)], check=True,
-                       timeout=600)
-    return python
 
 
 def procrastinate(dsn: str, n: int, concurrency: int) -> tuple[float, str]:

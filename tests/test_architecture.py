@@ -334,7 +334,8 @@ def test_engine_folders_show_its_parts():
         "sync": {"writer.py", "first_hints.py"},
         "ownership": {"declaration.py", "manifest.py", "agreement.py", "reconcile.py", "plans.py"},
         "read": {"views.py", "models.py", "page.py", "fleet.py", "passes.py", "results.py"},
-        "actions": {"ops.py", "bulk.py", "grants.py", "backfill.py", "overrides.py", "lifecycle.py", "operator.py"},
+        "actions": {"ops.py", "bulk.py", "grants.py", "backfill.py", "overrides.py", "lifecycle.py", "operator.py",
+                    "forward.py"},
         "backend": {"protocol.py", "reads.py"},
         "jobs": {"context.py", "handlers.py", "store.py", "executor.py", "worker.py", "enqueue.py", "sql.py",
                  "tracing.py"},
@@ -371,7 +372,7 @@ LAYERS: list[str] = [
     "read",        # the read models the console and the CLI show
     "health",      # health rules, `check`, health notifications
     "alerts",      # alert sinks, the delivery outbox, silences, each sink's payloads (S63)
-    "actions",     # every operator action (pause ... backfill, overrides, lifecycle, bulk, grants)
+    "actions",     # every operator action (pause ... backfill, overrides, lifecycle, bulk, grants, forward)
     "imports",     # schedules carried over from another scheduler (pg_cron), through ownership's API
     "runtime",     # the process: leader election, loops, duties, worker, /alive, /metrics
     "backend",     # what the console and the CLI drive: the protocols, and the reads of our own schema
@@ -390,7 +391,8 @@ OUTSIDE: dict[str, frozenset[str]] = {
         "health.listen", "health.models", "ledger.jobs", "ledger.models", "migrations.detect", "read.fleet",
         "read.models", "runtime.heap", "schedules.exclusions", "upstream.backend"}),
     "cli": frozenset({
-        "actions.backfill", "actions.grants", "actions.overrides", "backend.protocol", "calendars.files", "client",
+        "actions.backfill", "actions.forward", "actions.grants", "actions.overrides", "backend.protocol",
+        "calendars.files", "client",
         "core.db", "core.errors", "core.limits", "cron.expression", "health.listen", "health.models", "imports.pg_cron",
         "jobs.worker", "ledger.why",
         "migrations", "migrations.detect", "ownership.api_schedules", "ownership.manifest",

@@ -43,6 +43,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "calendar": ("calendars",),
     "alerts": ("alerts",),
     "import": ("imports",),
+    "forward": ("forward",),
 }
 
 
