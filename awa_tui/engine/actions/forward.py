@@ -29,6 +29,7 @@ from psycopg import sql
 from awa_tui.engine.core.db import connect, translate
 from awa_tui.engine.core.errors import ReadOnly, ValidationError
 from awa_tui.engine.core.standby import standby_refusal
+from awa_tui.engine.migrations.detect import detect_schema
 
 # Procrastinate's SQL API as of the version bench/requirements-procrastinate.txt pins
 # (3.10.0, procrastinate/sql/schema.sql): its versioned names change only with a migration
@@ -173,9 +174,10 @@ def _run(dsn: str, script: str, check: Any = None) -> None:
         refusal = standby_refusal(conn)
         if refusal is not None:
             raise ReadOnly(refusal)
-        row = conn.execute("SELECT to_regclass('awa.jobs') IS NOT NULL AS migrated").fetchone()
-        if not (row and row["migrated"]):
-            raise ValidationError("awa's schema is not in this database: run `awa-tui migrate` first")
+        info = detect_schema(conn)
+        if info.kind != "awa-tui":  # upstream Awa's jobs are not ours to put a trigger on
+            raise ValidationError(f"forwarding needs awa-tui's own schema, and this database has {info.detail}: "
+                                  "run `awa-tui migrate` on a database of its own first")
         if check is not None:
             check(conn)
         with conn.transaction():

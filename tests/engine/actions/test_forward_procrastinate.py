@@ -242,3 +242,10 @@ def test_the_dry_run_prints_the_sql_and_writes_nothing(dsn: str, conn: psycopg.C
     assert "WHEN (NEW.kind = 'it''s\nodd' AND NEW.state = 'available')" in out.stdout
     assert not any(line.startswith("--") and "odd" in line for line in out.stdout.splitlines())
     assert _count(conn, "SELECT count(*) FROM pg_proc WHERE proname LIKE 'forward_procrastinate%'") == 0
+
+
+def test_install_on_a_database_without_awa_is_refused_in_one_line(empty_dsn: str) -> None:
+    out = _awa("forward", "procrastinate", "--kind", KIND, "--task", "record_fire", "--apply", "--dsn", empty_dsn)
+    assert (out.returncode, out.stdout, out.stderr) == (1, "", (
+        "error: forwarding needs awa-tui's own schema, and this database has no awa schema: "
+        "run `awa-tui migrate` on a database of its own first\n"))
