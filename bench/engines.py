@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, as_url
+from bench.common import BENCH_DIR, BENCH_KIND, BENCH_QUEUE, as_url, connect
 from bench.engine_proc import ENV_EXPR, ENV_N, ENV_POLICY
 
 UPSTREAM_VENV = BENCH_DIR / ".venv-awa-pg"
@@ -72,10 +72,19 @@ class OursRunning:
 class Ours:
     name = "ours"
 
+    def __init__(self, forward_other_kind: bool = False) -> None:
+        self.forward_other_kind = forward_other_kind
+
     def migrate(self, dsn: str) -> None:
         from awa_tui.engine.migrations import migrate
 
         migrate(dsn)
+        if self.forward_other_kind:  # `bench.run --forward-other-kind`: its trigger's WHEN is false for every fire
+            from awa_tui.engine.actions import forward
+
+            script = forward.install_sql(forward.forward("forwarded.elsewhere", "some_task"))
+            with connect(dsn) as conn:
+                conn.execute(script.removeprefix("BEGIN;\n").removesuffix("COMMIT;\n"))  # type: ignore[arg-type]
 
     def register(self, dsn: str, n: int, expr: str, policy: str) -> Any:
         from awa_tui import Client

@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                                   "the cost curve (under 20 minutes on 2 cores)")
     parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
+    parser.add_argument("--forward-other-kind", action="store_true",
+                        help="install a forward (awa-tui forward procrastinate) of a kind no schedule has: "
+                             "what the trigger costs the jobs it does not forward")
     parser.add_argument("--keep-server", action="store_true", help="leave the embedded server running")
     parser.add_argument("--out", type=Path, default=None, help="JSON output file")
     parser.add_argument("--save-reference", action="store_true",
@@ -234,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {name} {ours_sizes}", file=sys.stderr, flush=True)
             t0 = time.monotonic()
             try:
-                table[name](server, Ours(), ours_sizes, report, upstream if name in COMPARE else None)
+                ours = Ours(forward_other_kind=args.forward_other_kind)
+                table[name](server, ours, ours_sizes, report, upstream if name in COMPARE else None)
             except Exception as exc:  # one broken scenario must not hide the others
                 traceback.print_exc()
                 report.add(Row(name, "-", "error", "", None, "", False, note=str(exc)[:200]))
