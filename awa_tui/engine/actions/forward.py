@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,7 +169,10 @@ def _statements(script: str) -> str:
     return script.removeprefix("BEGIN;\n").removesuffix("COMMIT;\n")
 
 
-def _run(dsn: str, script: str, check: Any = None) -> None:
+Check = Callable[[psycopg.Connection[Any]], None]
+
+
+def _run(dsn: str, script: str, check: Check | None = None) -> None:
     conn = connect(dsn, application_name="awa-tui forward")
     try:
         refusal = standby_refusal(conn)
@@ -188,7 +192,7 @@ def _run(dsn: str, script: str, check: Any = None) -> None:
         conn.close()
 
 
-def _require_procrastinate(fwd: Forward) -> Any:
+def _require_procrastinate(fwd: Forward) -> Check:
     def check(conn: psycopg.Connection[Any]) -> None:
         found = conn.execute("SELECT to_regproc(%s) IS NOT NULL AND to_regtype(%s) IS NOT NULL AS present",
                              (f"{fwd.schema}.{DEFER_FUNCTION}", f"{fwd.schema}.{DEFER_TYPE}")).fetchone()
