@@ -146,6 +146,7 @@ async def test_y_on_a_runtime_and_on_an_owner_nested_values_indented(console):
         "adopt it for 'billing'",
         "    blocks:", "      - updates", "      - retirements",
         "    name: payments.settlement-reconciliation-eu-west", "    kind: unowned", "    owner: null",
+        "roles: []",  # no team role may act on billing (db grants --owner-role)
     ]
 
 
