@@ -72,7 +72,8 @@ def test_every_request_has_one_handler_and_it_is_the_app() -> None:
         if issubclass(cls, Message) and cls is not Message and cls.__module__ == messages.__name__
     ]
     assert sorted(cls.__name__ for cls in requests) == [
-        "AlertsDataRequested", "AuditDataRequested", "AuditEntryRequested", "AuditRecordRequested", "CalendarRequested",
+        "AlertsDataRequested", "AuditDataRequested", "AuditEntryRequested", "AuditRecordRequested",
+        "CalendarNamesRequested", "CalendarRequested",
         "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
         "JobDataRequested", "JobDetailRequested", "JobsFilterRequested", "LedgerDataRequested",
         "MutationKeyPressed", "NextFiresRequested", "OperationRequested", "OverrideFormRequested", "OwnersSeen",
