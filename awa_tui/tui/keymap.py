@@ -93,8 +93,10 @@ ACTS: tuple[Act, ...] = (
         footer=False),
     Act("table", "pageup", "page_up", "page up", "one screen up", footer=False),
     Act("table", "pagedown", "page_down", "page down", "one screen down", footer=False),
-    Act("table", "left,right", "", "", "scroll the columns sideways (the first column stays)", footer=False,
-        bound=False),
+    Act("table", "left,right", "", "", "scroll the columns sideways one column at a time: the ones that do not fit "
+        "the terminal are past the right edge (the first column, the name, stays)", footer=False, bound=False),
+    Act("table", "w", "toggle_wide", "wide", "wide columns: each as wide as its whole content (names, errors, "
+        "details uncut; right scrolls to the rest); again: fitted to the terminal"),
     # Every panel.
     Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
         "esc clears)", footer=False, priority=True),
@@ -269,7 +271,8 @@ ACTS: tuple[Act, ...] = (
     Act("mouse", "click", "", "", "a row: select it; the selected row again: open it (as enter)", bound=False),
     Act("mouse", "tab", "", "", "click a panel tab (1 Schedules, 2 Owners...): show that panel", bound=False),
     Act("mouse", "header", "", "", "click a column header: sort by it (again: reverse)", bound=False),
-    Act("mouse", "wheel", "", "", "scroll the list or the page", bound=False),
+    Act("mouse", "wheel", "", "", "scroll the list or the page (shift+wheel or the scrollbar: the columns "
+        "sideways)", bound=False),
 )
 
 SCOPES = (

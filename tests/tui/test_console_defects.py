@@ -247,20 +247,23 @@ async def test_adopt_says_when_no_runtime_declares_the_owner(console, conn):
     assert conn.execute("SELECT owner FROM awa.cron_jobs WHERE name = 'cleanup.tmp-files'").fetchone()["owner"] is None
 
 
-async def test_narrow_terminals_drop_columns_by_priority_keeping_name_state_next(console):
-    """Defect 4: at 80x24 the schedules keep NAME, STATE and NEXT FIRE (lower priority
-    columns drop first); wide, every column that fits comes back."""
+async def test_narrow_terminals_keep_name_state_next_first_and_the_rest_past_the_edge(console):
+    """Defect 4: at 80x24 the schedules' first screen is NAME, STATE and NEXT FIRE and what
+    fits beside them (the higher priority numbers give way first); the rest are still in
+    the table, past the right edge (issue 39); wide, they come back onto the first screen."""
     app, pilot = console
     table = app.main.panel("schedules").table
-    wide = [c.label.plain for c in table.ordered_columns]
+    every = [c.label.plain for c in table.ordered_columns]
+    wide = [every[i] for i in range(len(table.first_screen))]
     assert wide[:3] == ["NAME ↑", "STATE", "NEXT FIRE"] and len(wide) >= 6  # sorted by name
     await pilot.resize_terminal(80, 24)
-    await until(pilot, lambda: len(table.ordered_columns) < len(wide), what="columns dropped")
-    narrow = [c.label.plain for c in table.ordered_columns]
-    assert narrow[:3] == ["NAME ↑", "STATE", "NEXT FIRE"]
-    assert sum(c.get_render_width(table) for c in table.ordered_columns) <= table.size.width
-    # HEALTH (1) and LAST RESULT (2) stay; FAILS 24h and the strip (3) and the rest dropped.
-    assert narrow == ["NAME ↑", "STATE", "NEXT FIRE", "HEALTH", "LAST RESULT"]
+    await until(pilot, lambda: len(table.first_screen) < len(wide), what="columns past the edge")
+    first = [c.label.plain for c in table.ordered_columns[: len(table.first_screen)]]
+    assert sum(c.get_render_width(table) for c in table.ordered_columns[: len(first)]) <= table.size.width
+    # HEALTH (1) and LAST RESULT (2) stay; FAILS 24h and the strip (3) and the rest past the edge.
+    assert first == ["NAME ↑", "STATE", "NEXT FIRE", "HEALTH", "LAST RESULT"]
+    assert [c.label.plain for c in table.ordered_columns] == every  # none left out
     assert table.selected_key == "billing.nightly-invoice"
     await pilot.resize_terminal(120, 36)
-    await until(pilot, lambda: [c.label.plain for c in table.ordered_columns] == wide, what="columns back")
+    await until(pilot, lambda: len(table.first_screen) == len(wide), what="columns back")
+    assert [c.label.plain for c in table.ordered_columns] == every

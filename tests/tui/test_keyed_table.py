@@ -175,18 +175,20 @@ async def test_a_table_narrower_than_its_widget_extends_each_row() -> None:
     # Cells the fast path hands to the stock one or cuts as Rich does: two lines, a tab,
     # Rich's default overflow (fold: cut, no ellipsis), overflow "ignore".
     rows += [("two-lines", (Text("q3\nsecond"), Text("a\tb"))),
-             ("long", (Text("x" * 40), Text("y" * 40, overflow="ignore")))]
+             ("long", (Text("x" * 60), Text("y" * 40, overflow="ignore")))]
     app = Twins([])
     async with app.run_test(size=(140, 20)) as pilot:
         keyed, stock = app.query_one(KeyedTable), app.query_one("#stock", DataTable)
         await pilot.pause()
-        keyed.clear(columns=True)
         keyed.column_specs = [c for c in COLUMNS if c.key in narrow]
+        keyed.sync(rows)  # new specs: the keyed table lays its columns out again
+        await pilot.pause()
+        # The room the two columns leave (64 - 24 - 18 = 22) goes to NAME, cut at 22: 22 more
+        # cells of its 60; STATE keeps its 16. The stock twin is given the same widths.
+        assert [c.width for c in keyed.ordered_columns] == [44, 16]
         stock.clear(columns=True)
-        for column in keyed.column_specs:
-            keyed.add_column(column.label, key=column.key, width=column.width)
+        for column in keyed.ordered_columns:
             stock.add_column(column.label, key=column.key, width=column.width)
-        keyed.sync(rows)
         for key, row in rows:
             stock.add_row(*row, key=key)
         for table in (keyed, stock):
@@ -194,6 +196,6 @@ async def test_a_table_narrower_than_its_widget_extends_each_row() -> None:
         keyed.focus()
         await pilot.pause()
         shown = await assert_same_lines(pilot, app, "narrow table")
-        assert shown[2] == " q1" + " " * 21 + " PAUSED" + " " * 33
-        assert shown[4] == " q3" + " " * 21 + " a       b" + " " * 30
-        assert shown[5] == " " + "x" * 22 + "  " + "y" * 16 + " " * 23
+        assert shown[2] == " q1" + " " * 43 + " PAUSED" + " " * 11
+        assert shown[4] == " q3" + " " * 43 + " a       b" + " " * 8
+        assert shown[5] == " " + "x" * 44 + "  " + "y" * 16 + " "

@@ -100,11 +100,11 @@ async def test_at_80_columns_name_state_next_fire_and_last_result_stay(console):
     app, pilot = console
     await settled(pilot, app)
     table = app.main.panel("schedules").table
-    assert [table.column_specs[i].key for i in table.shown] == ["name", "state", "next", "health", "result"]
+    assert [table.column_specs[i].key for i in table.first_screen] == ["name", "state", "next", "health", "result"]
 
 
 async def test_at_120_columns_fails_and_the_strip_show_too(console):
     app, _ = console
     table = app.main.panel("schedules").table
-    shown = [table.column_specs[i].key for i in table.shown]
+    shown = [table.column_specs[i].key for i in table.first_screen]
     assert shown[:7] == ["name", "state", "next", "health", "result", "fails", "strip"]

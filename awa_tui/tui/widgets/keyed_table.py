@@ -4,12 +4,14 @@ Dolphie's approach: remove keys that are gone, update only the cells that change
 new keys, re-order only when the order changed, all inside one `batch_update()`.
 
 Column widths come from content: each column is as wide as its widest cell (or its
-header), between its `min_width` and its `width` (the most it takes; longer text is cut
-with an ellipsis; the summary line or enter shows it whole). They are measured here, from
-the cells' plain text, only for rows whose cells changed (DataTable's auto widths
-re-measured every cell through Rich). A column grows at once and shrinks only by more
-than SHRINK_SLACK, so a relative time ticking from "in 10m" to "in 9m" does not shift the
-columns every refresh.
+header), between its `min_width` and its `width` (the most it takes when fitted to the
+terminal; longer text is cut with an ellipsis; the summary line, enter or `w` show it
+whole). They are measured here, from the cells' plain text, only for rows whose cells
+changed (DataTable's auto widths re-measured every cell through Rich). A content width
+grows at once and shrinks only by more than SHRINK_SLACK, so a relative time ticking from
+"in 10m" to "in 9m" does not shift the columns every refresh. Which columns come first
+and the room left over: column_layout.py. No column is ever left out: the ones that do
+not fit are scrolled to (left/right one column at a time), the first column frozen.
 """
 
 from __future__ import annotations
@@ -23,35 +25,41 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
 from awa_tui.tui import actions
+from awa_tui.tui.widgets.column_layout import Layout, layout
 from awa_tui.tui.widgets.live import LiveCell
 
 # Beyond this many removals a rebuild is cheaper: DataTable.remove_row is O(rows).
 REBUILD_REMOVALS = 64
 SHRINK_SLACK = 2
 SORT_MARK = 2  # " ↑" after the label of the sorted column
+WIDE_CAP = 200  # the most any column takes, even wide (w): a sane line, not a whole traceback
 
 
 @dataclass(frozen=True)
 class Column:
     key: str
     label: str
-    width: int  # the most it takes (content wider is cut with an ellipsis)
-    # Which columns go first when the terminal is too narrow for all: the highest priority
-    # number drops first; 0 never drops (the name, the state, the next fire). A dropped
-    # column's facts are in the panel's summary line.
+    width: int  # the most it takes fitted to the terminal (wider content is cut with an ellipsis)
+    # Which columns give way when the terminal is too narrow for all: the highest priority
+    # number moves first past the right edge (scrolled to with right); 0 always on the first
+    # screen (the name, the state, the next fire). Its facts are in the summary line too.
     priority: int = 0
     min_width: int = 0  # the least it takes, whatever the content (e.g. a live time's usual length)
 
     def fit(self, content: int) -> int:
         """Its width for `content` cells of text: the header (and its sort mark) always fits."""
-        return min(self.width, max(self.min_width, len(self.label) + SORT_MARK, content))
+        return min(self.width, self.whole(content))
+
+    def whole(self, content: int) -> int:
+        """Its width showing `content` whole (wide mode, or room to spare), up to WIDE_CAP."""
+        return min(WIDE_CAP, max(self.min_width, len(self.label) + SORT_MARK, content))
 
 
 Row = tuple[str, tuple[Any, ...]]
@@ -133,9 +141,10 @@ class KeyedTable(DataTable[Any]):
         # The first column (the name) stays put while scrolling sideways.
         super().__init__(cursor_type="row", zebra_stripes=False, fixed_columns=fixed_columns, **kwargs)
         self.column_specs = list(columns)
-        self.widths = [c.fit(0) for c in self.column_specs]  # from content (see the module's docstring)
+        self.content = [0] * len(self.column_specs)  # each column's widest cell (see the module's docstring)
         self._measured: dict[str, tuple[tuple[Any, ...], tuple[int, ...]]] = {}  # key -> (cells, their widths)
-        self.shown = list(range(len(self.column_specs)))  # indexes of the columns on screen
+        self.wide = False  # w: every column as wide as its content
+        self.column_layout = self._layout()
         self.sorted_by: tuple[str | None, bool] | None = None  # (column key, descending) marked in the header
         self.local_sort: tuple[str, bool] | None = None  # sorted here, by a column's text (small lists)
         self._cells: dict[str, tuple[Any, ...]] = {}
@@ -149,12 +158,29 @@ class KeyedTable(DataTable[Any]):
         self._paint: _Paint | None = None
 
     def on_mount(self) -> None:
-        for index in self.shown:
+        self._add_columns()
+
+    @property
+    def shown(self) -> tuple[int, ...]:
+        """Indexes of the columns (of `column_specs` and of every row's cells), left to right."""
+        return self.column_layout.order
+
+    @property
+    def first_screen(self) -> tuple[int, ...]:
+        """The columns that fit the terminal before any scrolling sideways."""
+        return self.column_layout.order[: self.column_layout.fitting]
+
+    def _layout(self) -> Layout:
+        return layout(self.column_specs, self.content, self.size.width if self.is_mounted else 0,
+                      2 * self.cell_padding, self.wide)
+
+    def _add_columns(self) -> None:
+        for index in self.column_layout.order:
             column = self.column_specs[index]
-            self.add_column(column.label, key=column.key, width=self.widths[index])
+            self.add_column(column.label, key=column.key, width=self.column_layout.widths[index])
 
     def _content_widths(self, rows: Sequence[Row]) -> list[int]:
-        """Each column's width for these rows, with SHRINK_SLACK against the current ones."""
+        """Each column's widest cell in these rows, with SHRINK_SLACK against the current ones."""
         measured: dict[str, tuple[tuple[Any, ...], tuple[int, ...]]] = {}
         widest = [0] * len(self.column_specs)
         for key, cells in rows:
@@ -166,51 +192,36 @@ class KeyedTable(DataTable[Any]):
                 if width > widest[index]:
                     widest[index] = width
         self._measured = measured
-        wanted = [spec.fit(width) for spec, width in zip(self.column_specs, widest, strict=True)]
-        if len(self.widths) != len(wanted):  # the specs were replaced: nothing to keep
-            return wanted
+        if len(self.content) != len(widest):  # the specs were replaced: nothing to keep
+            return widest
         return [new if new > old or new < old - SHRINK_SLACK else old
-                for new, old in zip(wanted, self.widths, strict=True)]
-
-    def _fitting(self, width: int) -> list[int]:
-        """The columns that fit `width`, dropping the highest priority numbers first."""
-        shown = list(range(len(self.column_specs)))
-        padding = 2 * self.cell_padding
-
-        def needed() -> int:
-            return sum(self.widths[i] + padding for i in shown)
-
-        while needed() > width:
-            droppable = [i for i in shown if self.column_specs[i].priority > 0]
-            if not droppable:
-                break
-            shown.remove(max(droppable, key=lambda i: (self.column_specs[i].priority, i)))
-        return shown
+                for new, old in zip(widest, self.content, strict=True)]
 
     def _project(self, cells: tuple[Any, ...]) -> tuple[Any, ...]:
-        if len(self.shown) >= len(cells):  # nothing dropped
+        if self.column_layout.natural:
             return cells
-        return tuple(cells[i] for i in self.shown)
+        return tuple(cells[i] for i in self.column_layout.order)
 
     def _refit(self) -> None:
-        shown = self._fitting(self.size.width)
-        if shown == self.shown or not self.size.width:
-            return
-        self.shown = shown
-        self._relayout([(key, self._cells[key]) for key in self._order])
+        """After a resize: the columns again if their layout changed."""
+        wanted = self._layout()
+        if wanted != self.column_layout and self.size.width:
+            self._relayout([(key, self._cells[key]) for key in self._order], wanted)
 
-    def _relayout(self, rows: Sequence[Row]) -> None:
-        """Columns again (which are shown, how wide), then the rows: after a resize or a
-        change of content widths."""
+    def _relayout(self, rows: Sequence[Row], placed: Layout) -> None:
+        """Columns again (their order, how wide), then the rows: after a resize, w, or a
+        change of content widths. The cursor stays on its row, the view on its rows and on
+        the column it was scrolled to."""
         selected, cursor = self.selected_key, self.cursor_row
+        anchor, top = self._column_in_view(), self.scroll_offset.y  # in the old layout
+        self.column_layout = placed
         with self.app.batch_update():
             self.clear(columns=True)
-            for index in self.shown:
-                column = self.column_specs[index]
-                self.add_column(column.label, key=column.key, width=self.widths[index])
+            self._add_columns()
             self._rebuild(rows)
             self._order = [key for key, _ in rows]
             self._restore_cursor(selected, cursor)
+            self._restore_view(anchor, top)
         if self.sorted_by is not None:
             self.mark_sort(*self.sorted_by)
 
@@ -258,12 +269,10 @@ class KeyedTable(DataTable[Any]):
 
     def _sync(self, rows: Sequence[Row]) -> None:
         rows = self._locally_sorted(rows)
-        widths = self._content_widths(rows)
-        if widths != self.widths:
-            self.widths = widths
-            if self.size.width:
-                self.shown = self._fitting(self.size.width)
-            self._relayout(rows)
+        self.content = self._content_widths(rows)
+        placed = self._layout()
+        if placed != self.column_layout:
+            self._relayout(rows, placed)
             self.last_sync_stats = {"rows": len(rows), "added": len(rows), "removed": 0, "updated": 0}
             return
         selected = self.selected_key
@@ -281,7 +290,7 @@ class KeyedTable(DataTable[Any]):
                 for key in removed:
                     self.remove_row(key)
                     del self._cells[key]
-                    for column_index in range(len(self.shown)):
+                    for column_index in range(len(self.column_specs)):
                         self._rendered.pop((key, column_index), None)
                         self._rendered.pop((key, -1 - column_index), None)
                 for key, cells in rows:
@@ -290,9 +299,8 @@ class KeyedTable(DataTable[Any]):
                         self.add_row(*self._project(cells), key=key)
                         added += 1
                     elif old is not cells and old != cells:
-                        for index, (column, before, after) in enumerate(zip(self.column_specs, old, cells,
-                                                                            strict=True)):
-                            if before != after and index in self.shown:
+                        for column, before, after in zip(self.column_specs, old, cells, strict=True):
+                            if before != after:
                                 self.update_cell(key, column.key, after)
                                 updated += 1
                     self._cells[key] = cells
@@ -373,7 +381,8 @@ class KeyedTable(DataTable[Any]):
             segments += rendered
             x += column_width
         else:
-            segments.append(Segment(" " * max(0, width - x), paint.extend_style(row_index, on_cursor, on_hover)))
+            if width > x:  # as DataTable: no blank at all when the columns fill the width exactly
+                segments.append(Segment(" " * (width - x), paint.extend_style(row_index, on_cursor, on_hover)))
         line = Strip(fixed + list(Strip(segments).crop(x1 - start, x2 - start)))
         return line.adjust_cell_length(width, paint.base_style).simplify()
 
@@ -468,6 +477,55 @@ class KeyedTable(DataTable[Any]):
             self.scroll_to(y=row, animate=False, immediate=True)
         elif row >= top + rows:
             self.scroll_to(y=row - rows + 1, animate=False, immediate=True)
+
+    # --- sideways -------------------------------------------------------------------------
+    # The columns past the frozen one(s), as scroll offsets: column n is right beside the
+    # frozen name when the view is scrolled to its start.
+
+    def _starts(self) -> list[tuple[int, int]]:
+        """(column index, its start as a scroll offset) of each column that scrolls."""
+        starts, x = [], 0
+        for index in self.column_layout.order[self.fixed_columns:]:
+            starts.append((index, x))
+            x += self.column_layout.widths[index] + 2 * self.cell_padding
+        return starts
+
+    def _column_in_view(self) -> int | None:
+        """The column at the left edge of the view (beside the frozen one); None: not scrolled."""
+        x = self.scroll_offset.x
+        if x <= 0:
+            return None
+        return next((index for index, start in reversed(self._starts()) if start <= x), None)
+
+    def _restore_view(self, anchor: int | None, top: int) -> None:
+        """Scroll back to `top` (a row) and to the column `anchor` at the left edge, in the
+        new layout. The virtual size is set now (DataTable sets the same when idle): a
+        scroll is clamped to it."""
+        header = self.header_height if self.show_header else 0
+        width = sum(column.get_render_width(self) for column in self.columns.values())
+        self.virtual_size = Size(width, header + self.row_count)
+        x = dict(self._starts()).get(anchor, 0) if anchor is not None else 0
+        self.scroll_to(x=x, y=top, animate=False, immediate=True)
+        self._cursor_into_view()
+
+    def action_cursor_right(self) -> None:
+        """The next column into view, beside the frozen one (DataTable scrolls one cell)."""
+        x = self.scroll_offset.x
+        after = [start for _, start in self._starts() if start > x]
+        if after:
+            self.scroll_to(x=min(after[0], self.max_scroll_x), animate=False, immediate=True)
+
+    def action_cursor_left(self) -> None:
+        """The previous column back into view."""
+        x = self.scroll_offset.x
+        before = [start for _, start in self._starts() if start < x]
+        self.scroll_to(x=before[-1] if before else 0, animate=False, immediate=True)
+
+    def action_toggle_wide(self) -> None:
+        """w: every column as wide as its whole content (scrolled sideways), or back to
+        fitted to the terminal. The cursor, the selection and the column in view stay."""
+        self.wide = not self.wide
+        self._relayout([(key, self._cells[key]) for key in self._order], self._layout())
 
     class EdgeRequested(Message):
         """g or G: the first or the last row of the whole list was asked for. A paged list

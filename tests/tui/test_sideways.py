@@ -1,0 +1,180 @@
+"""Columns that do not fit are scrolled to, never left out (issue 39): at 80x24 right
+brings them into view beside the frozen name, w (wide) shows every column's whole content
+and back, the cursor stays on its row across the toggle and a refresh, and a w typed
+into a filter is text. Values are the seed's (tui_seed.py) or inserted here, read back
+from the rendered table and the screen."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import pytest
+from psycopg.types.json import Jsonb
+from textual.geometry import Region
+from tui_helpers import burst, screen_text, select, settled, table_keys, until
+from tui_seed import NOW
+
+from awa_tui.tui.widgets.keyed_table import KeyedTable
+
+LONG_NAME = "analytics.warehouse-nightly-rollup-of-every-tenant-eu-west-1"  # 60 characters
+LONG_ERROR = "OperationalError: could not connect to warehouse-eu-west-1:5432 ok"  # 66 characters
+
+
+def rendered(table: KeyedTable) -> list[str]:
+    """The table's lines as drawn (header first)."""
+    width, height = table.size
+    return ["".join(segment.text for segment in strip) for strip in table.render_lines(Region(0, 0, width, height))]
+
+
+def cell_under(table: KeyedTable, header: str, row: int) -> str:
+    """The text drawn in row `row` (0: the first row) under the header `header`, from that
+    column's left edge to the next one's (two spaces at least part headers: a cell's padding
+    either side), so a cut cell shows its ellipsis."""
+    lines = rendered(table)
+    head = lines[0]
+    start = head.index(f" {header}")
+    after = start + 1 + len(header)
+    following = re.search(r"  +(?=\S)", head[after:])
+    end = after + following.end() - 1 if following else len(head)
+    return lines[1 + row][start:end].strip()
+
+
+def on_screen(app: Any) -> str:
+    return html.unescape(screen_text(app))
+
+
+def add_long_job(conn: Any) -> int:
+    """A schedule with a 60-character name and a failed job of it with a 66-character error."""
+    assert len(LONG_NAME) == 60 and len(LONG_ERROR) == 66
+    with conn.transaction():
+        conn.execute("INSERT INTO awa.cron_jobs (name, cron_expr, timezone, kind, queue, args) "
+                     "VALUES (%s, '0 3 * * *', 'UTC', 'ops.extra', 'default', '{}')", (LONG_NAME,))
+        row = conn.execute(
+            "INSERT INTO awa.jobs (kind, queue, state, attempt, run_at, created_at, metadata, errors) "
+            "VALUES ('ops.extra', 'default', 'retryable', 1, %s, %s, %s, %s) RETURNING id",
+            (NOW, NOW, Jsonb({"cron_name": LONG_NAME, "cron_fire_time": "2025-03-08T12:00:00Z"}),
+             Jsonb([{"attempt": 1, "error": LONG_ERROR, "at": "2025-03-08T12:00:01+00:00"}]))).fetchone()
+    return int(row["id"])
+
+
+@pytest.mark.console(size=(80, 24))
+async def test_at_80x24_right_reaches_a_column_past_the_edge_and_the_name_stays(console):
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    assert table_keys(app)[0] == "billing.nightly-invoice"
+    assert " ZONE " not in rendered(table)[0]  # past the right edge at first
+    # One column a press: STATE, NEXT FIRE, HEALTH, LAST RESULT, FAILS 24h, LAST 20 INSTANTS,
+    # NEXT (UTC), LAST FIRE and LATE out of the way; ZONE (18 with its padding) then fits the
+    # 54 cells beside NAME (26) after CRON (16) and MEANING (19).
+    presses = 9
+    await pilot.press(*["right"] * presses)
+    lines = rendered(table)
+    assert lines[0].split()[2:5] == ["CRON", "MEANING", "ZONE"]
+    assert lines[0].startswith(" NAME ↑ ")  # the name column stays frozen
+    assert lines[1].startswith(" billing.nightly-invoice ")
+    assert cell_under(table, "ZONE", 0) == "America/New_York"  # the seed's zone of billing.nightly-invoice
+    assert "America/New_York" in on_screen(app)
+    # Left goes back one column at a time, to the first screen.
+    for _ in range(presses):
+        await pilot.press("left")
+    assert table.scroll_offset.x == 0
+    assert rendered(table)[0].split() == ["NAME", "↑", "STATE", "NEXT", "FIRE", "HEALTH", "LAST", "RESULT"]
+
+
+@pytest.mark.console(size=(80, 24))
+async def test_owner_column_past_the_edge_shows_the_owner(console):
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    select(app, "metrics.rollup")
+    # 11 presses: ZONE (18), POLICY (10) and OWNER (10) beside NAME, then QUEUE and the rest.
+    await pilot.press(*["right"] * 11)
+    assert rendered(table)[0].split()[2:5] == ["ZONE", "POLICY", "OWNER"]
+    row = table_keys(app).index("metrics.rollup")
+    assert cell_under(table, "OWNER", row) == "platform"  # the seed's owner of metrics.rollup
+    assert rendered(table)[1 + row].startswith(" metrics.rollup ")
+    assert table.selected_key == "metrics.rollup"  # sideways moves no row
+
+
+async def test_wide_shows_a_long_name_and_error_whole_and_back_cuts_them(console_factory, conn):
+    job = add_long_job(conn)
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.apply_times, what="first paint")
+        await pilot.press("6")
+        panel = app.main.panel("jobs")
+        await until(pilot, lambda: table_keys(app, "jobs")[:1] == [str(job)], what="the new job, newest first")
+        table = panel.table
+        await pilot.press("j")  # the summary line shows job 10, not the long one
+        assert table.selected_key == "10"
+        # Fitted to 80: SCHEDULE cut at 20 and given the 10 cells the first screen leaves
+        # (JOB 5, STATE 9, LAST ERROR 28: 70 with padding): 29 characters and an ellipsis.
+        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:29] + "…"
+        assert cell_under(table, "LAST ERROR", 0) == LONG_ERROR[:27] + "…"
+        await pilot.press("w")
+        assert table.wide
+        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME
+        assert LONG_NAME in on_screen(app)
+        await pilot.press("right", "right")  # SCHEDULE and STATE out of the way
+        assert rendered(table)[0].split()[:3] == ["JOB", "LAST", "ERROR"]
+        assert cell_under(table, "LAST ERROR", 0) == LONG_ERROR
+        assert LONG_ERROR in on_screen(app)
+        assert rendered(table)[1].startswith(f" {job} ")  # JOB stays frozen
+        await pilot.press("w")
+        assert not table.wide
+        assert rendered(table)[0].split()[:3] == ["JOB", "LAST", "ERROR"]  # the column in view stays
+        await pilot.press("left", "left")
+        assert table.scroll_offset.x == 0
+        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:29] + "…"
+        assert LONG_NAME not in on_screen(app)
+
+
+async def test_the_cursor_stays_on_its_schedule_across_wide_and_a_refresh(console_factory, conn):
+    add_long_job(conn)
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.apply_times, what="first paint")
+        await settled(pilot, app)
+        table = app.main.panel("schedules").table
+        keys = table_keys(app)
+        assert keys[0] == LONG_NAME  # "analytics..." sorts first
+        select(app, "metrics.rollup")
+        await pilot.pause()
+        row = table.cursor_row
+        assert row == keys.index("metrics.rollup") == 5
+        for wide in (True, False, True):
+            await pilot.press("w")
+            assert table.wide is wide
+            assert (table.selected_key, table.cursor_row) == ("metrics.rollup", row)
+            await settled(pilot, app)  # a refresh: the same rows, the same widths
+            assert (table.selected_key, table.cursor_row) == ("metrics.rollup", row)
+            assert table.wide is wide
+        assert cell_under(table, "NAME ↑", 0) == LONG_NAME  # still wide after the refresh
+        assert rendered(table)[1 + row].startswith(" metrics.rollup ")
+
+
+async def test_w_typed_in_the_filter_is_text(console):
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    box = app.main.panel("schedules").query_one("#filter")
+    await pilot.press("slash", "w")
+    await until(pilot, lambda: box.value == "w", what="the typed w")
+    assert not table.wide
+    burst(app, "ww")  # a burst too
+    await until(pilot, lambda: box.value == "www", what="the burst")
+    assert not table.wide
+    # Control: the same key on the list toggles wide.
+    await pilot.press("escape")
+    table.focus()
+    await pilot.pause()
+    await pilot.press("w")
+    assert table.wide
+
+
+async def test_w_is_in_the_footer_and_the_help(console):
+    app, pilot = console
+    assert "wide" not in str(app.main.panel("schedules").query_one("#schedules-summary").content)
+    assert "wide" in on_screen(app)  # the footer's "w wide"
+    await pilot.press("question_mark")
+    await until(pilot, lambda: "wide columns" in on_screen(app), what="the help's line for w")
