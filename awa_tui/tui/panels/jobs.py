@@ -27,7 +27,7 @@ from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
 PAGE = 200
-COLUMNS = (  # priority: which drop first when narrow (the summary line has the rest)
+COLUMNS = (  # priority: which give way first when narrow, past the right edge (the summary line has them too)
     Column("id", "JOB", 7),
     Column("schedule", "SCHEDULE", 20),
     Column("state", "STATE", 10),

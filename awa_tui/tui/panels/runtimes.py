@@ -30,7 +30,7 @@ from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.filter_bar import FilterBar
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 
-COLUMNS = (  # priority: which drop first when narrow (0 never; enter shows the runtime in full)
+COLUMNS = (  # priority: which give way first when narrow, past the right edge (0 never; enter shows all)
     Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
     Column("role", "ROLE", 15),
     Column("fresh", "STATE", 7),

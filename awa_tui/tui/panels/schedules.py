@@ -56,7 +56,7 @@ from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
 SORTS = ("name", "next", "last", "state", "queue", "owner", "health", "result", "fails")
-COLUMNS = (  # priority: which drop first when narrow (0 never; the summary line has the rest)
+COLUMNS = (  # priority: which give way first when narrow, past the right edge (0 never; the summary has them)
     Column("name", "NAME", 22),
     Column("state", "STATE", 16),
     Column("next", "NEXT FIRE", 20, min_width=11),  # live: "in 15m00s" keeps its width as it ticks

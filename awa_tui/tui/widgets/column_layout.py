@@ -36,7 +36,7 @@ class Layout:
 
 
 def fitting(specs: Sequence[Spec], widths: Sequence[int], width: int, padding: int) -> list[int]:
-    """The columns that fit `width`, dropping the highest priority numbers first (0 never)."""
+    """The columns that fit `width`: the highest priority numbers give way first (0 never)."""
     shown = list(range(len(specs)))
     needed = sum(widths[i] + padding for i in shown)
     while needed > width:
