@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from psycopg.types.json import Jsonb
+from test_console_defects import EXTRA, add_schedules
 from textual.geometry import Region
 from tui_helpers import burst, screen_text, select, settled, table_keys, until
 from tui_seed import NOW
@@ -23,8 +24,8 @@ LONG_ERROR = "OperationalError: could not connect to warehouse-eu-west-1:5432 ok
 
 
 def rendered(table: KeyedTable) -> list[str]:
-    """The table's lines as drawn (header first)."""
-    width, height = table.size
+    """The table's lines as drawn (header first), those the scrollbars leave in view."""
+    width, height = table.scrollable_content_region.size
     return ["".join(segment.text for segment in strip) for strip in table.render_lines(Region(0, 0, width, height))]
 
 
@@ -139,6 +140,9 @@ async def test_the_cursor_stays_on_its_schedule_across_wide_and_a_refresh(consol
         table = app.main.panel("schedules").table
         keys = table_keys(app)
         assert keys[0] == LONG_NAME  # "analytics..." sorts first
+        panel = app.main.panel("schedules")
+        select(app, "crm.contact-sync")
+        await pilot.press("space")  # selected (marked "+ "), the cursor one row down
         select(app, "metrics.rollup")
         await pilot.pause()
         row = table.cursor_row
@@ -150,8 +154,64 @@ async def test_the_cursor_stays_on_its_schedule_across_wide_and_a_refresh(consol
             await settled(pilot, app)  # a refresh: the same rows, the same widths
             assert (table.selected_key, table.cursor_row) == ("metrics.rollup", row)
             assert table.wide is wide
+            assert list(panel.selected) == ["crm.contact-sync"]
+            assert rendered(table)[1 + keys.index("crm.contact-sync")].startswith(" + crm.contact-sync ")
         assert cell_under(table, "NAME ↑", 0) == LONG_NAME  # still wide after the refresh
         assert rendered(table)[1 + row].startswith(" metrics.rollup ")
+
+
+async def far_down_then_wide(console_factory: Any, conn: Any) -> tuple[int, int, KeyedTable, list[str]]:
+    """30 more schedules at 80x24, the cursor 5 rows above the last, then w: (the first
+    row in view before w, after w, the table, its lines after)."""
+    add_schedules(conn, EXTRA)
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.apply_times, what="first paint")
+        await settled(pilot, app)
+        table = app.main.panel("schedules").table
+        await pilot.press("end")
+        await until(pilot, lambda: table.selected_key == EXTRA[-1], what="the last row")
+        await pilot.press(*["up"] * 5)
+        assert table.selected_key == EXTRA[-6]
+        await pilot.pause()
+        before = table.scroll_offset.y
+        await pilot.press("w")
+        await pilot.pause()
+        return before, table.scroll_offset.y, table, rendered(table)
+
+
+async def test_wide_keeps_the_rows_in_view_far_down_the_list(console_factory, conn):
+    before, after, table, lines = await far_down_then_wide(console_factory, conn)
+    assert before == 38 - (len(lines) - 1) > 0  # 38 rows, the last at the bottom of the view
+    assert after == before  # the same rows in view
+    assert lines[-1].startswith(f" {EXTRA[-1]} ")
+    assert table.selected_key == EXTRA[-6]
+
+
+async def test_control_without_restoring_the_view_the_rows_move(console_factory, conn, monkeypatch):
+    """Negative control: the relayout without its view restored (DataTable.clear() scrolls
+    to the top, then brings the cursor row back to the bottom edge): the rows in view move
+    under the operator's eyes; the test above catches that."""
+    monkeypatch.setattr(KeyedTable, "_restore_view", lambda self, anchor, top: None)
+    before, after, table, lines = await far_down_then_wide(console_factory, conn)
+    assert before > 0 and after != before
+    assert not lines[-1].startswith(f" {EXTRA[-1]} ")
+    assert table.selected_key == EXTRA[-6]
+
+
+async def test_the_first_screen_leaves_the_vertical_scrollbar_its_room(console_factory, conn):
+    add_schedules(conn, EXTRA)  # 38 rows: more than 80x24 shows, a vertical scrollbar
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.apply_times, what="first paint")
+        await settled(pilot, app)
+        table = app.main.panel("schedules").table
+        await until(pilot, lambda: table.show_vertical_scrollbar, what="the vertical scrollbar")
+        assert table.scrollable_content_region.width == 78
+        # 22 + 16 + 11 + 8 + 11 and their padding: 78, nothing to spare for NAME (24 without the scrollbar).
+        await until(pilot, lambda: [c.width for c in table.ordered_columns[:5]] == [22, 16, 11, 8, 11],
+                    what="the columns fitted to 78")
+        assert rendered(table)[0].rstrip().endswith(" LAST RESULT")
 
 
 async def test_w_typed_in_the_filter_is_text(console):

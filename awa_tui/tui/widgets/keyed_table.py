@@ -171,8 +171,11 @@ class KeyedTable(DataTable[Any]):
         return self.column_layout.order[: self.column_layout.fitting]
 
     def _layout(self) -> Layout:
-        return layout(self.column_specs, self.content, self.size.width if self.is_mounted else 0,
-                      2 * self.cell_padding, self.wide)
+        return layout(self.column_specs, self.content, self._room(), 2 * self.cell_padding, self.wide)
+
+    def _room(self) -> int:
+        """The width the columns have: the table's, less its vertical scrollbar (0: not laid out)."""
+        return self.scrollable_content_region.width if self.is_mounted else 0
 
     def _add_columns(self) -> None:
         for index in self.column_layout.order:
@@ -205,7 +208,7 @@ class KeyedTable(DataTable[Any]):
     def _refit(self) -> None:
         """After a resize: the columns again if their layout changed."""
         wanted = self._layout()
-        if wanted != self.column_layout and self.size.width:
+        if wanted != self.column_layout and self._room():
             self._relayout([(key, self._cells[key]) for key in self._order], wanted)
 
     def _relayout(self, rows: Sequence[Row], placed: Layout) -> None:
@@ -460,6 +463,10 @@ class KeyedTable(DataTable[Any]):
                 column.label = Text(spec.label + arrow)
         self.notify_style_update()  # the header's cached cells
         self.refresh()
+
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # Rows past the bottom: the scrollbar takes two cells of the width (no Resize then).
+        self.call_after_refresh(self._refit)
 
     def on_resize(self, event: events.Resize) -> None:
         self._refit()
