@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from psycopg.types.json import Jsonb
 from test_console_defects import EXTRA, add_schedules
+from textual import events
 from textual.geometry import Region
 from tui_helpers import burst, screen_text, select, settled, table_keys, until
 from tui_seed import NOW
@@ -82,6 +83,19 @@ async def test_at_80x24_right_reaches_a_column_past_the_edge_and_the_name_stays(
         await pilot.press("left")
     assert table.scroll_offset.x == 0
     assert rendered(table)[0].split() == ["NAME", "↑", "STATE", "NEXT", "FIRE", "HEALTH", "LAST", "RESULT"]
+
+
+@pytest.mark.console(size=(80, 24))
+async def test_the_mouse_scrolls_sideways_too(console):
+    """A horizontal wheel (or shift+wheel) over the list, as a terminal sends it."""
+    app, pilot = console
+    table = app.main.panel("schedules").table
+    for _ in range(40):
+        table.post_message(events.MouseScrollRight(table, 10, 3, 0, 0, 0, False, False, False))
+    await until(pilot, lambda: table.scroll_offset.x >= 40, what="scrolled by the wheel")
+    lines = rendered(table)
+    assert lines[0].startswith(" NAME ↑ ") and " STATE " not in lines[0]
+    assert lines[1].startswith(" billing.nightly-invoice ")
 
 
 @pytest.mark.console(size=(80, 24))
