@@ -22,14 +22,15 @@ SPECS = (
 
 
 class OneTable(App[None]):
-    CSS = "KeyedTable { width: 40; }"  # 24 + 9 + 7: no room to spare once NAME is cut at 22
+    # 38 for the columns (2 are the vertical scrollbar's): NAME cut at 22 takes 24 of them.
+    CSS = "KeyedTable { width: 40; }"
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(SPECS)
 
 
 class RoomyTable(App[None]):
-    CSS = "KeyedTable { width: 60; }"
+    CSS = "KeyedTable { width: 62; }"  # 60 for the columns, 2 for the vertical scrollbar
 
     def compose(self) -> ComposeResult:
         yield KeyedTable(SPECS)
@@ -77,7 +78,8 @@ async def test_room_to_spare_goes_to_the_cut_columns_name_first() -> None:
         await pilot.pause()
         # NAME wants 50: it takes all 20 spare cells (42); N gets none and stays cut at 5.
         assert widths(table) == [42, 7, 5]
-        assert sum(c.get_render_width(table) for c in table.ordered_columns) == table.size.width == 60
+        room = table.scrollable_content_region.width
+        assert sum(c.get_render_width(table) for c in table.ordered_columns) == room == 60
 
 
 async def test_wide_gives_every_column_its_whole_content_and_back() -> None:
@@ -128,10 +130,10 @@ async def test_state_is_as_wide_as_its_words_at_80x24(console_factory: Any) -> N
         shown = {str(c.key.value): c.width for c in table.ordered_columns[: len(table.first_screen)]}
         longest = max(len(table.get_row_at(i)[1].plain) for i in range(table.row_count))
         assert longest == len("active, Q PAUSED")
-        # NAME cut at 22 and given the 2 cells the first screen leaves (80 - 78; its longest
-        # name is 42); NEXT FIRE: "in 18h59m" (9) under its minimum 11; HEALTH: its header with
-        # the sort mark's room (8); LAST RESULT: its header (11).
-        assert shown == {"name": 24, "state": 16, "next": 11, "health": 8, "result": 11}
+        # 78 cells (80 less the vertical scrollbar's room), all taken: NAME cut at 22
+        # (billing.nightly-invoice is 23); NEXT FIRE: "in 18h59m" (9) under its minimum 11;
+        # HEALTH: its header with the sort mark's room (8); LAST RESULT: its header (11).
+        assert shown == {"name": 22, "state": 16, "next": 11, "health": 8, "result": 11}
         # Without the Q PAUSED row, STATE is "RETIRED" or its header "STATE" with the sort
         # mark's room (7) wide: the filter drops that row.
         panel = app.main.panel("schedules")

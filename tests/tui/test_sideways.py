@@ -69,13 +69,13 @@ async def test_at_80x24_right_reaches_a_column_past_the_edge_and_the_name_stays(
     assert " ZONE " not in rendered(table)[0]  # past the right edge at first
     # One column a press: STATE, NEXT FIRE, HEALTH, LAST RESULT, FAILS 24h, LAST 20 INSTANTS,
     # NEXT (UTC), LAST FIRE and LATE out of the way; ZONE (18 with its padding) then fits the
-    # 54 cells beside NAME (26) after CRON (16) and MEANING (19).
+    # 54 cells beside NAME (24) after CRON (16) and MEANING (19): 78, the scrollbar's room left.
     presses = 9
     await pilot.press(*["right"] * presses)
     lines = rendered(table)
     assert lines[0].split()[2:5] == ["CRON", "MEANING", "ZONE"]
     assert lines[0].startswith(" NAME ↑ ")  # the name column stays frozen
-    assert lines[1].startswith(" billing.nightly-invoice ")
+    assert lines[1].startswith(" billing.nightly-invoi… ")  # cut at 22
     assert cell_under(table, "ZONE", 0) == "America/New_York"  # the seed's zone of billing.nightly-invoice
     assert "America/New_York" in on_screen(app)
     # Left goes back one column at a time, to the first screen.
@@ -95,7 +95,7 @@ async def test_the_mouse_scrolls_sideways_too(console):
     await until(pilot, lambda: table.scroll_offset.x >= 40, what="scrolled by the wheel")
     lines = rendered(table)
     assert lines[0].startswith(" NAME ↑ ") and " STATE " not in lines[0]
-    assert lines[1].startswith(" billing.nightly-invoice ")
+    assert lines[1].startswith(" billing.nightly-invoi… ")  # cut at 22
 
 
 @pytest.mark.console(size=(80, 24))
@@ -123,9 +123,10 @@ async def test_wide_shows_a_long_name_and_error_whole_and_back_cuts_them(console
         table = panel.table
         await pilot.press("j")  # the summary line shows job 10, not the long one
         assert table.selected_key == "10"
-        # Fitted to 80: SCHEDULE cut at 20 and given the 10 cells the first screen leaves
-        # (JOB 5, STATE 9, LAST ERROR 28: 70 with padding): 29 characters and an ellipsis.
-        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:29] + "…"
+        # Fitted to 78 (80 less the scrollbar's room): SCHEDULE cut at 20 and given the 8 cells
+        # the first screen leaves (JOB 5, STATE 9, LAST ERROR 28: 70 with padding): 27
+        # characters and an ellipsis.
+        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:27] + "…"
         assert cell_under(table, "LAST ERROR", 0) == LONG_ERROR[:27] + "…"
         await pilot.press("w")
         assert table.wide
@@ -141,7 +142,7 @@ async def test_wide_shows_a_long_name_and_error_whole_and_back_cuts_them(console
         assert rendered(table)[0].split()[:3] == ["JOB", "LAST", "ERROR"]  # the column in view stays
         await pilot.press("left", "left")
         assert table.scroll_offset.x == 0
-        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:29] + "…"
+        assert cell_under(table, "SCHEDULE", 0) == LONG_NAME[:27] + "…"
         assert LONG_NAME not in on_screen(app)
 
 

@@ -136,6 +136,9 @@ class KeyedTable(DataTable[Any]):
     """
 
     BINDINGS = actions.bindings("table")  # row motions (keymap.py); Home/End move rows, not the view
+    # The vertical scrollbar's room is kept whether or not the rows overflow: the columns are
+    # laid out once for the width left, and do not shift when a filter shortens the list.
+    DEFAULT_CSS = "KeyedTable { scrollbar-gutter: stable; }"
 
     def __init__(self, columns: Sequence[Column], fixed_columns: int = 1, **kwargs: Any) -> None:
         # The first column (the name) stays put while scrolling sideways.
@@ -174,7 +177,8 @@ class KeyedTable(DataTable[Any]):
         return layout(self.column_specs, self.content, self._room(), 2 * self.cell_padding, self.wide)
 
     def _room(self) -> int:
-        """The width the columns have: the table's, less its vertical scrollbar (0: not laid out)."""
+        """The width the columns have: the table's, less the vertical scrollbar's room (0: not
+        laid out yet)."""
         return self.scrollable_content_region.width if self.is_mounted else 0
 
     def _add_columns(self) -> None:
@@ -463,10 +467,6 @@ class KeyedTable(DataTable[Any]):
                 column.label = Text(spec.label + arrow)
         self.notify_style_update()  # the header's cached cells
         self.refresh()
-
-    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
-        # Rows past the bottom: the scrollbar takes two cells of the width (no Resize then).
-        self.call_after_refresh(self._refit)
 
     def on_resize(self, event: events.Resize) -> None:
         self._refit()
