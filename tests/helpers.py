@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import psycopg
+from psycopg import sql
+
 T = TypeVar("T")
 
 
@@ -62,3 +65,16 @@ async def drained(pilot: Any, app: Any) -> None:
         thread.submit(lambda: None, lambda value, error, name=thread.name: answered.append(name))
     await until(pilot, lambda: sorted(answered) == ["reader", "writer"], what="the console's database work")
     await pilot.pause()
+
+
+def drop_roles(admin: psycopg.Connection[Any], prefix: str) -> None:
+    """Drop every role named with `prefix`, handing what it owns back to the admin."""
+    roles = [r["rolname"] for r in admin.execute(
+        "SELECT rolname FROM pg_roles WHERE starts_with(rolname, %s) ORDER BY rolname DESC", (prefix,)).fetchall()]
+    for role in roles:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+    for role in roles:
+        admin.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+    for role in roles:
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from helpers import drop_roles
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
@@ -58,18 +59,6 @@ def seed(dsn: str) -> None:
                      "last_seen_at, owner, manifest) SELECT gen_random_uuid(), 'host', 1, 'x', now(), now(), o, "
                      "CASE WHEN o IS NULL THEN NULL ELSE jsonb_build_object('owner', o) END "
                      "FROM unnest(ARRAY['billing', 'payroll', NULL]) o")
-
-
-def drop_roles(admin: psycopg.Connection[Any], prefix: str) -> None:
-    roles = [r["rolname"] for r in admin.execute(
-        "SELECT rolname FROM pg_roles WHERE starts_with(rolname, %s) ORDER BY rolname DESC", (prefix,)).fetchall()]
-    for role in roles:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
-    for role in roles:
-        admin.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(role)))
-        admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-    for role in roles:
-        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
 def teams(dsn: str, admin: psycopg.Connection[Any]) -> Iterator[Teams]:

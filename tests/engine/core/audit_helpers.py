@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from helpers import drop_roles as drop_layout
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
@@ -51,19 +52,6 @@ def logins_for(admin: psycopg.Connection[Any], layout: grants.RoleLayout) -> Log
         users[key] = user
         dsns[key] = make_conninfo(**{**base, "user": user, "password": PASSWORD})
     return Logins(layout, users, dsns)
-
-
-def drop_layout(admin: psycopg.Connection[Any], prefix: str) -> None:
-    """Drop every role named with `prefix`, handing what it owns back to the admin."""
-    roles = [r["rolname"] for r in admin.execute(
-        "SELECT rolname FROM pg_roles WHERE starts_with(rolname, %s) ORDER BY rolname DESC", (prefix,)).fetchall()]
-    for role in roles:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
-    for role in roles:
-        admin.execute(sql.SQL("REASSIGN OWNED BY {} TO CURRENT_USER").format(sql.Identifier(role)))
-        admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
-    for role in roles:
-        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
 def applied_layout(dsn: str, admin: psycopg.Connection[Any]) -> Iterator[Logins]:
