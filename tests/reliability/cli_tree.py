@@ -20,7 +20,9 @@ import typer.main
 # Never swept: `run` runs until stopped, `db` manages the embedded server, `migrate` is
 # the cure the others prescribe.
 # `check` exits 1 and 2 with a report, not an error (S43): tests/engine/health/test_check_cli.py.
-NOT_SWEPT = {("run",), ("migrate",), ("db",), ("check",)}
+# `forward` is DDL an administrator applies (as `db grants`), printed unless --apply: its
+# refusals (no awa schema, no Procrastinate, bad names) are test_forward_procrastinate.py's.
+NOT_SWEPT = {("run",), ("migrate",), ("db",), ("check",), ("forward",)}
 
 
 # Required options whose placeholder must be well-formed to reach the database (`--dates`:

@@ -171,8 +171,12 @@ def test_a_table_locked_longer_than_the_lease_cannot_hang_the_leader(
             assert replayed == [], (name, replayed)
             gaps = [(x, y) for x, y in itertools.pairwise(fires) if y - x != timedelta(seconds=1)]
             assert gaps, f"{name}: nothing coalesced"
-            assert all(began - timedelta(seconds=1) <= x and y <= recovered + timedelta(seconds=3)
-                       for x, y in gaps), (name, gaps)
+            # A gap opens at the last fire committed before the lock: the instant a second
+            # before it may still be in a pass when the lock is taken (later under load, as
+            # its pass starts after its instant), then waits and is coalesced. So the gap's
+            # start is at most two seconds before the lock.
+            assert all(began - timedelta(seconds=2) <= x and y <= recovered + timedelta(seconds=3)
+                       for x, y in gaps), (name, began, released, recovered, gaps)
         summary.fires_checked = sum(len(fires_of(conn, n)) for n in f.names)
         summary.duplicates = 0
     assert waits_seen >= 2, "the leader hung in one statement instead of retrying"

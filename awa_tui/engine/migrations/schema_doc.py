@@ -72,7 +72,7 @@ PURPOSES: dict[str, str] = {
     "fire_lateness": "per queue: the fire-lateness histogram the metrics serve; kept by the leader",
     "owner_grants": "one database, many teams: which team role (`awa-tui db grants --owner-role`) may act on "
                     "which owner; read by `owner list` and by the row-level security policies that keep a team's "
-                    "role to its owners' rows (S76).",
+                    "role to its owners' rows",
     "fire_skips": "instants the fire statement left unfired because of the overlap policy (reason `overlap`), "
                   "and the newest instant of a pass older than the catch-up window (`too_old`), for the "
                   "fire ledger; written by the evaluator",
