@@ -376,10 +376,11 @@ class ConnectionSource:
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """Yield a connection (autocommit); errors come out translated."""
         conn = self._checkout()
+        # Each thread writes only its own key (a dict's get and set are atomic), so no lock:
+        # this runs at every borrow of the runtime's loops, where the pool's lock is busy.
         thread = threading.get_ident()
-        with self._lock:
-            outer = self._busy.get(thread)  # a call nested in another on this thread
-            self._busy[thread] = conn.info.backend_pid
+        outer = self._busy.get(thread)  # a call nested in another on this thread
+        self._busy[thread] = conn.info.backend_pid
         try:
             if self._read_only_per_transaction:
                 conn.read_only = True
@@ -410,11 +411,10 @@ class ConnectionSource:
         else:
             self._checkin(conn)
         finally:
-            with self._lock:
-                if outer is None:
-                    self._busy.pop(thread, None)
-                else:
-                    self._busy[thread] = outer
+            if outer is None:
+                self._busy.pop(thread, None)
+            else:
+                self._busy[thread] = outer
 
     def _explained(self) -> str | None:
         """The schema's difference from the code's, in one line, read on a connection of its
