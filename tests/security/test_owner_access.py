@@ -288,7 +288,7 @@ def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn:
         assert conn.execute("SELECT count(*) AS n FROM pg_roles WHERE rolname = %s", (role,)).fetchone() == {"n": 0}
         applied = awa("db", "grants", "--owner-role", role, "--owners", "billing", "--apply", "--dsn", dsn)
         assert applied.returncode == 0, applied.stderr
-        assert applied.stdout == f"{role} may act on the schedules of billing only (36 statements)\n"
+        assert applied.stdout == f"{role} may act on the schedules of billing only (42 statements)\n"
         assert granted() == [(role, "billing")]
         again = awa("db", "grants", "--owner-role", role, "--owners", "billing,payroll", "--apply", "--dsn", dsn)
         assert again.returncode == 0, again.stderr
@@ -296,7 +296,7 @@ def test_db_grants_owner_role_prints_applies_updates_and_revokes(dsn: str, conn:
         owners = json.loads(awa("owner", "list", "--json", "--dsn", dsn).stdout)
         assert [(o["owner"], o["roles"]) for o in owners] == [("billing", [role]), ("payroll", [role])]
         revoked = awa("db", "grants", "--owner-role", role, "--revoke", "--apply", "--dsn", dsn, "--json")
-        assert json.loads(revoked.stdout) == {"role": role, "owners": [], "revoked": True, "statements": 17}
+        assert json.loads(revoked.stdout) == {"role": role, "owners": [], "revoked": True, "statements": 20}
         assert granted() == []
         assert not select_right()
         assert conn.execute("SELECT count(*) AS n FROM pg_policies WHERE policyname = %s", (role,)).fetchone() == {

@@ -256,6 +256,11 @@ SCOPED_ROWS: dict[str, str] = {
     "owner_grants": "EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = role AND pg_has_role(r.oid, 'USAGE'))",
     "audit_log": (f"target IN {_NAMES} OR target IN (SELECT 'owner:' || o FROM unnest{_SCOPE} o) "
                   "OR (starts_with(target, 'job:') AND target IN (SELECT 'job:' || j.id FROM awa.jobs j))"),
+    # Alerts (v033): its schedules' alerts and the fleet's (nothing fires concerns every
+    # team), the deliveries of those (the outbox as the team sees it), its silences.
+    "alert_outbox": f"fleet OR name IN {_NAMES}",
+    "alert_deliveries": "outbox_id IN (SELECT o.id FROM awa.alert_outbox o)",
+    "alert_silences": f"name IN {_NAMES} OR owner = ANY {_SCOPE}",
 }
 # What a team's role may write beyond what it sees: a job of its schedules, of the kind the
 # schedule has (a trigger, a backfill), never a job of another kind under its schedule's name.
@@ -274,9 +279,8 @@ TEAM_WRITES = {
     "cron_jobs": f"UPDATE ({', '.join(TEAM_SCHEDULE_COLUMNS)})",
     "jobs": "INSERT, UPDATE (state, finalized_at, run_at)",
 }
-# Fleet-wide alerting (sinks hold webhook addresses): not a team's to read.
-TEAM_UNREADABLE = ("alert_sinks", "alert_deliveries", "alert_outbox", "alert_silences", "alert_deliverer",
-                   "fleet_transitions")
+# The alert sinks hold webhook addresses: not a team's to read (it reads its alerts, v033).
+TEAM_UNREADABLE = ("alert_sinks",)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ import psycopg
 
 from awa_tui.engine.alerts.models import KINDS, ROUTES, SEVERITIES, Sink, SinkInfo
 from awa_tui.engine.core.audit import begin_action
-from awa_tui.engine.core.errors import AwaError, Conflict, NotFound, ValidationError
+from awa_tui.engine.core.errors import AwaError, Conflict, NotFound, ReadOnly, ValidationError
 from awa_tui.engine.core.guards import check_operator
+from awa_tui.engine.core.scope import owner_scope
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -204,8 +205,18 @@ def remove_sink(conn: psycopg.Connection[Any], name: str, operator: str) -> Sink
     return _info(row)
 
 
+# A team's role (v032) reads its alerts but not the sinks, whose addresses are secrets (v033).
+TEAM_NO_SINKS = ("permission denied: a team's role does not read the alert sinks (they hold webhook addresses); "
+                 "its own alerts: `awa-tui alerts list`")
+
+
 def list_sinks(conn: psycopg.Connection[Any]) -> list[SinkInfo]:
-    rows = conn.execute(f"SELECT {SINK_COLUMNS}, created_at FROM awa.alert_sinks ORDER BY name").fetchall()
+    try:
+        rows = conn.execute(f"SELECT {SINK_COLUMNS}, created_at FROM awa.alert_sinks ORDER BY name").fetchall()
+    except psycopg.errors.InsufficientPrivilege:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE and owner_scope(conn) is not None:
+            raise ReadOnly(TEAM_NO_SINKS) from None
+        raise
     return [_info(r) for r in rows]
 
 

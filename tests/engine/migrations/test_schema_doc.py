@@ -49,8 +49,8 @@ def test_the_document_names_every_table_trigger_and_function(conn: psycopg.Conne
     assert len(tables) == 31 and sorted(f"### awa.{t}" for t in tables) == sorted(
         line for line in text.splitlines() if line.startswith("### awa.") and "(" not in line)
     assert all(f"- {t}: `CREATE TRIGGER {t} " in text for t in triggers)
-    # Row-level security (v032): each secured table says so and names its policy.
-    assert len(policies) == 12
+    # Row-level security (v032, v033): each secured table says so and names its policy.
+    assert len(policies) == 15
     assert all(f"- {p}: `PERMISSIVE FOR ALL TO public USING (true) WITH CHECK (true)`"
                in text.split(f"### awa.{t}\n")[1].split("\n### ")[0] for t, p in policies)
     assert sum(1 for line in text.splitlines() if line.startswith("### awa.") and "(" in line) == functions
