@@ -1,5 +1,6 @@
 """S76: the console as a team's login shows its owners' schedules and owners only (the
-database hides the rest) and offers the actions such a role may take."""
+database hides the rest) and offers the actions such a role may take; the owners panel says
+which team roles may act on each owner."""
 
 from __future__ import annotations
 
@@ -33,10 +34,18 @@ async def test_a_team_login_sees_its_owners_schedules_only(console_factory: Any,
             await pilot.press("2")
             await settled(pilot, app)
             assert table_keys(app, "owners") == ["billing"]
+            owners = app.main.panel("owners")
+            assert owners.table.get_cell("billing", "roles").plain == role  # who may act on billing
+            assert str(owners.query_one("#owners-summary").render()).endswith(f" · team roles: {role}")
         app_all = console_factory()
         async with app_all.run_test(size=(120, 36)) as pilot:  # control: the operator's console
             await ready(pilot, app_all)
             assert sorted(table_keys(app_all)) == everyone
+            await pilot.press("2")
+            await settled(pilot, app_all)
+            table = app_all.main.panel("owners").table
+            assert {key: table.get_cell(key, "roles").plain for key in table_keys(app_all, "owners")} == {
+                owner: role if owner == "billing" else "-" for owner in table_keys(app_all, "owners")}
     finally:
         for name in (user, role):
             conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (name,))

@@ -34,6 +34,7 @@ COLUMNS = (
     Column("retired", "RETIRED", 7),
     Column("grace", "GRACE", 11),
     Column("pending", "PENDING", 12),
+    Column("roles", "TEAM ROLES", 16),
 )
 
 
@@ -67,6 +68,11 @@ def blocker_codes(row: OwnerSummary) -> str:
     return ", ".join(b.get("code", "?") for b in row.blockers) or "-"
 
 
+def roles_text(row: OwnerSummary) -> str:
+    """The team roles that may act on the owner (`db grants --owner-role`), '-' for none."""
+    return ", ".join(row.roles) or "-"
+
+
 def cells(row: OwnerSummary) -> tuple[Text, ...]:
     blocked = bool(row.blockers)
     return (
@@ -78,6 +84,7 @@ def cells(row: OwnerSummary) -> tuple[Text, ...]:
         cell(row.schedules_retired),
         cell(grace_text(row)),
         cell(pending_text(row)),
+        cell(roles_text(row)),
     )
 
 
@@ -132,6 +139,8 @@ class OwnersPanel(Panel[OwnerSummary]):
             text.append("reconciles freely")
         if row.certified_at:
             text.append(f" · certified {relative(row.certified_at, self.now)}")
+        if row.roles:
+            text.append(f" · team roles: {roles_text(row)}")
         widget.update(text)
 
     @on(DataTable.RowSelected, "#owners-table")
