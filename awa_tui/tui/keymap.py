@@ -54,9 +54,12 @@ class Act:
 
 def key_label(keys: str) -> str:
     """Keys as help and the docs show them: `?`, not question_mark."""
-    return ", ".join(KEY_LABELS.get(k, k) for k in keys.split(","))
+    return ", ".join(KEY_LABELS.get(k, k) for k in keys.split(",") if k not in KEY_UNLABELLED)
 
 
+# What a terminal sends for another key shown: ctrl+space arrives as ctrl+@ (NUL) over SSH
+# and tmux, as ctrl+space under the kitty keyboard protocol; both are bound, one is shown.
+KEY_UNLABELLED = frozenset({"ctrl+@"})
 KEY_LABELS = {"question_mark": "?", "colon": ":", "slash": "/", "enter": "enter", "escape": "esc",
               "plus": "+", "minus": "-", "asterisk": "*", "space": "space",
               "left_square_bracket": "[", "right_square_bracket": "]", "exclamation_mark": "!"}
@@ -119,6 +122,9 @@ ACTS: tuple[Act, ...] = (
     Act("schedules", "O", "reverse_sort", "reverse", "reverse the sort order", footer=False),
     Act("schedules", "space", "toggle_select", "select", "select or unselect the row: s, t, a, ctrl+d and u then "
         "act on every selected schedule, with one confirmation", footer=False),
+    Act("schedules", "ctrl+space,ctrl+@,V", "select_range", "select range",
+        "select every row from the last selected one to the cursor, added to the selection (none selected yet: "
+        "the cursor's row)", footer=False, palette="schedule: select range"),
     Act("schedules", "asterisk,ctrl+a", "select_all", "select all",
         "select every listed (filtered) schedule, added to the selection (esc clears)",
         footer=False, palette="schedule: select all listed"),

@@ -31,6 +31,16 @@ BULK = {
 }
 
 
+def marked_range(order: Sequence[str], anchor: str | None, cursor: str) -> list[str]:
+    """The rows a range mark selects: from `anchor` (the row last selected) to `cursor`,
+    both included, in `order` (the table's), whichever comes first; no anchor, or one no
+    longer in `order`: the cursor's row alone."""
+    if anchor is None or anchor not in order:
+        return [cursor]
+    start, end = sorted((order.index(anchor), order.index(cursor)))
+    return list(order[start:end + 1])
+
+
 def names_line(names: Sequence[str], shown: int = SHOWN_NAMES) -> str:
     """'3 schedules: a, b, c' / '12 schedules: a, b, c and 9 more' (escaped names)."""
     count = len(names)

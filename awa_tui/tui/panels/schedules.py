@@ -50,7 +50,7 @@ from awa_tui.tui.messages import (
 )
 from awa_tui.tui.operations import RUN_TIME, ScheduleForm, create_schedule
 from awa_tui.tui.panels.base import Panel, Work
-from awa_tui.tui.selection import bulk_operation
+from awa_tui.tui.selection import bulk_operation, marked_range
 from awa_tui.tui.widgets.filter_bar import take_keys
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
@@ -300,6 +300,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self._cells: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}  # name -> (signature, cells)
         # Shown name -> real row when selected: bulk actions act on these (names, re-checked by the engine).
         self.selected: dict[str, SchedulePageRow] = {}
+        self.last_marked: str | None = None  # the row last selected (space or a range): a range starts there
         # G: the last page of the order is shown (the end of the list), not the first; g:
         # back to the first page, cursor on its first row.
         self.tail = False
@@ -475,7 +476,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def apply_filter(self, text: str) -> None:
         """Filter by `text` (enter on an owner or a queue brings its schedules here)."""
-        self.selected = {}
+        self.selected, self.last_marked = {}, None
         box = self.query_one("#filter", Input)
         box.display = True
         box.value = text  # Input.Changed parses it and refreshes
@@ -509,7 +510,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     def key_escape(self) -> None:
         """Esc clears the selection, then the filter (k9s habit)."""
         if self.selected and not self.query_one("#filter", Input).has_focus:
-            self.selected = {}
+            self.selected, self.last_marked = {}, None
             self._reshow()
             return
         if self.filter_text or self.query_one("#filter", Input).display:
@@ -563,8 +564,27 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
             return
         if self.selected.pop(key, None) is None:
             self.selected[key] = self.rows[key]
+            self.last_marked = key
+        elif key == self.last_marked:
+            self.last_marked = None
         self._reshow()
         self.table.action_cursor_down()  # space, space, space selects a run of rows
+
+    def action_select_range(self) -> None:
+        """k9s's range mark: every row from the last selected one to the cursor, both
+        included, in the order shown, added to the selection (none, or it is no longer
+        listed: the cursor's row alone). The cursor stays."""
+        key = self.table.selected_key
+        if key is None or key not in self.rows:
+            return
+        for name in marked_range(self._order(), self.last_marked, key):
+            self.selected[name] = self.rows[name]
+        self.last_marked = key
+        self._reshow()
+
+    def _order(self) -> list[str]:
+        """The row keys in the order the table shows them."""
+        return [str(row.key.value) for row in self.table.ordered_rows]
 
     def action_select_all(self) -> None:
         # Added to what is selected (a second filter's rows join the first's); esc clears.
@@ -585,7 +605,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         names = [row.name for row in self.selected.values()]
 
         def done() -> None:
-            self.selected = {}
+            self.selected, self.last_marked = {}, None
             self._reshow()
 
         request_operation(self, lambda: bulk_operation(action, names, self.console.known_owners), done)
