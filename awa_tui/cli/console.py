@@ -76,7 +76,7 @@ def console(
             fail("--leader-dsn before a subcommand: it belongs to `awa-tui --lead` or `awa-tui run --leader-dsn`")
         return
     try:
-        from awa_tui.tui.config import read_user_config, user_config_path
+        from awa_tui.tui.config import read_user_config, user_config_path, user_settings
         from awa_tui.tui.launch import build_config, check_options, launch_console, say
     except ImportError:
         fail("the console is not available in this build; use `awa-tui run` or `awa-tui --help`")
@@ -112,5 +112,4 @@ def console(
         )
     except AwaError as exc:
         fail(str(exc))
-    launch_console(replace(config, default_panel=user.default_panel or "schedules", aliases=user.aliases,
-                           keys=user.keys, config_problem=config_problem))
+    launch_console(replace(config, **user_settings(user, config_problem)))

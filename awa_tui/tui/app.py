@@ -181,7 +181,7 @@ class ConsoleApp(App[None]):
     # --- composition -------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[Any]:
-        return MainScreen(self.config.page_size)
+        return MainScreen(self.config.page_size, self.config.panels)
 
     @property
     def main(self) -> MainScreen:

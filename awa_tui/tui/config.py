@@ -20,6 +20,7 @@ from awa_tui.tui.keymap import ACTS, ALL_PANELS, Act
 
 if TYPE_CHECKING:
     from awa_tui.engine.client import Client
+    from awa_tui.tui.panel_defaults import PanelDefaults
 
 
 # Schedules fetched per page (the end of the list asks for the next). Every refresh reads
@@ -45,6 +46,7 @@ class ConsoleConfig:
     default_panel: str = "schedules"
     aliases: Mapping[str, str] = field(default_factory=dict)
     keys: Mapping[str, str] = field(default_factory=dict)  # a key's name -> the key(s) replacing its own
+    panels: Mapping[str, PanelDefaults] = field(default_factory=dict)  # a panel's columns and sort at start
     config_problem: str | None = None
 
     @property
@@ -55,7 +57,7 @@ class ConsoleConfig:
 
 # --- the user's config file ---------------------------------------------------------------
 
-CONFIG_KEYS = ("refresh", "default_panel", "aliases", "keys")
+CONFIG_KEYS = ("refresh", "default_panel", "aliases", "keys", "panels")
 JUMP_TARGETS = (*ALL_PANELS, "audit")  # what `:` reaches (screens/jump.TARGETS)
 CONFIG_MAX_BYTES = 64 * 1024
 
@@ -64,12 +66,14 @@ CONFIG_MAX_BYTES = 64 * 1024
 class UserConfig:
     """awa-tui/config.toml: `refresh` (seconds), `default_panel`, `aliases` (a table of
     extra `:` names, each naming a panel or `audit`), `keys` (a table of a key's name and the
-    key(s) that replace its own). None / empty: not set."""
+    key(s) that replace its own), `panels` (a section per panel: its columns and sort,
+    panel_defaults.py). None / empty: not set."""
 
     refresh: float | None = None
     default_panel: str | None = None
     aliases: dict[str, str] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # a key's name (where.action, docs/keys.md) -> its keys
+    panels: dict[str, PanelDefaults] = field(default_factory=dict)
 
 
 def user_config_path(env: Mapping[str, str] = os.environ) -> Path:
@@ -108,7 +112,10 @@ def _checked(data: dict[str, Any]) -> UserConfig:
         if target not in JUMP_TARGETS:
             raise ConfigProblem(f"aliases: {name} names '{printable(str(target))}', not one of "
                                 f"{', '.join(JUMP_TARGETS)}")
-    return UserConfig(refresh=refresh, default_panel=panel, aliases=dict(aliases), keys=_keys(data.get("keys", {})))
+    from awa_tui.tui.panel_defaults import checked_panels  # it reads the panels' columns, which import this
+
+    return UserConfig(refresh=refresh, default_panel=panel, aliases=dict(aliases), keys=_keys(data.get("keys", {})),
+                      panels=checked_panels(data.get("panels", {})))
 
 
 # A key as Textual names it: a character, or a name such as ctrl+p, f5, question_mark.
@@ -147,6 +154,13 @@ def _keys(table: object) -> dict[str, str]:
             if other != name and clash and _together(BOUND[name], BOUND[other]):
                 raise ConfigProblem(f"keys: {name}: '{sorted(clash)[0]}' is already {other}'s key")
     return dict(table)
+
+
+def user_settings(user: UserConfig, problem: str | None) -> dict[str, Any]:
+    """What the file sets of a ConsoleConfig (`dataclasses.replace(config, **these)`);
+    `refresh` is not here: a flag given wins over it."""
+    return {"default_panel": user.default_panel or "schedules", "aliases": user.aliases, "keys": user.keys,
+            "panels": user.panels, "config_problem": problem}
 
 
 def read_user_config(path: Path) -> tuple[UserConfig, str | None]:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from test_keymap import rendered
 from textual.widgets import Static
-from tui_helpers import notes, ready, select, settled, until
+from tui_helpers import notes, ready, select, settled, table_keys, until
 
-from awa_tui.tui.config import UserConfig, read_user_config, user_config_path
+from awa_tui.tui.config import UserConfig, read_user_config, user_config_path, user_settings
+from awa_tui.tui.panel_defaults import PanelDefaults
 from awa_tui.tui.screens.confirm import ConfirmScreen
 from awa_tui.tui.screens.help import HelpScreen, help_table
 from awa_tui.tui.screens.jump import JumpScreen
@@ -56,7 +57,26 @@ def test_no_file_is_the_defaults_silently(tmp_path: Path):
     ('refresh = "fast"', "refresh: a number of seconds from 0.1 to 600"),
     ("refresh = true", "refresh: a number of seconds from 0.1 to 600"),
     ('default_panel = "audit"', "default_panel: one of schedules, owners, runtimes, plan, queues, jobs, calendars"),
-    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases, keys)"),
+    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases, keys, panels)"),
+    ('panels = "schedules"', "panels: a section per panel, such as [panels.schedules]"),
+    ('[panels.audit]\nsort = "AT"', "panels: 'audit' is not a panel (one of schedules, owners, runtimes, plan, "
+                                    "queues, jobs, calendars)"),
+    ('[panels.queues]\nwidth = 3', "panels.queues: unknown setting 'width' (known: sort, descending, columns)"),
+    ('[panels.queues]\nsort = "SIZE"', "panels.queues: sort: 'SIZE' is not a column to sort by (one of QUEUE, STATE, "
+                                       "WAITING, RUNNING, SCHEDULES, PAUSED BY, SINCE (UTC))"),
+    # The schedules panel sorts in the database, by some of its columns; and only by one shown.
+    ('[panels.schedules]\nsort = "CRON"', "panels.schedules: sort: 'CRON' is not a column to sort by (one of NAME, "
+                                          "STATE, NEXT FIRE, HEALTH, LAST RESULT, FAILS 24h, LAST FIRE, OWNER, QUEUE)"),
+    ('[panels.queues]\nsort = "WAITING"\ncolumns = ["QUEUE", "STATE"]', "panels.queues: sort: 'WAITING' is not a "
+                                                                        "column to sort by (one of QUEUE, STATE)"),
+    ('[panels.queues]\ndescending = "yes"', "panels.queues: descending: true or false"),
+    ('[panels.queues]\ncolumns = "QUEUE"', 'panels.queues: columns: a list of headers, such as ["QUEUE", "STATE"]'),
+    ('[panels.queues]\ncolumns = ["QUEUE", "SIZE"]', "panels.queues: columns: 'SIZE' is not a column (one of QUEUE, "
+                                                     "STATE, WAITING, RUNNING, SCHEDULES, PAUSED BY, SINCE (UTC))"),
+    ('[panels.queues]\ncolumns = ["STATE", "state"]', "panels.queues: columns: 'STATE' is given twice"),
+    ('[panels.queues]\ncolumns = ["STATE", "QUEUE"]', "panels.queues: columns: QUEUE is always the first column"),
+    ('[panels.queues]\ncolumns = ["\\u001b[2J"]', "panels.queues: columns: '\\x1b[2J' is not a column (one of QUEUE, "
+                                                  "STATE, WAITING, RUNNING, SCHEDULES, PAUSED BY, SINCE (UTC))"),
     ('keys = "P"', 'keys: a table of name = "key"'),
     ('[keys]\n"schedules.pause" = "P"', "keys: 'schedules.pause' is not a key's name (where.action, as docs/keys.md "
                                         "lists them)"),
@@ -127,3 +147,72 @@ async def test_a_moved_key_acts_and_its_old_key_does_nothing(console_factory):
         assert [" ".join(line.split()) for line in lines if "pause (optionally until" in line] == [
             "P pause (optionally until a time, with a reason: tab in the dialog) or resume the selected schedule",
             "s pause (optionally until a time, with a reason) or resume this schedule"]  # the detail's: not moved
+
+
+# --- [panels.NAME]: columns and sort at start ----------------------------------------------
+
+PANELS_FILE = """
+[panels.schedules]
+sort = "next fire"
+descending = true
+columns = ["HEALTH", "NEXT FIRE", "state", "OWNER"]
+
+[panels.queues]
+sort = "SCHEDULES"
+descending = true
+columns = ["QUEUE", "SCHEDULES", "STATE"]
+"""
+
+
+def labels(app, panel: str) -> list[str]:
+    """The column headers the panel's table shows, left to right (the sorted one marked)."""
+    return [str(column.label) for column in app.main.panel(panel).table.ordered_columns]
+
+
+def test_a_panels_section_is_read_by_headers_in_any_case(tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text(PANELS_FILE + '[panels.jobs]\ncolumns = ["JOB", "last  error"]\n')
+    assert read_user_config(path) == (UserConfig(panels={
+        "schedules": PanelDefaults(sort="next", descending=True, columns=("name", "health", "next", "state", "owner")),
+        "queues": PanelDefaults(sort="schedules", descending=True, columns=("queue", "schedules", "state")),
+        "jobs": PanelDefaults(columns=("id", "error"))}), None)
+
+
+async def test_the_columns_and_sort_of_the_file_apply_at_start_and_the_sort_keys_still_work(
+        console_factory, tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text(PANELS_FILE)
+    app = console_factory(**user_settings(*read_user_config(path)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        assert labels(app, "schedules") == ["NAME", "HEALTH", "NEXT FIRE ↓", "STATE", "OWNER"]
+        # The seed's next fires, latest first: 03-09 07:00, 03-09 06:00, 03-08 13:00, 12:05,
+        # 12:00:40, 11:30 (paused); then the two with none (a retired one, a finished one).
+        latest_first = ["billing.nightly-invoice", "payments.settlement-reconciliation-eu-west", "reports.hourly",
+                        "metrics.rollup", "crm.contact-sync", "cleanup.tmp-files"]
+        assert table_keys(app) == [*latest_first, "weekly.digest", "legacy.export"]
+        await pilot.press("O")  # the sort keys work as ever
+        await until(pilot, lambda: table_keys(app)[:6] == latest_first[::-1], what="soonest first")
+        assert labels(app, "schedules")[2] == "NEXT FIRE ↑"
+        await pilot.press("5")
+        await until(pilot, lambda: table_keys(app, "queues"), what="the queues")
+        assert labels(app, "queues") == ["QUEUE", "SCHEDULES ↓", "STATE"]
+        # Most schedules first (3, 2, then the queues of one in their own order).
+        assert table_keys(app, "queues") == ["default", "billing", "integrations", "mail", "reports"]
+        table = app.main.panel("queues").table
+        assert [table.get_row(key)[1].plain for key in table_keys(app, "queues")] == ["3", "2", "1", "1", "1"]
+
+
+async def test_a_bad_panels_value_is_the_one_warning_and_the_whole_file_is_ignored(console_factory, tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text('default_panel = "runtimes"\n[panels.schedules]\ncolumns = ["NAME", "COLOUR"]\n')
+    app = console_factory(**user_settings(*read_user_config(path)))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(pilot, lambda: app.apply_times, what="first paint")
+        assert notes(app) == [
+            f"{path}: panels.schedules: columns: 'COLOUR' is not a column (one of NAME, STATE, NEXT FIRE, HEALTH, "
+            "LAST RESULT, FAILS 24h, LAST 20 INSTANTS, NEXT (UTC), LAST FIRE, LATE, CRON, MEANING, ZONE, POLICY, "
+            "OWNER, QUEUE, PAUSED/RETIRED BY, MADE); ignored"]
+        assert app.active_panel == "schedules"  # the file's default_panel is ignored with it
+        await until(pilot, lambda: labels(app, "schedules")[:3] == ["NAME ↑", "STATE", "NEXT FIRE"],
+                    what="its own columns, sorted by name")

@@ -8,7 +8,7 @@ the app for nothing but answers: what they want done they post (awa_tui/tui/mess
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -27,8 +27,9 @@ from awa_tui.tui.messages import (
     SortMenuRequested,
 )
 from awa_tui.tui.operations import NotPossible
+from awa_tui.tui.panel_defaults import PanelDefaults, chosen_indexes
 from awa_tui.tui.widgets.filter_bar import FilterBar
-from awa_tui.tui.widgets.keyed_table import KeyedTable
+from awa_tui.tui.widgets.keyed_table import Column, KeyedTable
 
 if TYPE_CHECKING:
     from awa_tui.tui.app import ConsoleApp
@@ -41,6 +42,8 @@ class Panel(Vertical, Generic[Row]):
     panel_id: ClassVar[str]
     title: ClassVar[str]
     BINDINGS = actions.bindings("panel")  # every panel's keys; a panel's own BINDINGS add to these
+    defaults = PanelDefaults()  # the config file's [panels.NAME] (take_defaults): its columns and sort at start
+    chosen: tuple[int, ...] | None = None  # the indexes of the cells its table shows (None: all, in order)
 
     def __init__(self) -> None:
         super().__init__(id=f"panel-{self.panel_id}", classes="panel")
@@ -54,6 +57,29 @@ class Panel(Vertical, Generic[Row]):
     @property
     def table(self) -> KeyedTable:
         return self.query_one(KeyedTable)
+
+    def take_defaults(self, defaults: PanelDefaults) -> None:
+        """The config file's section for this panel, given before it is mounted."""
+        self.defaults = defaults
+
+    def chosen_table(self, columns: Sequence[Column], **kwargs: Any) -> KeyedTable:
+        """The panel's table with the columns the config file chose, sorted as it asks (by
+        the table, as `o` sorts it; the sort keys change it afterwards)."""
+        chosen = chosen_indexes(columns, self.defaults)
+        self.chosen = None if chosen == tuple(range(len(columns))) else chosen
+        table = KeyedTable(tuple(columns[i] for i in chosen), **kwargs)
+        sort = self.defaults.sort
+        if sort is not None:
+            table.local_sort = (sort, self.defaults.descending)
+            self.call_after_refresh(table.mark_sort, sort, self.defaults.descending)
+        return table
+
+    def chosen_cells(self, rows: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[str, tuple[Any, ...]]]:
+        """Rows of every column's cells as the table shows them (chosen_table's columns)."""
+        chosen = self.chosen
+        if chosen is None:
+            return rows
+        return [(key, tuple(cells[i] for i in chosen)) for key, cells in rows]
 
     def ready(self) -> bool:
         """Composed and mounted. The first poll can land before a panel is (start-up on a

@@ -21,7 +21,7 @@ from awa_tui.tui.messages import CalendarRequested, InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.screens.detail import section
-from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (
     Column("calendar", "CALENDAR", 22),
@@ -82,7 +82,7 @@ class CalendarsPanel(Panel[CalendarSummary]):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield KeyedTable(COLUMNS, id="calendars-table")
+        yield self.chosen_table(COLUMNS, id="calendars-table")
         yield Static(id="calendars-summary", classes="row-summary")
 
     def on_mount(self) -> None:
@@ -97,7 +97,7 @@ class CalendarsPanel(Panel[CalendarSummary]):
         used = sum(1 for r in data if r.used_by)
         self.title_line(Text.assemble(("Calendars ", "bold"), f"{len(data)} · {used} excluded by a schedule · "
                                       "dates schedules do not fire on · enter: dates and schedules"))
-        self.table.sync([(key, cells(printable_row(row))) for key, row in self.rows.items()])
+        self.table.sync(self.chosen_cells([(key, cells(printable_row(row))) for key, row in self.rows.items()]))
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:

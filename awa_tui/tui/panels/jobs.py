@@ -111,7 +111,7 @@ class JobsPanel(Panel[JobSummary]):
         yield Static(classes="panel-title")
         yield FilterBar("jobs", "filter: schedule:NAME state:running result:failed queue:Q failed manual "
                         "(enter keeps, esc clears)")
-        yield KeyedTable(COLUMNS, id="jobs-table")
+        yield self.chosen_table(COLUMNS, id="jobs-table")
         yield Static(id="jobs-summary", classes="row-summary")
 
     def on_mount(self) -> None:
@@ -145,7 +145,7 @@ class JobsPanel(Panel[JobSummary]):
             if data.more:
                 title.append(" · end of list loads more, G the oldest")
         self.title_line(title.append_text(self.filter_note()))
-        self.table.sync([(key, cells(printable_row(job))) for key, job in self.rows.items()])
+        self.table.sync(self.chosen_cells([(key, cells(printable_row(job))) for key, job in self.rows.items()]))
         if generation != self.shown_generation or self.to_start:
             self.shown_generation, self.to_start = generation, False
             if data.rows:  # newest first: the first row is the newest job

@@ -23,7 +23,7 @@ from awa_tui.tui.messages import OwnersSeen, SchedulesFilterRequested, request_o
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import declared_adoption
 from awa_tui.tui.widgets.filter_bar import FilterBar
-from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (
     Column("owner", "OWNER", 14),
@@ -96,7 +96,7 @@ class OwnersPanel(Panel[OwnerSummary]):
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
         yield FilterBar("owners", "filter: billing* state:blocked (enter keeps, esc clears)")
-        yield KeyedTable(COLUMNS, id="owners-table")
+        yield self.chosen_table(COLUMNS, id="owners-table")
         yield Static(id="owners-summary", classes="row-summary")
 
     def on_mount(self) -> None:
@@ -116,7 +116,7 @@ class OwnersPanel(Panel[OwnerSummary]):
             ("Owners ", "bold"), f"{len(data)} · {unsynced} NOT SYNCED · {blocked} BLOCKED · "
             "PENDING: +new ~changed -retired",
         ).append_text(self.filter_note()))
-        self.table.sync([(o, cells(printable_row(r))) for o, r in self.rows.items()])
+        self.table.sync(self.chosen_cells([(o, cells(printable_row(r))) for o, r in self.rows.items()]))
         self.post_message(OwnersSeen(tuple(printable(r.owner) for r in everyone)))
         self._summary()
 

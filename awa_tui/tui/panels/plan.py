@@ -21,7 +21,7 @@ from awa_tui.printable import printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
-from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (
     Column("key", "#", 3),
@@ -100,7 +100,7 @@ class PlanPanel(Panel[OwnerPlan]):
 
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
-        yield KeyedTable(COLUMNS, id="plan-table")
+        yield self.chosen_table(COLUMNS, id="plan-table")
 
     def on_mount(self) -> None:
         self.title_line("Plan: loading…")
@@ -124,7 +124,7 @@ class PlanPanel(Panel[OwnerPlan]):
             style = "bold" if change in ("BLOCKED", "CONFLICT") or change.lower() == "retire" else ""
             rows.append((str(index), (cell(index), cell(owner), cell(change, style), cell(applies), cell(name),
                                       cell(detail))))
-        self.table.sync(rows)
+        self.table.sync(self.chosen_cells(rows))
 
     def copy_value(self, key: str) -> tuple[str, str]:
         owner, _, _, name, _ = self.lines[key]

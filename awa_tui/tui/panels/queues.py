@@ -17,7 +17,7 @@ from awa_tui.tui.formatting import relative, short_utc
 from awa_tui.tui.messages import SchedulesFilterRequested, request_operation
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.widgets.filter_bar import FilterBar
-from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (
     Column("queue", "QUEUE", 20),
@@ -51,7 +51,7 @@ class QueuesPanel(Panel[QueueRow]):
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
         yield FilterBar("queues", "filter: paused, name:report* (enter keeps, esc clears)")
-        yield KeyedTable(COLUMNS, id="queues-table")
+        yield self.chosen_table(COLUMNS, id="queues-table")
         yield Static(id="queues-summary", classes="row-summary")
 
     def on_mount(self) -> None:
@@ -70,7 +70,7 @@ class QueuesPanel(Panel[QueueRow]):
             Text.assemble(("Queues ", "bold"), f"{len(data)} · {paused} PAUSED · pause stops dispatch, not fires")
             .append_text(self.filter_note())
         )
-        self.table.sync([(q, cells(printable_row(r), now)) for q, r in self.rows.items()])
+        self.table.sync(self.chosen_cells([(q, cells(printable_row(r), now)) for q, r in self.rows.items()]))
         self._summary()
 
     def on_data_table_row_highlighted(self) -> None:

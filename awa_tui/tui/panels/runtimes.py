@@ -28,7 +28,7 @@ from awa_tui.tui.messages import InfoRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.filter_bar import FilterBar
-from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
+from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (  # priority: which give way first when narrow, past the right edge (0 never; enter shows all)
     Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
@@ -195,7 +195,7 @@ class RuntimesPanel(Panel):
     def compose(self) -> ComposeResult:
         yield Static(classes="panel-title")
         yield FilterBar("runtimes", "filter: host:app* role:leader stale (enter keeps, esc clears)")
-        yield KeyedTable(COLUMNS, id="runtimes-table")
+        yield self.chosen_table(COLUMNS, id="runtimes-table")
 
     def on_mount(self) -> None:
         self.title_line("Runtimes: loading…")
@@ -225,8 +225,8 @@ class RuntimesPanel(Panel):
         self.rows = {str(r.instance_id): r for r in ordered}
         self.own_instance, self.own_refusal = data.own_instance, data.own_refusal
         # Hostname, version, owner, manifest hash: database strings, escaped for display.
-        self.table.sync([(str(r.instance_id), self._marked(cells(printable_row(r), now), r, data))
-                         for r in ordered])
+        self.table.sync(self.chosen_cells([(str(r.instance_id), self._marked(cells(printable_row(r), now), r, data))
+                                           for r in ordered]))
 
     def copy_value(self, key: str) -> tuple[str, str]:
         return "instance id", key

@@ -49,6 +49,7 @@ from awa_tui.tui.messages import (
     request_operation,
 )
 from awa_tui.tui.operations import RUN_TIME, ScheduleForm, create_schedule
+from awa_tui.tui.panel_defaults import PanelDefaults, chosen_indexes
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.selection import bulk_operation, marked_range
 from awa_tui.tui.widgets.filter_bar import take_keys
@@ -76,6 +77,9 @@ COLUMNS = (  # priority: which give way first when narrow, past the right edge (
     Column("by", "PAUSED/RETIRED BY", 26, priority=13),
     Column("made", "MADE", 8, priority=14),  # S64: "code" or "run time" (how it is changed: e)
 )
+
+
+ALL_COLUMNS = tuple(range(len(COLUMNS)))
 
 
 def state_cell(row: SchedulePageRow) -> Text:
@@ -311,7 +315,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
                     id="filter")
         yield Static(id="schedules-attention", classes="attention")
-        self.shown = shown_columns(self.console.features)
+        self.shown = chosen_indexes(COLUMNS, self.defaults, shown_columns(self.console.features))
         yield KeyedTable(tuple(COLUMNS[i] for i in self.shown), id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 
@@ -320,6 +324,12 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.query_one("#schedules-attention", Static).display = False
         self.call_after_refresh(self.table.mark_sort, self.sort, self.descending)
         self.title_line("Schedules: loading…")
+
+    def take_defaults(self, defaults: PanelDefaults) -> None:
+        """The config file's columns (compose) and sort: in the database, as `o` sorts."""
+        super().take_defaults(defaults)
+        if defaults.sort is not None:
+            self.sort, self.descending = defaults.sort, defaults.descending
 
     # --- data -----------------------------------------------------------------------------
 
@@ -388,7 +398,7 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         if cached is not None and cached[0] == signature:
             return cached[1]
         every = cells(printable_row(row), self.clock)
-        made = every if len(self.shown) == len(COLUMNS) else tuple(every[i] for i in self.shown)
+        made = every if self.shown == ALL_COLUMNS else tuple(every[i] for i in self.shown)
         self._cells[key] = (signature, made)
         return made
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from textual.widgets import ContentSwitcher, Footer, Header, Static
 
 from awa_tui.tui.actions import ALL_PANELS
 from awa_tui.tui.messages import PanelsResumed
+from awa_tui.tui.panel_defaults import PanelDefaults
 from awa_tui.tui.panels.base import Panel
 from awa_tui.tui.panels.calendars import CalendarsPanel
 from awa_tui.tui.panels.jobs import JobsPanel
@@ -29,22 +31,21 @@ MIN_WIDTH, MIN_HEIGHT = 64, 16
 
 
 class MainScreen(Screen[None]):
-    def __init__(self, page_size: int) -> None:
+    def __init__(self, page_size: int, panels: Mapping[str, PanelDefaults] | None = None) -> None:
         super().__init__()
         self.page_size = page_size
+        self.panels = panels or {}
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         yield PanelBar(id="panel-bar")
         yield StatusBar(id="status-bar")
         with ContentSwitcher(initial="panel-schedules", id="panels"):
-            yield SchedulesPanel(self.page_size)
-            yield OwnersPanel()
-            yield RuntimesPanel()
-            yield PlanPanel()
-            yield QueuesPanel()
-            yield JobsPanel()
-            yield CalendarsPanel()
+            for panel in (SchedulesPanel(self.page_size), OwnersPanel(), RuntimesPanel(), PlanPanel(), QueuesPanel(),
+                          JobsPanel(), CalendarsPanel()):
+                if panel.panel_id in self.panels:  # the config file's columns and sort
+                    panel.take_defaults(self.panels[panel.panel_id])
+                yield panel
         yield Static(id="too-small")
         yield Footer(compact=True)
 
