@@ -39,3 +39,30 @@ def test_bulk_pause_of_a_filtered_set_writes_one_audit_row_each(terminal, dsn, c
     terminal.wait_screen("Quit the console?")
     terminal.keys("y")
     wait_for(terminal.dead, what="the console to exit")
+
+
+def test_ctrl_space_through_tmux_range_marks_and_a_bulk_pause_pauses_exactly_those(terminal, dsn, conn):  # noqa: F811
+    """tmux sends C-Space as NUL, which Textual reads as ctrl+@: the range mark is bound to it."""
+    terminal.start(console(dsn))
+    terminal.wait_screen("LEADER")
+    terminal.wait_screen("demo.heartbeat")
+    first = [r["name"] for r in conn.execute("SELECT name FROM awa.cron_jobs ORDER BY name").fetchall()]
+    assert first[:3] == ["demo.heartbeat", "demo.hourly-cleanup", "demo.minutely-report"]
+    terminal.keys("Space")  # row 1 selected, the cursor on row 2
+    terminal.wait_screen("1 SELECTED")
+    terminal.keys("j")  # row 3
+    terminal.keys("C-Space")
+    terminal.wait_screen("3 SELECTED")
+    terminal.keys("s")
+    dialog = terminal.wait_screen("Pause schedules?")
+    assert "3 schedules: demo.heartbeat, demo.hourly-cleanup," in dialog  # wrapped at 80 columns
+    assert "demo.minutely-report" in dialog
+    terminal.keys("y")
+    paused = "SELECT name FROM awa.cron_jobs WHERE paused_at IS NOT NULL ORDER BY name"
+    wait_for(lambda: len(conn.execute(paused).fetchall()) == 3, what="three paused in the database")
+    terminal.wait_screen("pause: 3 done")
+    assert [r["name"] for r in conn.execute(paused).fetchall()] == first[:3]
+    terminal.keys("q")
+    terminal.wait_screen("Quit the console?")
+    terminal.keys("y")
+    wait_for(terminal.dead, what="the console to exit")
