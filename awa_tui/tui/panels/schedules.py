@@ -316,6 +316,8 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
                     id="filter")
         yield Static(id="schedules-attention", classes="attention")
         self.shown = chosen_indexes(COLUMNS, self.defaults, shown_columns(self.console.features))
+        if self.sort not in {COLUMNS[i].key for i in self.shown}:  # the file's, on a backend without its column
+            self.sort, self.descending = "name", False
         yield KeyedTable(tuple(COLUMNS[i] for i in self.shown), id="schedules-table")
         yield Static(id="schedules-summary", classes="row-summary")
 

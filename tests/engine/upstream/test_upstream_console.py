@@ -223,6 +223,23 @@ async def test_schedules_panel_lists_upstream_schedules_with_next_fires(upstream
         ("active", None, None), ("active", None, None), ("paused", "bob@ops", None)]
 
 
+async def test_the_config_files_columns_and_sort_leave_out_what_upstream_lacks(
+    backends: Callable[..., UpstreamBackend], upstream_conn: Any
+) -> None:
+    """[panels.schedules] naming HEALTH (no health judgement upstream): left out, and its
+    sort is by name instead of a sort upstream has not got."""
+    from awa_tui.tui.panel_defaults import PanelDefaults
+
+    seed_schedules(upstream_conn)
+    app = create_app(ConsoleConfig(client=backends(), db_label=DB_LABEL, clock=lambda: NOW, panels={
+        "schedules": PanelDefaults(sort="health", descending=True, columns=("name", "health", "queue", "state"))}))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        table = app.main.panel("schedules").table
+        assert [str(c.label) for c in table.ordered_columns] == ["NAME ↑", "QUEUE", "STATE"]
+        assert table_keys(app) == ["every-15-min", "hourly-report", "nightly-berlin"]
+
+
 async def test_footer_help_palette_and_tabs_leave_out_what_upstream_lacks(upstream_console: Any) -> None:
     app, pilot = upstream_console
     # Footer of the schedules panel: pause/resume and trigger stay; adopt, retire, restore go.
