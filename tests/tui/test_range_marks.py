@@ -95,3 +95,17 @@ async def test_a_bulk_pause_after_a_range_pauses_exactly_those_schedules(console
     assert {n: row_of(conn, n)["paused_at"] for n in others} == paused_before  # nothing else touched
     assert audit_actions(conn)[before:] == [(OPERATOR, "pause", n) for n in names]
     assert marked(app) == []  # done: the selection is cleared
+
+
+async def test_help_lists_the_range_mark(console):
+    from test_keymap import rendered
+
+    from awa_tui.tui.screens.help import HelpScreen, help_table
+
+    app, pilot = console
+    await pilot.press("question_mark")
+    await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+    lines = rendered(help_table(app.screen.allowed, app.screen.keys)).splitlines()
+    assert [" ".join(line.split()) for line in lines if "to the cursor" in line] == [
+        "ctrl+space, V select every row from the last selected one to the cursor, added to the selection (none "
+        "selected yet: the cursor's row)"]
