@@ -29,6 +29,7 @@ from awa_tui.engine.runtime.heap import freeze_once
 from awa_tui.printable import printable
 from awa_tui.tui import actions
 from awa_tui.tui.attention import (
+    attention_forms,
     attention_line,
     leader_problem,
     pass_problem,
@@ -317,8 +318,9 @@ class ConsoleApp(App[None]):
         # On every panel (S75); the worst schedule on the others: the schedules panel has its own line.
         worst = (None if facts is None or self.active_panel == "schedules"
                  else schedule_problem(facts.worst, facts.unhealthy))
-        self.freshness.attention, self.freshness.attention_count = attention_line(
-            [leader_problem(leadership, refusal), pass_problem(runtimes), unserved_problem(self._unserved), worst])
+        problems = [leader_problem(leadership, refusal), pass_problem(runtimes), unserved_problem(self._unserved), worst]
+        self.freshness.attention, self.freshness.attention_count = attention_line(problems)
+        self.freshness.attention_forms = attention_forms(problems)[1:]
         self.remember_owners(r.owner for r in runtimes)
         self.declared_owners = frozenset(
             r.owner for r in runtimes if r.owner and r.fresh and r.manifest_hash)

@@ -4,7 +4,8 @@ ATTENTION: what needs the operator wherever they are: no live or a stalled leade
 leader's last pass given up on a held lock (and who held it), jobs of a kind no live runtime
 handles, the worst unhealthy schedule (on the other panels: the schedules panel has its
 own line). One line: a problem alone says it in full; several say their headlines, each
-with its count, and their number is in the badge, so the counts survive the cut at 80 columns.
+with its count, and their number is in the badge. Narrow, the last problems give up their
+detail for their bare count (`tiny`), so every problem's count fits 80 columns.
 
 STALE: how long the console's own refresh has gone unanswered, counted on the UI's clock,
 and what it waits on as a second connection saw it: the session in the way, its lock and
@@ -27,7 +28,12 @@ from awa_tui.tui.panels.runtimes import attention
 @dataclass(frozen=True)
 class Problem:
     said: str  # alone on the line: in full
-    short: str  # beside others: its headline and its count, so several fit 80 columns
+    short: str  # beside others: its headline and its count
+    tiny: str = ""  # beside others at 80 columns: its count and word alone ('' : the short)
+
+    @property
+    def bare(self) -> str:
+        return self.tiny or self.short
 
 
 def leader_problem(leadership: Leadership, own_refusal: str | None = None) -> Problem | None:
@@ -45,10 +51,10 @@ def unserved_problem(kinds: Sequence[UnservedKind]) -> Problem | None:
     if len(kinds) == 1:
         only = printable(kinds[0].kind)
         return Problem(f"{total:,} jobs of kind {only} waiting, no live runtime handles it",
-                       f"{total:,} jobs unserved (kind {only})")
+                       f"{total:,} jobs unserved (kind {only})", f"{total:,} jobs unserved")
     each = ", ".join(f"{printable(k.kind)} {k.waiting:,}" for k in kinds)
     return Problem(f"{total:,} jobs of {len(kinds)} kinds waiting, no live runtime handles them: {each}",
-                   f"{total:,} jobs unserved ({len(kinds)} kinds)")
+                   f"{total:,} jobs unserved ({len(kinds)} kinds)", f"{total:,} jobs unserved")
 
 
 def pass_problem(runtimes: Sequence[RuntimeRow]) -> Problem | None:
@@ -60,8 +66,9 @@ def pass_problem(runtimes: Sequence[RuntimeRow]) -> Problem | None:
     blockers = printable_row(newest.blockers)
     said = f"leader's last pass TIMED OUT after {newest.duration_ms / 1000:.1f} s"
     if not blockers:
-        return Problem(said, "leader's pass TIMED OUT")
-    return Problem(f"{said}: blocked by {describe(blockers)}", f"leader's pass TIMED OUT (session {blockers[0].pid})")
+        return Problem(said, "leader's pass TIMED OUT", "pass TIMED OUT")
+    return Problem(f"{said}: blocked by {describe(blockers)}", f"leader's pass TIMED OUT (session {blockers[0].pid})",
+                   "pass TIMED OUT")
 
 
 def schedule_problem(worst: Attention | None, unhealthy: int) -> Problem | None:
@@ -72,18 +79,26 @@ def schedule_problem(worst: Attention | None, unhealthy: int) -> Problem | None:
     head = f"schedule {printable(worst.name)} {worst.health.upper()}"
     since = f" since {utc(worst.since)}" if worst.since is not None else ""
     reason = f": {printable(worst.reason)}" if worst.reason else ""
-    return Problem(f"{head}{more}{since}{reason}", f"{head}{more}")
+    tiny = f"{unhealthy:,} schedules unhealthy" if unhealthy > 1 else f"1 schedule {worst.health.upper()}"
+    return Problem(f"{head}{more}{since}{reason}", f"{head}{more}", tiny)
 
 
 def attention_line(problems: Sequence[Problem | None]) -> tuple[str | None, int]:
     """The line and how many problems it holds, most urgent first: one in full, several by
     their headlines (the count goes in the badge)."""
+    forms = attention_forms(problems)
+    return (forms[0] if forms else None), len([p for p in problems if p is not None])
+
+
+def attention_forms(problems: Sequence[Problem | None]) -> tuple[str, ...]:
+    """The line in its forms, widest first (the status bar shows the first that fits): one
+    problem in full; several by their headlines, then the last ones, one by one from the
+    end, by their bare counts. () : no problem."""
     found = [p for p in problems if p is not None]
-    if not found:
-        return None, 0
-    if len(found) == 1:
-        return found[0].said, 1
-    return " · ".join(p.short for p in found), len(found)
+    if len(found) <= 1:
+        return tuple(p.said for p in found)
+    return tuple(dict.fromkeys(" · ".join([p.short for p in found[:kept]] + [p.bare for p in found[kept:]])
+                               for kept in range(len(found), -1, -1)))
 
 
 def wait_text(wait: ReadWait | None, error: str | None = None) -> str:

@@ -22,7 +22,7 @@ from tui_seed import NOW, RUNTIMES
 
 from awa_tui.engine.health.models import UnservedKind
 from awa_tui.engine.read.fleet import Blocker, HeldLock, ReadWait
-from awa_tui.tui.attention import Problem, attention_line, unserved_problem, wait_text
+from awa_tui.tui.attention import Problem, attention_forms, attention_line, unserved_problem, wait_text
 
 LEADER = str(RUNTIMES[0]["instance_id"])
 
@@ -154,9 +154,10 @@ async def test_every_problem_counted_first_on_one_line(console_factory: Any, con
         assert app.freshness.attention == ("leader's pass TIMED OUT (session 4243) · "
                                            "1,200 jobs unserved (kind dropped.report)")
         assert app.freshness.attention_count == 2
-        # The count in the badge, and each problem's own count, within 80 columns.
+        # The count in the badge, and each problem's own count, within 80 columns: the last
+        # one by its bare count (its kind needs the room the first one's session takes).
         assert screen_line(app, "ATTENTION") == \
-            " ATTENTION 2  leader's pass TIMED OUT (session 4243) · 1,200 jobs unserved (k…"
+            " ATTENTION 2  leader's pass TIMED OUT (session 4243) · 1,200 jobs unserved"
 
 
 async def test_the_worst_schedule_shows_on_the_other_panels(console_factory: Any, conn: Any) -> None:
@@ -181,9 +182,14 @@ async def test_the_worst_schedule_shows_on_the_other_panels(console_factory: Any
 def test_the_words() -> None:
     assert attention_line([None, None]) == (None, 0)
     assert attention_line([Problem("a in full", "a"), None, Problem("b in full", "b")]) == ("a · b", 2)
+    assert attention_forms([Problem("a in full", "a (x)", "a"), Problem("b in full", "b (y)", "b"), None,
+                            Problem("c in full", "c (z)")]) == ("a (x) · b (y) · c (z)", "a (x) · b · c (z)",
+                                                               "a · b · c (z)")
+    assert attention_forms([Problem("a in full", "a (x)", "a")]) == ("a in full",)
+    assert attention_forms([None]) == ()
     assert unserved_problem([UnservedKind("a.x", 1200, ("q",)), UnservedKind("b\x1b", 3, ("q",))]) == Problem(
         "1,203 jobs of 2 kinds waiting, no live runtime handles them: a.x 1,200, b\\x1b 3",
-        "1,203 jobs unserved (2 kinds)")
+        "1,203 jobs unserved (2 kinds)", "1,203 jobs unserved")
     blocker = Blocker(pid=7, application="", state="active", kind="", waited_for="a transactionid", user="")
     assert wait_text(ReadWait(9, (HeldLock(blocker, ""), HeldLock(blocker, "SHARE")))) == (
         "pid 7 is ahead of it for a transactionid (user unknown, no application name, active: statement not shown)"

@@ -29,6 +29,7 @@ from awa_tui.tui.messages import (
 from awa_tui.tui.operations import NotPossible
 from awa_tui.tui.panel_defaults import PanelDefaults, chosen_indexes
 from awa_tui.tui.widgets.filter_bar import FilterBar
+from awa_tui.tui.widgets.fitted import FittedLine
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable
 
 if TYPE_CHECKING:
@@ -86,8 +87,15 @@ class Panel(Vertical, Generic[Row]):
         fast database); such a result is skipped, and the next refresh fills the panel."""
         return self.is_mounted and bool(self.query(".panel-title"))
 
-    def title_line(self, text: Text | str) -> None:
-        self.query_one(".panel-title", Static).update(text if isinstance(text, Text) else Text(text))
+    def title_line(self, text: Text | str, *narrower: Text) -> None:
+        """The title; `narrower`: shorter forms for a narrow terminal (a panel whose title
+        is a FittedLine), the first that fits is shown."""
+        line = text if isinstance(text, Text) else Text(text)
+        title = self.query_one(".panel-title", Static)
+        if isinstance(title, FittedLine):
+            title.show(line, *narrower)
+        else:
+            title.update(line)
 
     def work(self) -> Work:
         raise NotImplementedError

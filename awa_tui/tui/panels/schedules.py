@@ -51,8 +51,10 @@ from awa_tui.tui.messages import (
 from awa_tui.tui.operations import RUN_TIME, ScheduleForm, create_schedule
 from awa_tui.tui.panel_defaults import PanelDefaults, chosen_indexes
 from awa_tui.tui.panels.base import Panel, Work
+from awa_tui.tui.panels.schedule_title import TitleParts, title_forms
 from awa_tui.tui.selection import bulk_operation, marked_range
 from awa_tui.tui.widgets.filter_bar import take_keys
+from awa_tui.tui.widgets.fitted import FittedLine
 from awa_tui.tui.widgets.keyed_table import Column, KeyedTable, cell
 from awa_tui.tui.widgets.live import Clock, LiveCell
 
@@ -130,23 +132,29 @@ class HealthCell(LiveCell):
         return cell(word, HEALTH_STYLES.get(word.lower(), "dim"))
 
 
-def attention_text(page: SchedulePage) -> Text | None:
-    """The ATTENTION line: the worst unhealthy schedule, since when and why (S42)."""
+def attention_forms(page: SchedulePage) -> tuple[Text, ...]:
+    """The ATTENTION line: the worst unhealthy schedule, since when and why (S42), and how
+    many more with the filter that lists them; narrow, that count comes before the reason
+    (which the cut shortens). None: all is well."""
     worst = page.attention
     if worst is None:
-        return None
-    text = Text(no_wrap=True, overflow="ellipsis", end="")
-    text.append("ATTENTION ", style="bold reverse")
-    text.append(f" {worst.health.upper()} ", style=HEALTH_STYLES.get(worst.health, "bold"))
-    text.append(printable(worst.name), style="bold")
+        return ()
+    head = Text(no_wrap=True, overflow="ellipsis", end="")
+    head.append("ATTENTION ", style="bold reverse")
+    head.append(f" {worst.health.upper()} ", style=HEALTH_STYLES.get(worst.health, "bold"))
+    head.append(printable(worst.name), style="bold")
+    why = Text()
     if worst.since is not None:
-        text.append(f" since {utc(worst.since)}")
+        why.append(f" since {utc(worst.since)}")
     if worst.reason:
-        text.append(f": {printable(worst.reason)}")
+        why.append(f": {printable(worst.reason)}")
     others = sum(page.unhealthy.values()) - 1
-    if others > 0:
-        text.append(f" (+{others:,} more: filter health:…)")
-    return text
+    if others <= 0:
+        return (head + why,)
+    more = Text(f" (+{others:,} more: filter health:…)")
+    return head + why + more, head + more + why
+
+
 def cron_text(row: AnySchedule) -> str:
     """The expression fired from, and beside it the written one when it uses H (S48)."""
     return f"{row.cron_expr} (= {row.cron_written})" if row.cron_written else row.cron_expr
@@ -311,10 +319,10 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
         self.to_start = False
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="panel-title")
+        yield FittedLine(classes="panel-title")
         yield Input(placeholder="filter: owner:billing state:paused late nightly (enter keeps, esc clears)",
                     id="filter")
-        yield Static(id="schedules-attention", classes="attention")
+        yield FittedLine(id="schedules-attention", classes="attention")
         self.shown = chosen_indexes(COLUMNS, self.defaults, shown_columns(self.console.features))
         if self.sort not in {COLUMNS[i].key for i in self.shown}:  # the file's, on a backend without its column
             self.sort, self.descending = "name", False
@@ -379,11 +387,11 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
 
     def _attention(self) -> None:
         assert self.counts is not None
-        line = attention_text(self.counts)
-        widget = self.query_one("#schedules-attention", Static)
-        widget.display = line is not None  # no line, no row taken, when all is well
-        if line is not None:
-            widget.update(line)
+        forms = attention_forms(self.counts)
+        widget = self.query_one("#schedules-attention", FittedLine)
+        widget.display = bool(forms)  # no line, no row taken, when all is well
+        if forms:
+            widget.show(*forms)
 
     def _table_rows(self) -> list[tuple[str, tuple[Any, ...]]]:
         return [(name, self._marked(name, self._row_cells(name, row))) for name, row in self.rows.items()]
@@ -407,44 +415,44 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
     def _title(self) -> None:
         c = self.counts
         assert c is not None  # only called once a page is shown
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        text.append("Schedules ", style="bold")
+        head = Text(no_wrap=True, overflow="ellipsis", end="")
+        head.append("Schedules ", style="bold")
         if c.total is None or c.matched is None:
-            text.append(f"{len(self.rows):,} · counting…")
+            head.append(f"{len(self.rows):,} · counting…")
         elif self.tail:
-            text.append(f"the last {len(self.rows):,} of {c.matched:,}")
+            head.append(f"the last {len(self.rows):,} of {c.matched:,}")
         elif self.filter_text:
-            text.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
+            head.append(f"{len(self.rows):,} of {c.matched:,} matching ({c.total:,} total)")
         else:
-            text.append(f"{len(self.rows):,} of {c.total:,}")
+            head.append(f"{len(self.rows):,} of {c.total:,}")
         # What the operator set (error, filter, selection) first: the line is cut at 80 columns.
         if self.filter_error:
-            text.append(" · ")
-            text.append(printable(self.filter_error), style="bold reverse")
+            head.append(" · ")
+            head.append(printable(self.filter_error), style="bold reverse")
         elif self.where:
-            text.append(" · filter: ")
-            text.append(printable(str(self.where)), style="bold")
+            head.append(" · filter: ")
+            head.append(printable(str(self.where)), style="bold")
         if self.selected:
-            text.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
-            text.append(" (esc clears)")
+            head.append(f" · {len(self.selected)} SELECTED", style="bold reverse")
+        states: list[Text] = []
         if c.paused is not None:
-            lifecycle = "lifecycle" in self.console.features  # not upstream
-            retired = f" · {c.retired:,} RETIRED" if lifecycle and c.retired is not None else ""
-            text.append(f" · {c.paused:,} PAUSED{retired}")
+            states.append(Text(f"{c.paused:,} PAUSED"))
+            if "lifecycle" in self.console.features and c.retired is not None:  # not upstream
+                states.append(Text(f"{c.retired:,} RETIRED"))
+        faults: list[Text] = []
         if c.overdue:  # whoever judges health: fires nobody made (a stalled or absent leader)
-            text.append(" · ")
-            text.append(f"{c.overdue:,} OVERDUE", style="bold yellow")
+            faults.append(Text(f"{c.overdue:,} OVERDUE", style="bold yellow"))
         for health in UNHEALTHY:  # S42: worst first, only those there are
             if c.unhealthy.get(health):
-                text.append(" · ")
-                text.append(f"{c.unhealthy[health]:,} {health.upper()}", style=HEALTH_STYLES[health])
-        text.append(f" · sort {self.sort}")
-        text.append(" ↓" if self.descending else " ↑")
+                faults.append(Text(f"{c.unhealthy[health]:,} {health.upper()}", style=HEALTH_STYLES[health]))
+        hint = ""
         if self._more_matching():
-            text.append(" · end of list loads more, G the last")
+            hint = "end of list loads more, G the last"
         elif self.tail and c.matched is not None and len(self.rows) < c.matched:
-            text.append(" · the end of the list; g: the first")
-        self.title_line(text)
+            hint = "the end of the list; g: the first"
+        parts = TitleParts(head, " (esc clears)" if self.selected else "", states, faults,
+                           f"sort {self.sort} {'↓' if self.descending else '↑'}", hint)
+        self.title_line(*title_forms(parts))
 
     def _summary(self) -> None:
         row = self.selected_row()

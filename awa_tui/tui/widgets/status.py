@@ -6,13 +6,15 @@ console reads the same with NO_COLOR or on a monochrome terminal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.style import Style
 from rich.text import Text
+from textual.app import RenderResult
 from textual.widgets import Static
 
 from awa_tui.tui.actions import ALL_PANELS, PANELS
+from awa_tui.tui.widgets.fitted import fitting
 
 
 @dataclass
@@ -24,14 +26,33 @@ class Freshness:
     leader: str | None = None  # "LEADER" / "FOLLOWER" when this process runs the engine
     read_only: bool = False
     attention: str | None = None  # what needs the operator on every panel (attention.py), e.g. no live leader
+    attention_forms: tuple[str, ...] = ()  # the line in narrower forms, widest first (the first that fits shows)
     attention_count: int = 0  # how many problems the line holds (several: said in the badge)
     standby: str | None = None  # on a hot standby: which server and its replay lag (formatting.standby_text)
 
 
 class StatusBar(Static):
-    """Leadership, mode, last refresh time, STALE badge and the attention line."""
+    """Leadership, mode, last refresh time, STALE badge and the attention line, in the
+    longest of its forms that fits the bar's width (chosen at each render: a resized
+    terminal chooses again)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.state: Freshness | None = None
 
     def show(self, state: Freshness) -> None:
+        self.state = replace(state)
+        self.update(self._text(self.state, None))
+
+    def render(self) -> RenderResult:
+        width = self.content_size.width
+        if self.state is None or not width:
+            return super().render()
+        return self._text(self.state, width)
+
+    @staticmethod
+    def _text(state: Freshness, width: int | None) -> Text:
+        """The bar's two lines; `width` None: the widest forms."""
         text = Text(no_wrap=True, overflow="ellipsis", end="")
         if state.leader:
             text.append(f" {state.leader} ", style="bold reverse")
@@ -51,11 +72,16 @@ class StatusBar(Static):
             text.append(f"updated {state.updated or '…'}")
         text.append(f" · every {state.interval:g}s")
         if state.attention:
-            text.append("\n")
             count = f" {state.attention_count}" if state.attention_count > 1 else ""
-            text.append(f" ATTENTION{count} ", style="bold reverse red")
-            text.append(f" {state.attention}")
-        self.update(text)
+            lines = []
+            for said in (state.attention, *state.attention_forms):
+                line = Text(no_wrap=True, overflow="ellipsis", end="")
+                line.append(f" ATTENTION{count} ", style="bold reverse red")
+                line.append(f" {said}")
+                lines.append(line)
+            text.append("\n")
+            text.append_text(lines[0] if width is None else fitting(lines, width))
+        return text
 
 
 class PanelBar(Static):
