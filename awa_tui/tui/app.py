@@ -90,6 +90,7 @@ from awa_tui.tui.screens.override import OverrideScreen
 from awa_tui.tui.screens.raw import RawScreen
 from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
 from awa_tui.tui.screens.sort import SortScreen
+from awa_tui.tui.widgets.keyed_table import KeyedTable
 from awa_tui.tui.widgets.status import Freshness, StatusBar
 
 REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -318,7 +319,8 @@ class ConsoleApp(App[None]):
         # On every panel (S75); the worst schedule on the others: the schedules panel has its own line.
         worst = (None if facts is None or self.active_panel == "schedules"
                  else schedule_problem(facts.worst, facts.unhealthy))
-        problems = [leader_problem(leadership, refusal), pass_problem(runtimes), unserved_problem(self._unserved), worst]
+        problems = [leader_problem(leadership, refusal), pass_problem(runtimes), unserved_problem(self._unserved),
+                    worst]
         self.freshness.attention, self.freshness.attention_count = attention_line(problems)
         self.freshness.attention_forms = attention_forms(problems)[1:]
         self.remember_owners(r.owner for r in runtimes)
@@ -484,14 +486,29 @@ class ConsoleApp(App[None]):
         return system_commands(super().get_system_commands(screen), self.read_only)
 
     def palette_allowed(self, act: actions.Act) -> bool:
-        return act.scope in ("app", *actions.ALL_PANELS) and self.action_allowed(act.scope, act.action)
+        return act.scope in ("app", "table", *actions.ALL_PANELS) and self.action_allowed(act.scope, act.action)
 
     async def run_palette_act(self, act: actions.Act) -> None:
         if act.scope == "app":
             await self.run_action(act.action)
             return
+        if act.scope == "table":  # the list in front of the operator: stay where they are
+            table = self.current_table()
+            if table is not None:
+                await self.run_action(act.action, table)
+            return
         self.action_show_panel(act.scope)
         await self.run_action(act.action, self.main.panel(act.scope))
+
+    def current_table(self) -> KeyedTable | None:
+        """The list the operator looks at: the focused one, else the active panel's (on the
+        panels) or the screen's first (the audit log)."""
+        focused = self.screen.focused
+        if isinstance(focused, KeyedTable):
+            return focused
+        if self.screen is self.main:
+            return self.main.panel(self.active_panel).table
+        return next(iter(self.screen.query(KeyedTable)), None)
 
     # --- app keys ----------------------------------------------------------------------------
 

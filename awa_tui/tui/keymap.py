@@ -100,7 +100,8 @@ ACTS: tuple[Act, ...] = (
         "the terminal are past the right edge (the first column, the name, stays)", footer=False, bound=False),
     # Not in the footer: at 80 columns it would cut `q quit` (help and docs/keys.md list it).
     Act("table", "w", "toggle_wide", "wide", "wide columns: each as wide as its whole content (names, errors, "
-        "details uncut; right scrolls to the rest); again: fitted to the terminal", footer=False),
+        "details uncut; right scrolls to the rest); again: fitted to the terminal", footer=False,
+        palette="columns: wide / fitted"),
     # Every panel.
     Act("panel", "slash", "filter", "filter", "filter with the grammar of docs/keys.md (owners, runtimes, queues; "
         "esc clears)", footer=False, priority=True),

@@ -18,7 +18,6 @@ from test_health_console import healths  # noqa: F401  (the fixture)
 from tui_helpers import ready, settled
 
 
-
 @pytest.fixture
 def everything(healths: str, conn: Any) -> str:  # noqa: F811
     write_passes(conn, BLOCKED)

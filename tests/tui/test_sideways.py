@@ -14,7 +14,9 @@ import pytest
 from psycopg.types.json import Jsonb
 from test_console_defects import EXTRA, add_schedules
 from textual import events
+from textual.command import CommandPalette
 from textual.geometry import Region
+from textual.widgets import OptionList
 from tui_helpers import burst, screen_text, select, settled, table_keys, until
 from tui_seed import NOW
 
@@ -254,3 +256,24 @@ async def test_w_is_in_the_help_not_the_footer(console):
     assert "wide" not in on_screen(app)
     await pilot.press("question_mark")
     await until(pilot, lambda: "wide columns" in on_screen(app), what="the help's line for w")
+
+
+async def test_wide_runs_from_the_palette_found_by_its_word(console):
+    """Typing "wide" in the command palette finds the toggle; run, it acts on the list in
+    front of the operator (here the queues panel's), which stays on screen; again: fitted."""
+    app, pilot = console
+    await pilot.press("5")
+    await settled(pilot, app)
+    table = app.main.panel("queues").table
+    for wide in (True, False):
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await pilot.press(*"wide")
+        options = app.screen.query_one(OptionList)
+        await until(pilot, lambda hits=options: hits.option_count > 0, what="the palette's hits")
+        first = str(options.get_option_at_index(0).prompt)
+        assert first.startswith("columns: wide / fitted"), first
+        await pilot.press("enter")
+        await until(pilot, lambda want=wide: table.wide is want, what=f"wide {wide} from the palette")
+        assert app.screen is app.main and app.active_panel == "queues"
+    assert not app.main.panel("schedules").table.wide  # only the list in front of the operator
