@@ -11,8 +11,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -121,6 +121,7 @@ class PollData:
     audit_gap: str | None = None  # why actions would not be audited (upstream Awa without init-audit)
     server: ServerRole | None = None  # a primary, or a hot standby and its replay lag
     attention: ConsoleAttention | None = None  # the worst schedule, the unserved kinds (S75)
+    views: dict[str, Hashable] = field(default_factory=dict)  # panel id -> its view() when read (lit cells)
 
 
 EXIT_WATCHDOG_S = 15.0  # after a stop signal, the process exits whatever still runs
@@ -251,6 +252,7 @@ class ConsoleApp(App[None]):
     def _poll_work(self) -> Callable[[], PollData]:
         panel = self.main.panel(self.active_panel)
         panel_work, panel_id = panel.work(), panel.panel_id
+        views = {shown.panel_id: shown.view() for shown in (panel, self.main.panel("runtimes"))}
         client, clock = self.client, self.config.clock
         # Not with the first refresh: the first paint waits for nothing it does not need (the
         # schedules panel's counts come a refresh later the same way).
@@ -265,7 +267,7 @@ class ConsoleApp(App[None]):
             refusal = None if client.read_only else client.reads.write_refusal()
             return PollData(now, runtimes, panel_id, panel_work(client, now), refusal, leadership,
                             audit_gap=client.reads.audit_gap(), server=client.reads.server_role(),
-                            attention=attention_facts)
+                            attention=attention_facts, views=views)
 
         return work
 
@@ -333,7 +335,8 @@ class ConsoleApp(App[None]):
             shown.append((self.main.panel(data.panel_id), data.data))
         for panel, rows in shown:
             if panel.ready():
-                panel.show(rows, data.now)
+                with panel.refreshing(data.views.get(panel.panel_id)):
+                    panel.show(rows, data.now)
         self._status()
         if not self.apply_times:
             # What is alive after the first paint (modules, widgets, styles: ~70 MB) lives as

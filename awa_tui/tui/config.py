@@ -48,6 +48,7 @@ class ConsoleConfig:
     keys: Mapping[str, str] = field(default_factory=dict)  # a key's name -> the key(s) replacing its own
     panels: Mapping[str, PanelDefaults] = field(default_factory=dict)  # a panel's columns and sort at start
     config_problem: str | None = None
+    highlight_changes: bool = True  # cells a refresh changed are lit until the next (widgets/lit.py)
 
     @property
     def database(self) -> str:
@@ -57,7 +58,7 @@ class ConsoleConfig:
 
 # --- the user's config file ---------------------------------------------------------------
 
-CONFIG_KEYS = ("refresh", "default_panel", "aliases", "keys", "panels")
+CONFIG_KEYS = ("refresh", "default_panel", "aliases", "keys", "panels", "highlight_changes")
 JUMP_TARGETS = (*ALL_PANELS, "audit")  # what `:` reaches (screens/jump.TARGETS)
 CONFIG_MAX_BYTES = 64 * 1024
 
@@ -74,6 +75,7 @@ class UserConfig:
     aliases: dict[str, str] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # a key's name (where.action, docs/keys.md) -> its keys
     panels: dict[str, PanelDefaults] = field(default_factory=dict)
+    highlight_changes: bool | None = None  # false: a refresh lights no changed cell
 
 
 def user_config_path(env: Mapping[str, str] = os.environ) -> Path:
@@ -112,10 +114,13 @@ def _checked(data: dict[str, Any]) -> UserConfig:
         if target not in JUMP_TARGETS:
             raise ConfigProblem(f"aliases: {name} names '{printable(str(target))}', not one of "
                                 f"{', '.join(JUMP_TARGETS)}")
+    highlight = data.get("highlight_changes")
+    if highlight is not None and not isinstance(highlight, bool):
+        raise ConfigProblem("highlight_changes: true or false")
     from awa_tui.tui.panel_defaults import checked_panels  # it reads the panels' columns, which import this
 
     return UserConfig(refresh=refresh, default_panel=panel, aliases=dict(aliases), keys=_keys(data.get("keys", {})),
-                      panels=checked_panels(data.get("panels", {})))
+                      panels=checked_panels(data.get("panels", {})), highlight_changes=highlight)
 
 
 # A key as Textual names it: a character, or a name such as ctrl+p, f5, question_mark.
@@ -160,7 +165,7 @@ def user_settings(user: UserConfig, problem: str | None) -> dict[str, Any]:
     """What the file sets of a ConsoleConfig (`dataclasses.replace(config, **these)`);
     `refresh` is not here: a flag given wins over it."""
     return {"default_panel": user.default_panel or "schedules", "aliases": user.aliases, "keys": user.keys,
-            "panels": user.panels, "config_problem": problem}
+            "panels": user.panels, "config_problem": problem, "highlight_changes": user.highlight_changes is not False}
 
 
 def read_user_config(path: Path) -> tuple[UserConfig, str | None]:

@@ -108,9 +108,9 @@ async def test_the_first_page_shows_before_its_counts_which_follow_at_once(conso
     titles: list[str] = []  # every title the panel shows, in order (observed, not replaced)
     title_line = SchedulesPanel.title_line
 
-    def recorded(panel: SchedulesPanel, text: object) -> None:
-        title_line(panel, text)
-        titles.append(str(text))
+    def recorded(panel: SchedulesPanel, text: object, *narrower: object) -> None:
+        title_line(panel, text, *narrower)
+        titles.append(str(text))  # the widest form
 
     monkeypatch.setattr(SchedulesPanel, "title_line", recorded)
     app = console_factory(refresh=30.0)  # the counts come from the refresh the page asks for, not the timer

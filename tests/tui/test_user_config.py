@@ -35,6 +35,14 @@ def test_a_good_file_is_read(tmp_path: Path):
                                                  aliases={"boxes": "runtimes", "hist": "audit"}), None)
 
 
+def test_highlight_changes_is_read(tmp_path: Path):
+    path = tmp_path / "config.toml"
+    path.write_text("highlight_changes = false\n")
+    assert read_user_config(path) == (UserConfig(highlight_changes=False), None)
+    path.write_text("highlight_changes = true\n")
+    assert read_user_config(path) == (UserConfig(highlight_changes=True), None)
+
+
 def test_moved_keys_are_read_and_may_swap_or_reuse_another_places_key(tmp_path: Path):
     path = tmp_path / "config.toml"
     path.write_text('[keys]\n"schedules.toggle_pause" = "t"\n"schedules.trigger" = "s"\n'
@@ -57,7 +65,8 @@ def test_no_file_is_the_defaults_silently(tmp_path: Path):
     ('refresh = "fast"', "refresh: a number of seconds from 0.1 to 600"),
     ("refresh = true", "refresh: a number of seconds from 0.1 to 600"),
     ('default_panel = "audit"', "default_panel: one of schedules, owners, runtimes, plan, queues, jobs, calendars"),
-    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases, keys, panels)"),
+    ('colour = "red"', "unknown setting 'colour' (known: refresh, default_panel, aliases, keys, panels, "
+                       "highlight_changes)"),
     ('panels = "schedules"', "panels: a section per panel, such as [panels.schedules]"),
     ('[panels.audit]\nsort = "AT"', "panels: 'audit' is not a panel (one of schedules, owners, runtimes, plan, "
                                     "queues, jobs, calendars)"),
@@ -77,6 +86,8 @@ def test_no_file_is_the_defaults_silently(tmp_path: Path):
     ('[panels.queues]\ncolumns = ["STATE", "QUEUE"]', "panels.queues: columns: QUEUE is always the first column"),
     ('[panels.queues]\ncolumns = ["\\u001b[2J"]', "panels.queues: columns: '\\x1b[2J' is not a column (one of QUEUE, "
                                                   "STATE, WAITING, RUNNING, SCHEDULES, PAUSED BY, SINCE (UTC))"),
+    ('highlight_changes = "no"', "highlight_changes: true or false"),
+    ("highlight_changes = 0", "highlight_changes: true or false"),
     ('keys = "P"', 'keys: a table of name = "key"'),
     ('[keys]\n"schedules.pause" = "P"', "keys: 'schedules.pause' is not a key's name (where.action, as docs/keys.md "
                                         "lists them)"),

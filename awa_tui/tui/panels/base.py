@@ -8,7 +8,8 @@ the app for nothing but answers: what they want done they post (awa_tui/tui/mess
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -99,6 +100,23 @@ class Panel(Vertical, Generic[Row]):
 
     def work(self) -> Work:
         raise NotImplementedError
+
+    def view(self) -> Hashable:
+        """What decides which rows the table shows besides the data: the filter. A panel
+        whose reads take more (a sort, a page) adds them. Two refreshes of one view light
+        the cells that changed between them (widgets/lit.py); a new view lights nothing."""
+        bar = self.filter_bar
+        return None if bar is None or bar.where is None else str(bar.where)
+
+    @contextmanager
+    def refreshing(self, fetched: Hashable) -> Iterator[None]:
+        """show() inside is a refresh of the panel's tables; `fetched`: view() when its data
+        was read (a filter typed meanwhile makes the pair a new view)."""
+        view = (fetched, self.view())
+        with ExitStack() as stack:
+            for table in self.query(KeyedTable):
+                stack.enter_context(table.refreshing(view, self.console.config.highlight_changes))
+            yield
 
     def show(self, data: Any, now: datetime) -> None:
         raise NotImplementedError

@@ -7,6 +7,7 @@ jobs) at once, however many there are; g goes back to the newest.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import datetime
 
 from rich.text import Text
@@ -127,6 +128,9 @@ class JobsPanel(Panel[JobSummary]):
             return generation, client.reads.jobs_page(where, limit=limit, now=now, oldest=tail)
 
         return fetch
+
+    def view(self) -> Hashable:
+        return super().view(), self.filter_generation, self.limit, self.tail
 
     def show(self, fetched: tuple[int, JobsPage], now: datetime) -> None:
         generation, data = fetched

@@ -8,6 +8,7 @@ next page; the keyed table keeps the cursor on the same schedule across refreshe
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -355,6 +356,9 @@ class SchedulesPanel(ScheduleActions, Panel[SchedulePageRow]):
                                         counts=counts, from_end=tail)
 
         return fetch
+
+    def view(self) -> Hashable:
+        return str(self.where) if self.where else None, self.sort, self.descending, self.limit, self.tail
 
     def show(self, data: SchedulePage, now: datetime) -> None:
         if data.from_end != self.tail:

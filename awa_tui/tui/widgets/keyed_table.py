@@ -16,7 +16,8 @@ not fit are scrolled to (left/right one column at a time), the first column froz
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,14 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from awa_tui.tui import actions
 from awa_tui.tui.widgets.column_layout import Layout, layout
+from awa_tui.tui.widgets.lit import changed, lit_row
 from awa_tui.tui.widgets.live import LiveCell
 
 # Beyond this many removals a rebuild is cheaper: DataTable.remove_row is O(rows).
 REBUILD_REMOVALS = 64
 SHRINK_SLACK = 2
 SORT_MARK = 2  # " ↑" after the label of the sorted column
+NO_VIEW = object()  # before the first refresh: no view to compare a refresh with
 WIDE_CAP = 200  # the most any column takes, even wide (w): a sane line, not a whole traceback
 
 
@@ -159,6 +162,13 @@ class KeyedTable(DataTable[Any]):
         # paint, width), segments): the cell object is held, so identity is a safe check.
         self._rendered: dict[tuple[str, int], tuple[Any, str | None, tuple[Any, ...], list[Segment]]] = {}
         self._paint: _Paint | None = None
+        # What the last refresh changed (widgets/lit.py), lit until the next: row key -> its
+        # lit column indexes (None: a new row, all), and those rows' cells as shown, lit
+        # (`_cells` keeps the cells as given: the next refresh compares with them).
+        self.lit: dict[str, frozenset[int] | None] = {}
+        self._lit_cells: dict[str, tuple[Any, ...]] = {}
+        self._refresh: tuple[Hashable, bool] | None = None  # inside refreshing(): (its view, light changes)
+        self._view: Hashable = NO_VIEW  # the view of the last refresh
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -274,8 +284,42 @@ class KeyedTable(DataTable[Any]):
         if self.to_end and self.row_count:  # G was the last key: rows a page load added are passed too
             self.move_cursor(row=self.row_count - 1, animate=False)
 
+    @contextmanager
+    def refreshing(self, view: Hashable, light: bool = True) -> Iterator[None]:
+        """The syncs inside are a refresh of `view` (what decides the rows: filter, sort,
+        page). Against the last refresh of the same view, the cells that changed and the rows
+        new since are lit until the next refresh; the first one, or a new view, lights
+        nothing (nor does `light` False). Syncs outside (a selection marked, a local sort)
+        keep what is lit."""
+        self._refresh = (view, light)
+        try:
+            yield
+        finally:
+            self._refresh = None
+
+    def _light(self, rows: Sequence[Row]) -> dict[str, frozenset[int] | None]:
+        """Which cells of `rows` are lit (self.lit, self._lit_cells); returns what was lit.
+        Only the rows given (the table's) are compared, each by identity first: a panel
+        that keeps a row's cells while its data is unchanged pays one `is` a row."""
+        was = self.lit
+        if self._refresh is not None:
+            view, light = self._refresh
+            lit: dict[str, frozenset[int] | None] = {}
+            if light and view == self._view and self._order:
+                for key, cells in rows:
+                    before = self._cells.get(key)
+                    if before is None or len(before) != len(cells):
+                        lit[key] = None
+                    elif before is not cells and before != cells:
+                        lit[key] = changed(before, cells)
+            self._view, self.lit = view, lit
+        if self.lit or was:
+            self._lit_cells = {key: lit_row(cells, self.lit[key]) for key, cells in rows if key in self.lit}
+        return was
+
     def _sync(self, rows: Sequence[Row]) -> None:
         rows = self._locally_sorted(rows)
+        was_lit = self._light(rows)
         self.content = self._content_widths(rows)
         placed = self._layout()
         if placed != self.column_layout:
@@ -302,13 +346,16 @@ class KeyedTable(DataTable[Any]):
                         self._rendered.pop((key, -1 - column_index), None)
                 for key, cells in rows:
                     old = self._cells.get(key)
+                    shown = self._lit_cells.get(key, cells)
                     if old is None:
-                        self.add_row(*self._project(cells), key=key)
+                        self.add_row(*self._project(shown), key=key)
                         added += 1
-                    elif old is not cells and old != cells:
-                        for column, before, after in zip(self.column_specs, old, cells, strict=True):
-                            if before != after:
-                                self.update_cell(key, column.key, after)
+                    elif (relit := key in self.lit or key in was_lit) or (old is not cells and old != cells):
+                        for index, (column, before, after) in enumerate(zip(self.column_specs, old, cells,
+                                                                            strict=True)):
+                            if before != after or (relit and _is_lit(was_lit, key, index) !=
+                                                   _is_lit(self.lit, key, index)):
+                                self.update_cell(key, column.key, shown[index])
                                 updated += 1
                     self._cells[key] = cells
                 # The table's order now: survivors in their old order, then additions.
@@ -350,7 +397,7 @@ class KeyedTable(DataTable[Any]):
                 or self.fixed_rows or self.row_count != len(self._order)):
             return super().render_line(y)
         key = self._order[row_index]
-        cells = self._cells.get(key)
+        cells = self._lit_cells.get(key) or self._cells.get(key)
         if cells is not None:
             cells = self._project(cells)
         if cells is None or len(cells) != len(self.columns):
@@ -571,7 +618,7 @@ class KeyedTable(DataTable[Any]):
         self._cells = {}
         self._rendered.clear()
         for key, cells in rows:
-            self.add_row(*self._project(cells), key=key)
+            self.add_row(*self._project(self._lit_cells.get(key, cells)), key=key)
             self._cells[key] = cells
 
     def _restore_cursor(self, selected: str | None, old_cursor: int) -> None:
@@ -583,3 +630,10 @@ class KeyedTable(DataTable[Any]):
             index = min(max(old_cursor, 0), len(self._order) - 1)
         if index != self.cursor_row:
             self.move_cursor(row=index, animate=False, scroll=False)
+
+
+def _is_lit(lit: dict[str, frozenset[int] | None], key: str, index: int) -> bool:
+    if key not in lit:
+        return False
+    columns = lit[key]
+    return columns is None or index in columns

@@ -35,9 +35,10 @@ class LiveCell:
         self.style = style
 
     def __eq__(self, other: object) -> bool:
-        # Equal when the data is: the clock moving is not a change of the cell.
+        # Equal when the data is: the clock moving is not a change of the cell. Of the same
+        # kind only: a lit cell (widgets/lit.py) is not its plain self.
         return (
-            isinstance(other, LiveCell)
+            type(other) is type(self)
             and self.fmt is other.fmt
             and self.value == other.value
             and self.style == other.style
