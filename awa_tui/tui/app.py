@@ -335,7 +335,7 @@ class ConsoleApp(App[None]):
             shown.append((self.main.panel(data.panel_id), data.data))
         for panel, rows in shown:
             if panel.ready():
-                with panel.refreshing(data.views.get(panel.panel_id)):
+                with panel.refreshing(data.views.get(panel.panel_id), self.config.highlight_changes):
                     panel.show(rows, data.now)
         self._status()
         if not self.apply_times:

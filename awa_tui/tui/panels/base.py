@@ -109,13 +109,14 @@ class Panel(Vertical, Generic[Row]):
         return None if bar is None or bar.where is None else str(bar.where)
 
     @contextmanager
-    def refreshing(self, fetched: Hashable) -> Iterator[None]:
+    def refreshing(self, fetched: Hashable, light: bool = True) -> Iterator[None]:
         """show() inside is a refresh of the panel's tables; `fetched`: view() when its data
-        was read (a filter typed meanwhile makes the pair a new view)."""
+        was read (a filter typed meanwhile makes the pair a new view); `light` False: the
+        config file's highlight_changes = false."""
         view = (fetched, self.view())
         with ExitStack() as stack:
             for table in self.query(KeyedTable):
-                stack.enter_context(table.refreshing(view, self.console.config.highlight_changes))
+                stack.enter_context(table.refreshing(view, light))
             yield
 
     def show(self, data: Any, now: datetime) -> None:
