@@ -414,12 +414,38 @@ def runtime_list(dsn: DsnOpt = None, as_json: JsonOpt = False) -> None:
         if as_json:
             emit_json(rows)
             return
-        emit_table(rows, [
-            "instance_id", "hostname", "pid", "version", "schema_version", "leader_protocol", "role", "fresh",
-            "health", "last_seen_at", "owner", "manifest_hash"])
+        columns = ["instance_id", "hostname", "pid", "version", "schema_version", "leader_protocol", "role", "fresh",
+                   "health", "last_seen_at", "owner", "manifest_hash"]
+        # A runtime that never competes for the leader lock says why in its ROLE (its role is
+        # only the lock's verdict: follower); --json keeps role and lead_refusal apart.
+        emit_table([{**{c: getattr(r, c) for c in columns},
+                     **({"role": f"refused: {r.lead_refusal}"} if r.lead_refusal and r.role == "follower" else {})}
+                    for r in rows], columns)
         leadership = client.reads.leadership()
         if leadership is not None:  # upstream Awa has no leader lock of ours to name
             say(leader_line(leadership))
+
+
+@runtime_app.command("events")
+def runtime_events(
+    instance: Annotated[str, typer.Argument(help="The runtime's instance id (`runtime list` shows them).")],
+    dsn: DsnOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A runtime's recent events, newest first, at their database times: started, became
+    leader, lost or released the lead, a pass that timed out on a lock, refused to lead, stopped."""
+    with errors_as_lines():
+        client = make_client(dsn, read_only=True)
+        found = client.reads.runtime_events(instance)
+        if found is None:
+            fail(f"no runtime {instance!r}: no snapshot row has that id (`runtime list` shows them)")
+        if as_json:
+            emit_json(found)
+            return
+        if found.refusal:
+            say(f"refused: {found.refusal}; it never competes for the leader lock")
+        emit_table([{"at": e.at, "event": e.kind, "detail": e.detail or "-"} for e in found.events],
+                   ["at", "event", "detail"], title=f"runtime {found.instance_id} ({found.hostname} pid {found.pid})")
 
 
 def leader_line(leadership: Leadership) -> str:

@@ -66,6 +66,8 @@ from awa_tui.tui.messages import (
     PanelsResumed,
     RawRequested,
     RefreshRequested,
+    RuntimeEventsDataRequested,
+    RuntimeEventsRequested,
     ScheduleCheckRequested,
     ScheduleFormRequested,
     SchedulesFilterRequested,
@@ -88,6 +90,7 @@ from awa_tui.tui.screens.jump import ALIASES, JumpScreen
 from awa_tui.tui.screens.main import MainScreen
 from awa_tui.tui.screens.override import OverrideScreen
 from awa_tui.tui.screens.raw import RawScreen
+from awa_tui.tui.screens.runtime_events import RuntimeEventsScreen
 from awa_tui.tui.screens.schedule_form import ScheduleFormScreen
 from awa_tui.tui.screens.sort import SortScreen
 from awa_tui.tui.widgets.keyed_table import KeyedTable
@@ -731,6 +734,14 @@ class ConsoleApp(App[None]):
         clock, client, m = self.config.clock, self.client, message
         self.reader.submit(lambda: client.reads.ledger_view(m.name, at=m.at, limit=LEDGER_SIZE,
                                                       now=clock() if clock else None), m.show)
+
+    def on_runtime_events_requested(self, message: RuntimeEventsRequested) -> None:
+        self.push_screen(RuntimeEventsScreen(message.instance_id))
+
+    def on_runtime_events_data_requested(self, message: RuntimeEventsDataRequested) -> None:
+        clock, client, instance_id = self.config.clock, self.client, message.instance_id
+        self.reader.submit(lambda: client.reads.runtime_events(instance_id, now=clock() if clock else None),
+                           message.show)
 
     def on_audit_entry_requested(self, message: AuditEntryRequested) -> None:
         self.push_screen(AuditEntryScreen(message.entry_id))

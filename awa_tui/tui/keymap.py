@@ -171,6 +171,9 @@ ACTS: tuple[Act, ...] = (
     # Runtimes panel.
     Act("runtimes", "enter", "details", "detail", "the runtime in full: version, host, pid, manifest, lease, "
         "health, last passes", footer=False, palette="runtime: details"),
+    Act("runtimes", "e", "events", "events", "its recent events, newest first: became leader, lost the lead, a pass "
+        "timed out on a lock (and who held it), refused to lead, started, stopped",
+        palette="runtime: recent events", needs="health"),
     # Plan panel.
     Act("plan", "enter", "details", "detail", "the entry's full reason and the schedules it would touch",
         palette="plan: entry details", needs="plan"),
@@ -257,6 +260,11 @@ ACTS: tuple[Act, ...] = (
     Act("audit-entry", "escape", "close", "back", "back to the audit log"),
     Act("audit-entry", "q", "close", "back", "back to the audit log", footer=False),
     Act("audit-entry", "c", "copy", "copy", "copy the entry's target", footer=False),
+    # A runtime's recent events (`e` on the runtimes panel).
+    Act("runtime-events", "escape", "close", "back", "back to the runtimes panel"),
+    Act("runtime-events", "q", "close", "back", "back to the runtimes panel", footer=False),
+    Act("runtime-events", "r", "reload", "reload", "read the runtime's events again"),
+    Act("runtime-events", "c", "copy", "copy", "copy the runtime's instance id", footer=False),
     # The raw view of a row (`y`).
     Act("raw", "escape,q", "close", "back", "close the raw view"),
     Act("raw", "c", "copy", "copy", "copy every line of the raw view"),
@@ -298,6 +306,7 @@ SCOPES = (
     ("job", "Job detail"),
     ("audit", "Audit log"),
     ("audit-entry", "Audit entry"),
+    ("runtime-events", "Runtime events"),
     ("alerts", "Alerts"),
     ("raw", "Raw view"),
     ("info", "Pages"),

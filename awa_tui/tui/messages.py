@@ -108,6 +108,23 @@ class AuditRecordRequested(Message):
         self.show = show
 
 
+class RuntimeEventsRequested(Message):
+    """Open one runtime's recent events, on their own screen."""
+
+    def __init__(self, instance_id: str) -> None:
+        super().__init__()
+        self.instance_id = instance_id
+
+
+class RuntimeEventsDataRequested(Message):
+    """Read one runtime's recent events on the reader thread and pass them to `show`."""
+
+    def __init__(self, instance_id: str, show: Show) -> None:
+        super().__init__()
+        self.instance_id = instance_id
+        self.show = show
+
+
 class NextFiresRequested(Message):
     """Read the next `count` fires of this schedule after `after` (excluded instants listed
     besides) on the reader thread and pass them to `show`."""

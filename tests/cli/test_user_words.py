@@ -126,7 +126,7 @@ def test_the_scanners_flag_what_they_look_for() -> None:
 
 def test_no_command_help_names_a_rule() -> None:
     paths = command_paths()
-    assert len(paths) == 67  # alerts, cron create, edit, delete, import pg-cron and forward procrastinate among them
+    assert len(paths) == 68  # alerts, runtime events, cron create, edit, delete, import pg-cron, forward among them
     assert ["cron", "pause"] in paths and ["calendar", "set"] in paths and ["jobs", "prune"] in paths
     outs = awa_many([[*path, "--help"] for path in paths])
     assert [(" ".join(p), o.returncode) for p, o in zip(paths, outs, strict=True) if o.returncode] == []

@@ -16,7 +16,8 @@ from tui_helpers import audit_actions, notes, ready, row_of, screen_text, select
 
 from awa_tui.engine.core.db import LEADER_LOCK_KEY
 from awa_tui.engine.core.errors import ReadOnly
-from awa_tui.tui.launch import build_config, create_app
+from awa_tui.tui.config import ConsoleConfig
+from awa_tui.tui.launch import build_config, console_client, create_app
 from awa_tui.tui.screens.confirm import ConfirmScreen
 
 
@@ -101,7 +102,7 @@ async def test_a_leading_console_behind_a_transaction_pooler_says_it_does_not_le
             await until(pilot, lambda: own in app.main.panel("runtimes").rows, what="its own runtime's row")
             panel = app.main.panel("runtimes")
             role = panel.table.get_row(own)[1]
-            assert str(role) == "refused (this)"
+            assert str(role) == "refused: pooler in transaction mode (this)"
             assert "this console refuses to lead: pooler in transaction mode" in str(
                 panel.query_one(".panel-title").content)
             app.save_screenshot(str(tmp_path / f"pooler-runtimes-{size[0]}x{size[1]}.svg"))
@@ -124,3 +125,57 @@ async def test_a_leading_console_behind_a_transaction_pooler_says_it_does_not_le
     finally:
         config.engine.close()
         config.client.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+async def test_another_console_sees_a_runtime_that_refuses_to_lead_behind_a_pooler(dsn, conn, bouncer, size,
+                                                                                   tmp_path):
+    """Item 2's other half: a runtime behind a transaction pooler refuses the leader lock; a
+    console elsewhere (straight to the server, not leading) reads the refusal from that
+    runtime's snapshot row: its ROLE, the panel's first line, its events. The control, a
+    runtime on a direct connection, refuses nothing and leads."""
+    from awa_tui.engine.client import Client
+
+    refusing = Client(through(bouncer, dsn), operator="pooled@test", application_name="awa-tui pooled")
+    direct = Client(dsn, operator="direct@test", application_name="awa-tui direct")
+    app = create_app(ConsoleConfig(client=console_client(dsn, "op@test", True), db_label="test", refresh=2.0))
+    try:
+        refusing.start(run_worker=False)
+        direct.start(run_worker=False)
+        pooled_id, direct_id = str(refusing.identity.instance_id), str(direct.identity.instance_id)
+        until_sync(lambda: conn.execute("SELECT lead_refusal FROM awa.runtime_instances WHERE instance_id = %s",
+                                        (pooled_id,)).fetchone() == {"lead_refusal": "pooler in transaction mode"},
+                   15, what="the refusal in the refusing runtime's row")
+        until_sync(lambda: direct.is_leader, 15, what="the direct runtime leading")
+        async with app.run_test(size=size) as pilot:
+            await ready(pilot, app)
+            await pilot.press("3")
+            await until(pilot, lambda: {pooled_id, direct_id} <= set(app.main.panel("runtimes").rows),
+                        what="both runtimes' rows")
+            await settled(pilot, app)
+            panel = app.main.panel("runtimes")
+            assert str(panel.table.get_row(pooled_id)[1]) == "refused: pooler in transaction mode"
+            assert str(panel.table.get_row(direct_id)[1]) == "LEADER"  # the control
+            assert "· 1 refuses to lead" in str(panel.query_one(".panel-title").content)
+            app.save_screenshot(str(tmp_path / f"refusing-runtimes-{size[0]}x{size[1]}.svg"))
+            select(app, pooled_id, "runtimes")
+            await pilot.press("e")
+            await until(pilot, lambda: getattr(app.screen, "data", None) is not None, what="its events")
+            await pilot.pause()
+            assert [(e.kind, e.detail) for e in app.screen.data.events] == [
+                ("refused to lead", "pooler in transaction mode"), ("started", "")]
+            text = screen_text(app)
+            assert "refused: pooler in transaction mode; it never competes for the leader lock" in text
+            assert "refused to lead" in text
+            app.save_screenshot(str(tmp_path / f"refusing-events-{size[0]}x{size[1]}.svg"))
+            await pilot.press("escape")
+            select(app, direct_id, "runtimes")
+            await pilot.press("e")
+            await until(pilot, lambda: getattr(app.screen, "data", None) is not None, what="the control's events")
+            assert app.screen.data.refusal is None
+            assert [e.kind for e in app.screen.data.events] == ["became leader", "started"]
+            print("SHOTS", tmp_path)
+    finally:
+        refusing.close()
+        direct.close()
+        app.client.close()

@@ -77,7 +77,7 @@ def test_every_request_has_one_handler_and_it_is_the_app() -> None:
         "CopyRequested", "DetailDataRequested", "DetailRequested", "InfoRequested",
         "JobDataRequested", "JobDetailRequested", "JobsFilterRequested", "LedgerDataRequested",
         "MutationKeyPressed", "NextFiresRequested", "OperationRequested", "OverrideFormRequested", "OwnersSeen",
-        "PanelsResumed", "RawRequested", "RefreshRequested",
+        "PanelsResumed", "RawRequested", "RefreshRequested", "RuntimeEventsDataRequested", "RuntimeEventsRequested",
         "ScheduleCheckRequested", "ScheduleFormRequested", "SchedulesFilterRequested", "SortMenuRequested",
     ]
     assert [cls.handler_name for cls in requests if not callable(getattr(ConsoleApp, cls.handler_name, None))] == []

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         Verdict,
         Why,
     )
-    from awa_tui.engine.read.fleet import Leadership, ReadWait
+    from awa_tui.engine.read.fleet import Leadership, ReadWait, RuntimeEvents
     from awa_tui.engine.read.models import (
         AuditEntry,
         AuditRecord,
@@ -107,6 +107,10 @@ class ReadBackend(Protocol):
         ...
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]: ...
+
+    def runtime_events(self, instance_id: str, now: datetime | None = None) -> RuntimeEvents | None:
+        """A runtime's recent events (the console's runtime events screen, `runtime events`)."""
+        ...
 
     def leadership(self, now: datetime | None = None) -> Leadership: ...
 

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
         Why,
     )
     from awa_tui.engine.ownership import reconcile
-    from awa_tui.engine.read import audit, blockers, page, views
-    from awa_tui.engine.read.fleet import Leadership, ReadWait
+    from awa_tui.engine.read import audit, blockers, events, page, views
+    from awa_tui.engine.read.fleet import Leadership, ReadWait, RuntimeEvents
     from awa_tui.engine.read.models import (
         AuditEntry,
         AuditRecord,
@@ -66,6 +66,7 @@ else:
     alert_outbox = Room("awa_tui.engine.alerts.outbox")
     alert_sinks = Room("awa_tui.engine.alerts.sinks")
     ops = Room("awa_tui.engine.actions.ops")
+    events = Room("awa_tui.engine.read.events")
     calendars = Room("awa_tui.engine.calendars.store")
     standby = Room("awa_tui.engine.core.standby")
     preview = Room("awa_tui.engine.firing.preview")
@@ -176,6 +177,10 @@ class Reads(Session):
         """Runtime snapshots; `role` (leader / stalled / follower) is the leader lock's
         holder's (pg_locks), `is_leader` what the snapshot last reported."""
         return self._read(views.list_runtimes, now)
+
+    def runtime_events(self, instance_id: str, now: datetime | None = None) -> RuntimeEvents | None:
+        """One runtime's recent events, newest first (None: no snapshot row has that id)."""
+        return self._read(events.runtime_events, instance_id, now)
 
     def leadership(self, now: datetime | None = None) -> Leadership:
         """Who holds the leader lock, and whether its lease has expired (STALLED)."""

@@ -69,6 +69,30 @@ class PassSummary:
 
 
 @dataclass(frozen=True)
+class RuntimeEvent:
+    """One thing a runtime did, at a database time; `detail` in operator words ('' if none).
+    Strings come from the database: callers escape them for a terminal (printable)."""
+
+    at: datetime
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RuntimeEvents:
+    """A runtime's recent events, newest first, as its snapshot row carries them, plus its
+    start and stop when the row records them and no event does (a runtime of a release
+    before v034, a forced stop)."""
+
+    instance_id: uuid.UUID
+    hostname: str
+    pid: int
+    now: datetime  # DB time of the read
+    events: tuple[RuntimeEvent, ...]
+    refusal: str | None = None  # why it never competes for leadership ('pooler in transaction mode')
+
+
+@dataclass(frozen=True)
 class RuntimeRow:
     """A runtime's snapshot; `role` is the leader lock's verdict, `is_leader` the snapshot's."""
 
@@ -94,6 +118,9 @@ class RuntimeRow:
     # The protocol the schema's release policy judges (`--version` prints it, `migrate
     # --leaders-from` takes it): 1 for a release that reported a schema but no protocol.
     leader_protocol: int | None = None
+    # Why it never competes for leadership ('pooler in transaction mode'); None when it does
+    # (or its release does not say).
+    lead_refusal: str | None = None
 
 
 @dataclass(frozen=True)

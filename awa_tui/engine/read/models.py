@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from awa_tui.engine.read.fleet import Blocker as Blocker
     from awa_tui.engine.read.fleet import PassSummary as PassSummary
     from awa_tui.engine.read.fleet import QueueRow as QueueRow
+    from awa_tui.engine.read.fleet import RuntimeEvent as RuntimeEvent
+    from awa_tui.engine.read.fleet import RuntimeEvents as RuntimeEvents
     from awa_tui.engine.read.fleet import RuntimeRow as RuntimeRow
     from awa_tui.engine.read.page import Attention as Attention
     from awa_tui.engine.read.page import ScheduleDetail as ScheduleDetail
@@ -59,6 +61,8 @@ _ELSEWHERE = {
     "PassSummary": "awa_tui.engine.read.fleet",
     "Blocker": "awa_tui.engine.read.fleet",
     "RuntimeRow": "awa_tui.engine.read.fleet",
+    "RuntimeEvent": "awa_tui.engine.read.fleet",
+    "RuntimeEvents": "awa_tui.engine.read.fleet",
     "OwnerCounts": "awa_tui.engine.ownership.plans",
     "OwnerSummary": "awa_tui.engine.ownership.plans",
     "Certificate": "awa_tui.engine.ownership.plans",

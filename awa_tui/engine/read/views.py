@@ -332,10 +332,12 @@ def list_runtimes(conn: psycopg.Connection[Any], now: datetime | None = None) ->
                     WHEN ls.expires_at > coalesce(%(now)s::timestamptz, now()) THEN 'leader'
                     ELSE 'stalled' END AS role,
                awa.safe_ts(ls.expires_at) AS lease_expires_at, r.recent_passes, r.schema_version,
-               -- by name from the row: a schema rolled back below v019 has no such column
-               coalesce((to_jsonb(r) ->> 'leader_protocol')::int,
-                        CASE WHEN r.schema_version IS NOT NULL THEN 1 END) AS leader_protocol
+               -- by name from the row: a schema rolled back below v019 (v034) has no such column
+               coalesce((j.row ->> 'leader_protocol')::int,
+                        CASE WHEN r.schema_version IS NOT NULL THEN 1 END) AS leader_protocol,
+               j.row ->> 'lead_refusal' AS lead_refusal
         FROM awa.runtime_instances r
+        CROSS JOIN LATERAL (SELECT to_jsonb(r) - 'manifest' - 'recent_events' AS row) j
         LEFT JOIN ls ON ls.instance_id = r.instance_id
         ORDER BY (r.stopped_at IS NULL) DESC, r.last_seen_at DESC
         """,

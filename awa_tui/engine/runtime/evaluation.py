@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from awa_tui.engine.firing.evaluator import PassResult, PassTimedOut, Timeouts
     from awa_tui.engine.jobs.tracing import Tracing
     from awa_tui.engine.read.blockers import PassWatch
+    from awa_tui.engine.read.events import RecentEvents
     from awa_tui.engine.read.fleet import Blocker
     from awa_tui.engine.read.passes import RecentPasses
     from awa_tui.engine.runtime.metrics import MetricsServer
@@ -41,6 +42,9 @@ class PassHost(Protocol):
 
     @property
     def recent_passes(self) -> RecentPasses: ...
+
+    @property
+    def recent_events(self) -> RecentEvents: ...
 
 
 def run_pass(host: PassHost, now: datetime | None, wake: Callable[[], None]) -> PassResult:
@@ -86,12 +90,14 @@ def _timed_out(host: PassHost, exc: PassTimedOut, blockers: tuple[Blocker, ...],
                wake: Callable[[], None]) -> AwaError:
     """S59: the pass is recorded (the runtimes page and `check` show it) and its error
     names what blocked it, in one line."""
+    from awa_tui.engine.read.events import PASS_TIMED_OUT
     from awa_tui.engine.read.fleet import describe
 
+    waited = f" after {took:.1f} s"
+    error = type(exc)(f"{exc}{waited}; blocked by {describe(blockers)}" if blockers else f"{exc}{waited}", exc.now)
+    # The pass's own DB time when it was read; else the next snapshot places it.
+    host.recent_events.record(PASS_TIMED_OUT, str(error).removeprefix("the pass "), at=exc.now)
     if exc.now is not None:
         host.recent_passes.record(exc.now, took, 0, 0, 0, timed_out=True, blockers=blockers)
-        wake()  # the snapshot carries it now
-    waited = f" after {took:.1f} s"
-    if blockers:
-        return type(exc)(f"{exc}{waited}; blocked by {describe(blockers)}", exc.now)
-    return type(exc)(f"{exc}{waited}", exc.now)
+    wake()  # the snapshot carries it now
+    return error

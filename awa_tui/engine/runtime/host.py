@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from awa_tui.engine.core.db import ConnectionSource
 from awa_tui.engine.jobs.context import Job
 from awa_tui.engine.jobs.handlers import HandlerSpec
+from awa_tui.engine.read.events import RecentEvents
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 
 
@@ -44,6 +45,9 @@ class RuntimeHost(Protocol):
 
     @property
     def handlers(self) -> Mapping[str, HandlerSpec]: ...
+
+    @property
+    def recent_events(self) -> RecentEvents: ...  # carried by its snapshot (read/events.py)
 
     def sync(self) -> dict[str, int]: ...
 

@@ -26,10 +26,12 @@ import psycopg
 from awa_tui.engine.core.db import LEADER_LOCK_KEY, connect
 from awa_tui.engine.core.errors import AwaError, DatabaseUnavailable
 from awa_tui.engine.core.limits import DEFAULT_LEASE
-from awa_tui.engine.runtime.pooling import Route, probe_route, refusal
+from awa_tui.engine.read.events import BECAME_LEADER, DEPOSED_OTHER, LOST_LEAD, REFUSED, RELEASED_LEAD
+from awa_tui.engine.runtime.pooling import Route, probe_route, refusal, short_refusal
 from awa_tui.printable import printable, printable_logger
 
 if TYPE_CHECKING:
+    from awa_tui.engine.read.events import RecentEvents
     from awa_tui.engine.runtime.beats import LoopBeats
 
 log = printable_logger("awa_tui.leader")
@@ -117,8 +119,10 @@ class LeaderElector:
         *,
         instance_id: uuid.UUID | None = None,
         lease: timedelta = DEFAULT_LEASE,
+        events: RecentEvents | None = None,
     ) -> None:
         self.dsn = dsn
+        self.events = events  # the runtime's recent events (its snapshot carries them), if kept
         self.application_name = application_name
         self.instance_id = instance_id or uuid.uuid4()
         self.lease = lease
@@ -150,27 +154,34 @@ class LeaderElector:
         # At least three renewals per lease, so one slow renewal never lets it lapse.
         return min(PING_INTERVAL_S, self.lease.total_seconds() / 3)
 
-    def _set(self, leader: bool, *, released: bool = False) -> None:
+    def _set(self, leader: bool, *, released: bool = False, why: str = "") -> None:
         if leader == self._leader.is_set():
             return
         if leader:
             self._leader.set()
             log.info("became leader (lease term %s, %.0fs)", self.term, self.lease.total_seconds())
+            self._event(BECAME_LEADER, f"term {self.term}, lease {self.lease.total_seconds():.0f}s")
             self.gained.set()
         else:
             self._leader.clear()
             if released:
                 log.info("released leadership")
+                self._event(RELEASED_LEAD, f"term {self.term}: this runtime stopped")
             else:
                 self._lost = True
                 log.warning("lost leadership")
+                self._event(LOST_LEAD, f"term {self.term}: {why}" if why else f"term {self.term}")
         self.changed.set()
+
+    def _event(self, kind: str, detail: str = "") -> None:
+        if self.events is not None:
+            self.events.record(kind, detail)
 
     def abdicate(self, reason: str) -> None:
         """Stop leading now (any thread): the elector thread drops the lock session next."""
         if self.is_leader:
             log.warning("%s: stepping down without evaluating", reason)
-        self._set(False)
+        self._set(False, why=f"stepped down: {reason}")
         self._abdicate.set()
         self._nudge.set()
 
@@ -204,12 +215,12 @@ class LeaderElector:
                 if row is None:
                     moved = self._execute(MOVED_SQL, {"instance": self.instance_id, "term": self.term})
                     if moved is not None and moved["moved"]:
-                        self._set(False)
+                        self._set(False, why="its lock connection moved to another server session (a pooler)")
                         self._execute(END_MOVED_LEASE_SQL, {"instance": self.instance_id, "term": self.term})
                         self._refuse(Route("transaction"))
                         return False
                     log.warning("leader lease expired or taken over (term %s): stepping down", self.term)
-                    self._set(False)
+                    self._set(False, why="stepped down: its lease expired or was taken over")
                     self._let_go()
                     return False
                 self.expires_at = row["expires_at"]
@@ -224,13 +235,14 @@ class LeaderElector:
                 self._set(True)
         except (psycopg.Error, AwaError) as exc:
             # S8: stop evaluating at once, never reuse this connection.
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if self.is_leader:
-                log.warning("leader lock connection failed: %s", str(exc).splitlines()[0] if str(exc) else exc)
+                log.warning("leader lock connection failed: %s", first)
             elif isinstance(exc, DatabaseUnavailable) and self._may_say_unreachable():
                 # A follower that cannot even connect (a wrong leader DSN) would never lead
                 # and never say why. The message names no password (db.connect).
                 log.warning("cannot open the leader connection (retrying): %s", exc)
-            self._set(False)
+            self._set(False, why=f"its lock connection failed: {printable(first)}")
             self._drop()
         return self.is_leader
 
@@ -246,7 +258,9 @@ class LeaderElector:
         a pooler an unlock runs on whichever server session is lent, maybe another's."""
         self.refused = route
         log.error("%s", refusal(route))
+        self._event(REFUSED, short_refusal(route) or "")
         self._drop()
+        self.changed.set()  # the snapshot carries the refusal now, for every console to see
 
     def _report(self, row: dict[str, Any]) -> None:
         """Log a deposition, or (rate-limited) why a stalled holder could not be deposed, or
@@ -264,6 +278,7 @@ class LeaderElector:
         if row["deposed_pid"] is not None:
             log.warning("deposed the stalled leader (backend pid %s, %s): terminated its lock session",
                         row["deposed_pid"], lease)
+            self._event(DEPOSED_OTHER, f"backend pid {row['deposed_pid']}, {lease}: terminated its lock session")
         if row["denied"] is not None:
             pid = int(row["holder_pid"])
             last = self._denied_logged.get(pid)
@@ -296,7 +311,7 @@ class LeaderElector:
     def _stalled(self, conn: psycopg.Connection[Any], stalled: threading.Event) -> None:
         stalled.set()
         log.warning("leader lock connection silent for %.0fs: stepping down", PING_TIMEOUT_S)
-        self._set(False)
+        self._set(False, why=f"its lock connection was silent for {PING_TIMEOUT_S:.0f}s")
         try:
             with socket.socket(fileno=os.dup(conn.fileno())) as sock:
                 sock.shutdown(socket.SHUT_RDWR)

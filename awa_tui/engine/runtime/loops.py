@@ -13,6 +13,7 @@ from datetime import datetime
 
 from awa_tui.engine.alerts.fleet import FleetThresholds
 from awa_tui.engine.core.errors import AwaError
+from awa_tui.engine.read.events import STARTED, STOPPED
 from awa_tui.engine.runtime.alerting import ALERTS_INTERVAL_S, AlertLoop
 from awa_tui.engine.runtime.beats import LoopBeats
 from awa_tui.engine.runtime.host import RuntimeHost
@@ -35,7 +36,7 @@ class Runtime:
         self.stop_event = threading.Event()
         self.elector = LeaderElector(
             client.leader_dsn, application_name=f"{client.application_name} leader",
-            instance_id=client.identity.instance_id, lease=client.leader_lease,
+            instance_id=client.identity.instance_id, lease=client.leader_lease, events=client.recent_events,
         )
         self._threads: list[threading.Thread] = []
         self.beats = LoopBeats()
@@ -54,6 +55,7 @@ class Runtime:
     def start(self) -> None:
         """Sync once (so bad definitions fail startup), then start every loop."""
         self.client.sync()
+        self.client.recent_events.record(STARTED, "" if self.lead else "without competing for leadership")
         self.client.snapshot(is_leader=False)
         self.started = True
         loops: list[tuple[str, Callable[[], None]]] = [
@@ -186,6 +188,7 @@ class Runtime:
         if self.started:
             self.client.shutdown_worker()
         if self.started:
+            self.client.recent_events.record(STOPPED)
             try:
                 self.client.snapshot(is_leader=False, stopped=True)
             except AwaError as exc:

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from awa_tui.engine.ownership import manifest as manifest_of
     from awa_tui.engine.ownership import reconcile
     from awa_tui.engine.ownership.manifest import Manifest
-    from awa_tui.engine.read import blockers, passes
+    from awa_tui.engine.read import blockers, events, passes
     from awa_tui.engine.read.blockers import PassWatch
+    from awa_tui.engine.read.events import RecentEvents
     from awa_tui.engine.read.passes import RecentPasses
     from awa_tui.engine.runtime import alive as health_alive
     from awa_tui.engine.runtime import duties, evaluation, loops, reporter
@@ -59,6 +60,7 @@ else:
     manifest_of = Room("awa_tui.engine.ownership.manifest")
     reconcile = Room("awa_tui.engine.ownership.reconcile")
     passes = Room("awa_tui.engine.read.passes")
+    events = Room("awa_tui.engine.read.events")
     health_alive = Room("awa_tui.engine.runtime.alive")
     blockers = Room("awa_tui.engine.read.blockers")
     duties = Room("awa_tui.engine.runtime.duties")
@@ -217,7 +219,7 @@ class RuntimeProcess(Session):
 
     def _parts(self) -> None:
         """The loops' threads share these: made before any thread starts, never twice."""
-        _ = (self.duties, self.recent_passes, self.sync_tracker)
+        _ = (self.duties, self.recent_passes, self.recent_events, self.sync_tracker)
 
     @property
     def loops(self) -> Runtime | None:
@@ -312,6 +314,12 @@ class RuntimeProcess(Session):
         """Carried by the snapshot (the runtimes page shows them)."""
         return passes.RecentPasses()
 
+    @functools.cached_property
+    def recent_events(self) -> RecentEvents:
+        """This process's last events (became leader, lost the lead, a pass timed out, refused
+        to lead, started, stopped), carried by the snapshot (the runtime events screen)."""
+        return events.RecentEvents()
+
     def _wake_reporter(self) -> None:
         """A pass timed out: the reporter writes the snapshot that carries it now."""
         if self._runtime is not None:
@@ -376,7 +384,8 @@ class RuntimeProcess(Session):
         A read-only console is an observer, not a runtime: it writes none."""
         return None if self.read_only else self._read(
             reporter.write_snapshot, self.identity, is_leader=is_leader, stopped=stopped, manifest=self.manifest,
-            now=now, passes=self.recent_passes.latest(), kinds=self._served_kinds())
+            now=now, passes=self.recent_passes.latest(), kinds=self._served_kinds(), events=self.recent_events,
+            refusal=self.leader_refusal)
 
     def _served_kinds(self) -> list[str] | None:
         """The kinds this runtime's worker runs: None unless its worker loop runs."""

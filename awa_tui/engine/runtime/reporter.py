@@ -14,6 +14,8 @@ from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.migrations import code_version
 from awa_tui.engine.ownership import agreement
 from awa_tui.engine.ownership.manifest import Manifest
+from awa_tui.engine.read.events import RecentEvents
+from awa_tui.engine.read.events import to_json as events_json
 from awa_tui.engine.read.fleet import PassSummary
 from awa_tui.engine.read.passes import to_json as passes_json
 from awa_tui.engine.runtime.identity import RuntimeIdentity
@@ -22,12 +24,14 @@ SNAPSHOT_SQL = """
 INSERT INTO awa.runtime_instances AS r (
     instance_id, hostname, pid, version, protocol_version, started_at, last_seen_at,
     snapshot_interval, is_leader, health, stopped_at, owner, authoritative,
-    manifest, manifest_hash, retire_grace, schema_version, recent_passes, leader_protocol, handled_kinds)
+    manifest, manifest_hash, retire_grace, schema_version, recent_passes, leader_protocol, handled_kinds,
+    recent_events, lead_refusal)
 VALUES (%(instance_id)s, %(hostname)s, %(pid)s, %(version)s, %(protocol_version)s, %(now)s, %(now)s,
         %(snapshot_interval)s, %(is_leader)s, %(health)s,
         CASE WHEN %(stopped)s THEN %(now)s::timestamptz END, %(owner)s, %(authoritative)s,
         %(manifest)s, %(manifest_hash)s, %(retire_grace)s,
-        %(schema_version)s, %(recent_passes)s, %(leader_protocol)s, %(handled_kinds)s)
+        %(schema_version)s, %(recent_passes)s, %(leader_protocol)s, %(handled_kinds)s,
+        %(recent_events)s, %(lead_refusal)s)
 ON CONFLICT (instance_id) DO UPDATE SET
     last_seen_at = EXCLUDED.last_seen_at, is_leader = EXCLUDED.is_leader, health = EXCLUDED.health,
     stopped_at = EXCLUDED.stopped_at, snapshot_interval = EXCLUDED.snapshot_interval,
@@ -39,10 +43,17 @@ ON CONFLICT (instance_id) DO UPDATE SET
     manifest_hash = EXCLUDED.manifest_hash, retire_grace = EXCLUDED.retire_grace,
     schema_version = EXCLUDED.schema_version,
     recent_passes = EXCLUDED.recent_passes, leader_protocol = EXCLUDED.leader_protocol,
-    handled_kinds = EXCLUDED.handled_kinds
+    handled_kinds = EXCLUDED.handled_kinds,
+    recent_events = EXCLUDED.recent_events, lead_refusal = EXCLUDED.lead_refusal
 """
 
-SNAPSHOT_SQL_BEFORE_V019 = (SNAPSHOT_SQL.replace(", leader_protocol, handled_kinds)", ")")
+# A schema rolled back below v034 (`migrate --down-to 33`) while this runtime runs: it keeps
+# reporting, without its events and refusal.
+SNAPSHOT_SQL_BEFORE_V034 = (SNAPSHOT_SQL.replace(",\n    recent_events, lead_refusal)", ")")
+                            .replace(",\n        %(recent_events)s, %(lead_refusal)s)", ")")
+                            .replace(",\n    recent_events = EXCLUDED.recent_events, "
+                                     "lead_refusal = EXCLUDED.lead_refusal", ""))
+SNAPSHOT_SQL_BEFORE_V019 = (SNAPSHOT_SQL_BEFORE_V034.replace(", leader_protocol, handled_kinds)", ")")
                             .replace(", %(leader_protocol)s, %(handled_kinds)s)", ")")
                             .replace(",\n    handled_kinds = EXCLUDED.handled_kinds", "")
                             .replace(", leader_protocol = EXCLUDED.leader_protocol", ""))
@@ -59,6 +70,8 @@ def write_snapshot(
     now: datetime | None = None,
     passes: tuple[PassSummary, ...] = (),
     kinds: list[str] | None = None,
+    events: RecentEvents | None = None,
+    refusal: str | None = None,
 ) -> dict[str, Any]:
     """Write this runtime's snapshot in one transaction under the protocol lock (S24, S32).
 
@@ -66,7 +79,9 @@ def write_snapshot(
     and the owner's agreement evidence is recorded after the conflicts were checked (S26).
     A stopped snapshot ends the declaration at once. `now` defaults to DB time. `passes`:
     the runtime's last evaluator passes (read/passes.py), newest first. `kinds`: the
-    kinds its worker runs (None: it runs no worker).
+    kinds its worker runs (None: it runs no worker). `events`: its recent events, their DB
+    time pinned by this snapshot's (read/events.py). `refusal`: why it never competes for
+    leadership ('pooler in transaction mode'), None when it does.
     """
     declaring = ident.authoritative and ident.owner is not None
     with conn.transaction():
@@ -95,13 +110,19 @@ def write_snapshot(
             "schema_version": code_version(),
             "leader_protocol": ident.leader_protocol,
             "handled_kinds": None if stopped else kinds,
+            "recent_events": Jsonb(events_json(events.pinned(now) if events is not None else ())),
+            "lead_refusal": refusal,
         }
-        try:
-            with conn.transaction():
-                conn.execute(SNAPSHOT_SQL, params)
-        except psycopg.errors.UndefinedColumn:
-            # Rolled back to the schema before v019 (`migrate --down-to 18`) while this runtime
-            # still runs: it keeps reporting, without the column that schema lacks.
+        # Rolled back to an older schema (`migrate --down-to`) while this runtime still runs:
+        # it keeps reporting, without the columns that schema lacks.
+        for sql in (SNAPSHOT_SQL, SNAPSHOT_SQL_BEFORE_V034):
+            try:
+                with conn.transaction():
+                    conn.execute(sql, params)
+                break
+            except psycopg.errors.UndefinedColumn:
+                continue
+        else:
             conn.execute(SNAPSHOT_SQL_BEFORE_V019, params)
         published: dict[str, Any] = {
             "instance_id": ident.instance_id, "owner": ident.owner, "at": now, "stopped": stopped,

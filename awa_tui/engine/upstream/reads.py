@@ -33,7 +33,7 @@ from awa_tui.engine.ledger.models import (
     Verdict,
     Why,
 )
-from awa_tui.engine.read.fleet import Leadership, ReadWait
+from awa_tui.engine.read.fleet import Leadership, ReadWait, RuntimeEvents
 from awa_tui.engine.read.models import (
     AuditRecord,
     Fire,
@@ -191,6 +191,10 @@ class UpstreamReads:
 
     def list_runtimes(self, now: datetime | None = None) -> list[RuntimeRow]:
         return [runtime_row(r) for r in self.adapter.runtimes(now)]
+
+    def runtime_events(self, instance_id: str, now: datetime | None = None) -> RuntimeEvents | None:
+        """Upstream's runtimes record no events of ours."""
+        return None
 
     def console_attention(self, now: datetime, *, unserved: bool) -> ConsoleAttention:
         """Upstream records no schedule health and no runtime's handled kinds: nothing to say."""

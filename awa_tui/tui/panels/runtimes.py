@@ -24,7 +24,7 @@ from awa_tui.engine.read.models import RuntimeRow
 from awa_tui.printable import printable_row
 from awa_tui.tui import actions
 from awa_tui.tui.formatting import relative, span, span_precise, utc
-from awa_tui.tui.messages import InfoRequested
+from awa_tui.tui.messages import InfoRequested, RuntimeEventsRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.filter_bar import FilterBar
@@ -32,7 +32,7 @@ from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (  # priority: which give way first when narrow, past the right edge (0 never; enter shows all)
     Column("instance", "INSTANCE", 36),  # whole ids: the first 7 characters are not unique enough to act on
-    Column("role", "ROLE", 15),
+    Column("role", "ROLE", 35),  # "refused: pooler in transaction mode" whole, when it is one
     Column("fresh", "STATE", 7),
     Column("seen", "LAST SEEN", 9, priority=1),
     Column("host", "HOST", 14, priority=2),
@@ -119,12 +119,19 @@ def state_text(row: RuntimeRow, now: datetime) -> str:
 ROLES = {"leader": "LEADER", "stalled": "STALLED", "follower": "follower"}
 
 
+def refused_text(refusal: str) -> str:
+    """A runtime that never competes for the leader lock, in its ROLE: 'refused: pooler in
+    transaction mode' (its snapshot's role would only say follower)."""
+    return f"refused: {refusal}"
+
+
 def cells(row: RuntimeRow, now: datetime) -> tuple[Text, ...]:
     role = row.role
     manifest = row.manifest_hash
     return (
         cell(str(row.instance_id)),
-        cell(ROLES.get(role, role), "" if role == "follower" else "bold"),
+        cell(refused_text(row.lead_refusal), "bold") if row.lead_refusal and role == "follower"
+        else cell(ROLES.get(role, role), "" if role == "follower" else "bold"),
         cell(state_text(row, now), "" if row.fresh and silent_for(row, now) is None else "bold"),
         cell(relative(row.last_seen_at, now)),
         cell(row.hostname),
@@ -141,8 +148,9 @@ def runtime_text(row: RuntimeRow, now: datetime, refusal: str | None = None) -> 
     """A runtime's snapshot in full (escaped row): what the narrow columns cut. `refusal`:
     why this console's own runtime never competes for leadership."""
     interval = row.snapshot_interval
+    refusal = refusal or row.lead_refusal
     if refusal:
-        role = f"refused: {refusal}; it never competes for the leader lock (give it a direct leader connection)"
+        role = f"{refused_text(refusal)}; it never competes for the leader lock (give it a direct leader connection)"
     elif row.lease_expires_at:
         role = f"{ROLES.get(row.role, row.role)} (lease until {utc(row.lease_expires_at)})"
     else:
@@ -216,6 +224,10 @@ class RuntimesPanel(Panel):
             title.append(f" · {blocked}", style="bold")
         if data.own_refusal:
             title.append(f" · this console refuses to lead: {data.own_refusal}", style="bold")
+        refusing = sum(1 for r in rows if r.lead_refusal and r.stopped_at is None and r.fresh
+                       and str(r.instance_id) != data.own_instance)
+        if refusing:
+            title.append(f" · {refusing} refuse{'s' if refusing == 1 else ''} to lead", style="bold")
         self.title_line(title.append_text(self.filter_note()))
         # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
         # live before stopped, then by host, pid and id.
@@ -243,12 +255,18 @@ class RuntimesPanel(Panel):
             self.post_message(InfoRequested(f"Runtime {row.instance_id}", runtime_page(printable_row(row),
                                                                                           self.now, refusal)))
 
+    def action_events(self) -> None:
+        """e: the runtime's recent events (became leader, lost the lead, a pass timed out...)."""
+        row = self.selected_row()
+        if row is not None:
+            self.post_message(RuntimeEventsRequested(str(row.instance_id)))
+
     @staticmethod
     def _marked(made: tuple[Text, ...], row: RuntimeRow, view: RuntimesView) -> tuple[Text, ...]:
         """The ROLE of this console's own runtime says so (only under --lead), and that it
         refuses to lead when it does (its snapshot only says follower)."""
         if view.own_instance is None or str(row.instance_id) != view.own_instance:
             return made
-        role = cell("refused", "bold") if view.own_refusal else made[1].copy()
+        role = cell(refused_text(view.own_refusal), "bold") if view.own_refusal else made[1].copy()
         role.append(" (this)", style="bold")  # this console's runtime
         return (made[0], role, *made[2:])
