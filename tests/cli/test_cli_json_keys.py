@@ -86,10 +86,10 @@ def test_read_commands_keep_their_json_keys(dsn: str, seeded: Client) -> None:
     assert [list(r) for r in runtimes] == [[
         "instance_id", "hostname", "pid", "version", "protocol_version", "started_at", "last_seen_at",
         "snapshot_interval", "is_leader", "health", "stopped_at", "owner", "authoritative", "manifest_hash",
-        "fresh", "role", "lease_expires_at", "passes", "schema_version", "leader_protocol",
+        "fresh", "role", "lease_expires_at", "passes", "schema_version", "leader_protocol", "lead_refusal",
     ]]
-    assert (runtimes[0]["instance_id"], runtimes[0]["snapshot_interval"], runtimes[0]["role"]) == (
-        str(seeded.identity.instance_id), 10.0, "follower")
+    assert (runtimes[0]["instance_id"], runtimes[0]["snapshot_interval"], runtimes[0]["role"],
+            runtimes[0]["lead_refusal"]) == (str(seeded.identity.instance_id), 10.0, "follower", None)
 
     keys = ["id", "at", "operator", "action", "target", "before", "after", "detail", "db_user"]
     assert [list(e) for e in audit] == [keys] * 2

@@ -242,7 +242,7 @@ def _pass_runtime(dsn: str) -> tuple[Client, Runtime, list[PassResult]]:
     client.sync()
     passes: list[PassResult] = []
     client.runtime.on_pass.append(passes.append)
-    return client, Runtime(client, run_worker=False), passes
+    return client, Runtime(client.runtime, run_worker=False), passes  # the RuntimeHost: the client's runtime
 
 
 def test_a_leader_whose_lease_expired_runs_no_pass_though_its_lock_connection_lives(
