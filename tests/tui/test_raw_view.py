@@ -127,7 +127,7 @@ async def test_y_on_a_runtime_and_on_an_owner_nested_values_indented(console):
         "snapshot_interval: 10s", "is_leader: true", "health: healthy", "stopped_at: null", "owner: billing",
         "authoritative: true", "manifest_hash: 1d94b72a84a91a01780fe613a6f6b37274444df21424fa3686e4e7fa88d32ba9",
         "fresh: true", "role: leader", "lease_expires_at: 2025-03-08T12:00:35+00:00", "passes: []",
-        "schema_version: null", "leader_protocol: 4",
+        "schema_version: null", "leader_protocol: 4", "lead_refusal: null",
     ]
     await closed(pilot, app)
     await pilot.press("2")

@@ -40,18 +40,28 @@ REFUSED = "refused to lead"
 
 class RecentEvents:
     """The last EVENTS_KEPT events of this process, newest first. Any thread records (the
-    elector, the evaluator, the loops); the reporter pins their DB time and copies them."""
+    elector, the evaluator, the loops); the reporter pins their DB time and copies them.
+
+    An event that repeats the newest one (`same`: a pass timing out on the same sessions
+    every second while a lock is held) replaces it, counted, instead of pushing the older
+    events out of the bound."""
 
     def __init__(self, kept: int = EVENTS_KEPT, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        # [monotonic instant, DB time once known, kind, detail]
+        # [monotonic instant, DB time once known, kind, detail, same, times in a row]
         self._events: deque[list[Any]] = deque(maxlen=kept)
 
-    def record(self, kind: str, detail: str = "", *, at: datetime | None = None) -> None:
-        """`at`: the event's DB time when the caller knows it; else pinned by the next snapshot."""
+    def record(self, kind: str, detail: str = "", *, at: datetime | None = None, same: str | None = None) -> None:
+        """`at`: the event's DB time when the caller knows it; else pinned by the next snapshot.
+        `same`: what makes it a repeat of the newest event of its kind (None: never one)."""
         with self._lock:
-            self._events.appendleft([self._clock(), at, kind, detail[:DETAIL_MAX]])
+            newest = self._events[0] if self._events else None
+            times = 1
+            if same is not None and newest is not None and newest[2] == kind and newest[4] == same:
+                times = newest[5] + 1
+                self._events.popleft()
+            self._events.appendleft([self._clock(), at, kind, detail[:DETAIL_MAX], same, times])
 
     def pinned(self, now: datetime) -> tuple[RuntimeEvent, ...]:
         """The events, newest first, each with its DB time: one not placed yet gets `now` (the
@@ -61,7 +71,10 @@ class RecentEvents:
             for item in self._events:
                 if item[1] is None:
                     item[1] = now - timedelta(seconds=max(0.0, mono - item[0]))
-            return tuple(RuntimeEvent(at=item[1], kind=item[2], detail=item[3]) for item in self._events)
+            return tuple(RuntimeEvent(at=item[1], kind=item[2],
+                                      detail=item[3] if item[5] == 1 else f"{item[3]} ({item[5]} in a row, the last "
+                                                                           "at this time)")
+                         for item in self._events)
 
 
 def to_json(events: tuple[RuntimeEvent, ...]) -> list[dict[str, Any]]:

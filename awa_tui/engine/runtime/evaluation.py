@@ -96,7 +96,9 @@ def _timed_out(host: PassHost, exc: PassTimedOut, blockers: tuple[Blocker, ...],
     waited = f" after {took:.1f} s"
     error = type(exc)(f"{exc}{waited}; blocked by {describe(blockers)}" if blockers else f"{exc}{waited}", exc.now)
     # The pass's own DB time when it was read; else the next snapshot places it.
-    host.recent_events.record(PASS_TIMED_OUT, str(error).removeprefix("the pass "), at=exc.now)
+    # Passes given up on the same sessions, one after another (a lock held a minute): one event, counted.
+    host.recent_events.record(PASS_TIMED_OUT, str(error).removeprefix("the pass "), at=exc.now,
+                              same=describe(blockers) if blockers else "no blockers")
     if exc.now is not None:
         host.recent_passes.record(exc.now, took, 0, 0, 0, timed_out=True, blockers=blockers)
     wake()  # the snapshot carries it now

@@ -168,3 +168,23 @@ def test_a_pass_that_timed_out_on_a_lock_is_an_event_naming_its_blocker(client: 
     row = conn.execute("SELECT recent_passes -> 0 ->> 'at' AS at FROM awa.runtime_instances WHERE instance_id = %s",
                        (client.identity.instance_id,)).fetchone()
     assert datetime.fromisoformat(row["at"]) == event.at  # the same pass the passes table shows
+
+
+def test_passes_timing_out_on_the_same_sessions_are_one_event_counted() -> None:
+    """A lock held for a minute times out a pass every second: one event, counted, so the
+    bound keeps the leadership events before it. Another blocker, another event."""
+    ticks = iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    events = RecentEvents(kept=3, clock=lambda: next(ticks))
+    t0 = datetime(2025, 3, 8, 12, 0, tzinfo=UTC)
+    events.record("became leader", "term 3", at=t0)
+    for i in range(1, 4):
+        events.record("pass timed out", f"after 2.0 s; blocked by session 42 (pass {i})", at=t0 + timedelta(seconds=i),
+                      same="session 42")
+    events.record("pass timed out", "after 2.0 s; blocked by session 43", at=t0 + timedelta(seconds=5),
+                  same="session 43")
+    assert events.pinned(t0 + timedelta(seconds=9)) == (
+        RuntimeEvent(t0 + timedelta(seconds=5), "pass timed out", "after 2.0 s; blocked by session 43"),
+        RuntimeEvent(t0 + timedelta(seconds=3), "pass timed out",
+                     "after 2.0 s; blocked by session 42 (pass 3) (3 in a row, the last at this time)"),
+        RuntimeEvent(t0, "became leader", "term 3"),
+    )
