@@ -55,7 +55,7 @@ def test_runtime_list_says_the_refusal_in_role(dsn: str, client: Client, conn: p
 
 def test_an_unknown_or_malformed_id_in_one_line(dsn: str) -> None:
     assert one_line_error(awa("runtime", "events", "nope", "--dsn", dsn)) == (
-        "error: not a runtime instance id: 'nope' (`runtime list` shows them)")
+        "error: no runtime 'nope': no snapshot row has that id (`runtime list` shows them)")
     assert one_line_error(awa("runtime", "events", "6f1c2a9e-0000-4000-8000-00000000ffff", "--dsn", dsn)) == (
         "error: no runtime '6f1c2a9e-0000-4000-8000-00000000ffff': no snapshot row has that id "
         "(`runtime list` shows them)")

@@ -107,21 +107,18 @@ SELECT r.instance_id, r.hostname, r.pid, awa.safe_ts(r.started_at) AS started_at
        -- by name from the row: a schema rolled back below v034 has no such columns
        j.row -> 'recent_events' AS recent_events, j.row ->> 'lead_refusal' AS lead_refusal
 FROM awa.runtime_instances r CROSS JOIN LATERAL (SELECT to_jsonb(r) - 'manifest' AS row) j
-WHERE r.instance_id = %(id)s
+WHERE r.instance_id::text = %(id)s
 """
 
 
 def runtime_events(conn: Any, instance_id: uuid.UUID | str, now: datetime | None = None) -> RuntimeEvents | None:
-    """One runtime's recent events (None when no snapshot row has that id), read at `now`
-    (DB time when omitted). A malformed id is refused in one line."""
-    from awa_tui.engine.core.errors import ValidationError
-    from awa_tui.printable import printable
-
+    """One runtime's recent events (None when no snapshot row has that id, a malformed one
+    included: compared as text, so a database without the schema still says so first), read
+    at `now` (DB time when omitted)."""
     try:
-        wanted = instance_id if isinstance(instance_id, uuid.UUID) else uuid.UUID(instance_id.strip())
+        wanted = str(instance_id if isinstance(instance_id, uuid.UUID) else uuid.UUID(instance_id.strip()))
     except ValueError:
-        raise ValidationError(f"not a runtime instance id: {printable(str(instance_id))!r} (`runtime list` "
-                              "shows them)") from None
+        wanted = str(instance_id)
     row = conn.execute(EVENTS_SQL, {"id": wanted, "now": now}).fetchone()
     if row is None:
         return None

@@ -12,7 +12,6 @@ import pytest
 from helpers import wait_for
 
 from awa_tui import Client
-from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.read.events import (
     EVENTS_KEPT,
     RecentEvents,
@@ -105,12 +104,13 @@ def test_a_forced_stop_and_a_row_without_events_read_their_start_and_stop(client
     assert found is not None
     assert found.events == (RuntimeEvent(at=row["stopped_at"], kind="stopped"),
                             RuntimeEvent(at=row["started_at"], kind="started"))
+    pasted = runtime_events(conn, f" {str(client.identity.instance_id).upper()} ", now=found.now)  # as pasted
+    assert pasted == found
 
 
 def test_an_unknown_or_malformed_id(conn: psycopg.Connection[Any]) -> None:
     assert runtime_events(conn, "6f1c2a9e-0000-4000-8000-00000000ffff") is None
-    with pytest.raises(ValidationError, match="not a runtime instance id: 'nope'"):
-        runtime_events(conn, "nope")
+    assert runtime_events(conn, "nope") is None
 
 
 def test_events_are_pinned_to_db_time_once_and_bounded() -> None:
