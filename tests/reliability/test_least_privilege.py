@@ -38,6 +38,7 @@ TARGETS: dict[tuple[str, ...], dict[str, str]] = {
     ("cron", "delete"): {"name": "rel-made"},
     ("alerts", "test"): {"sink": "rel-sink"},  # a sink that exists: only the privilege check can refuse
     ("alerts", "sinks", "remove"): {"name": "rel-sink"},
+    ("runtime", "events"): {"instance": "6f1c2a9e-0000-4000-8000-00000000beef"},  # the seeded runtime row
 }
 PASSWORD = "rel-pw"
 
@@ -73,7 +74,10 @@ def seeded(dsn: str, conn: psycopg.Connection[Any]) -> str:
         admin.actions.queue_pause("rel-pq")
         discarded = admin.actions.trigger("rel-x")  # job 2 (the trigger above made job 1)
         admin.actions.set_calendar("rel-x", [date(2025, 12, 25)])  # `calendar show|delete rel-x`
+        admin.runtime.snapshot()  # a runtime row (`runtime events`), its id set below
     conn.execute("UPDATE awa.jobs SET state = 'discarded', finalized_at = now() WHERE id = %s", (discarded.id,))
+    conn.execute("UPDATE awa.runtime_instances SET instance_id = %s",
+                 (TARGETS[("runtime", "events")]["instance"],))
     return dsn
 
 
