@@ -28,9 +28,11 @@ def test_a_runtime_keeps_reporting_on_the_schema_before_its_events(dsn: str, cli
     assert migrations.migrate_down(dsn, version - 1) == newer[::-1]
     with psycopg.connect(dsn, autocommit=True, row_factory=dict_row) as conn:  # type: ignore[arg-type]
         assert {"recent_events", "lead_refusal"} & _columns(conn) == set()
-        client.runtime.snapshot()  # the fallback statement: no error
-        seen = conn.execute("SELECT last_seen_at, started_at FROM awa.runtime_instances").fetchone()
+        conn.execute("UPDATE awa.runtime_instances SET leader_protocol = NULL")
+        client.runtime.snapshot()  # the fallback statement: no error, and every column it still has written
+        seen = conn.execute("SELECT last_seen_at, started_at, leader_protocol FROM awa.runtime_instances").fetchone()
         assert seen is not None and seen["last_seen_at"] > seen["started_at"]
+        assert seen["leader_protocol"] == client.identity.leader_protocol  # not the fallback for before v019
         found = runtime_events(conn, client.identity.instance_id)
         assert found is not None and [(e.kind, e.at) for e in found.events] == [("started", seen["started_at"])]
         assert [r.lead_refusal for r in client.reads.list_runtimes()] == [None]
