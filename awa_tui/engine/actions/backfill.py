@@ -19,8 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
-from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.audit import begin_action, jsonable
 from awa_tui.engine.core.db import db_now
 from awa_tui.engine.core.errors import Conflict, ValidationError
 from awa_tui.engine.core.guards import check_operator
@@ -48,17 +49,6 @@ WHERE metadata ? 'cron_name' AND metadata ->> 'cron_name' = %(name)s AND metadat
   AND awa.try_timestamptz(metadata ->> 'cron_fire_time') BETWEEN %(lo)s AND %(hi)s
 """
 
-INSERT_SQL = """
-INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags)
-SELECT c.kind, c.queue, c.args, 'available', c.priority, 0, c.max_attempts,
-       c.metadata || jsonb_build_object('cron_name', c.name, 'cron_fire_time', f.fire_iso,
-                                        'backfill', true, 'backfilled_by', %(operator)s::text),
-       c.tags
-FROM awa.cron_jobs c, unnest(%(fires)s::text[]) WITH ORDINALITY AS f(fire_iso, seq)
-WHERE c.name = %(name)s
-ORDER BY f.seq
-RETURNING id
-"""
 
 
 @dataclass(frozen=True)
@@ -141,14 +131,12 @@ def backfill(
                 f"backfill of {name!r} would enqueue {many} jobs, over the limit of {max_count}; pass a higher max"
             )
         job_ids: tuple[int, ...] = ()
-        if not dry_run and todo:
-            fires = "{" + ",".join(f'"{iso_utc(t)}"' for t in todo) + "}"
+        if not dry_run:  # the jobs and their audit event, by the schema's function
+            detail = {"from": iso_utc(from_at), "to": iso_utc(to_at), "count": len(todo),
+                      "already_fired": len(passed) - len(todo)}
             job_ids = tuple(r["id"] for r in conn.execute(
-                INSERT_SQL, {"name": name, "fires": fires, "operator": operator}))
-        if not dry_run:
-            record_event(conn, "backfill", name, None, {"count": len(todo)},
-                         {"from": iso_utc(from_at), "to": iso_utc(to_at), "count": len(todo),
-                          "already_fired": len(passed) - len(todo)})
+                "SELECT j AS id FROM awa.backfill_jobs(%s, %s, %s) j",
+                (name, [iso_utc(t) for t in todo], Jsonb(jsonable(detail)))))
     return BackfillResult(
         schedule=name, from_at=from_at, to_at=to_at, dry_run=dry_run, instants=tuple(todo),
         already_fired=len(passed) - len(todo), left_to_scheduler=len(instants) - len(passed), job_ids=job_ids,

@@ -23,10 +23,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from awa_tui.engine.actions.lifecycle import RESTORE_SET
 from awa_tui.engine.actions.ops import PAUSE_SET, PauseWindow, past_end, pause_window
-from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.audit import begin_action, jsonable
 from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY, db_now
 from awa_tui.engine.core.errors import NotFound, ValidationError
 from awa_tui.engine.core.guards import check_operator
@@ -109,16 +110,6 @@ ACTIONS: dict[str, _Action] = {
     "adopt": _Action(_check_adopt, "owner = %(owner)s", True),
 }
 
-# ops.trigger's job, for many schedules at once.
-_TRIGGER_SQL = (
-    "INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags) "
-    "SELECT kind, queue, args, 'available', priority, 0, max_attempts, "
-    "metadata || jsonb_build_object('cron_name', name, 'triggered_manually', true, "
-    "'triggered_by', %(by)s::text), tags FROM awa.cron_jobs WHERE name = ANY(%(names)s::text[]) ORDER BY name "
-    "RETURNING id, metadata ->> 'cron_name' AS name"
-)
-
-
 def select_names(
     conn: psycopg.Connection[Any], names: Sequence[str] | None, where: Filter | None, now: datetime | None = None
 ) -> list[str]:
@@ -197,9 +188,10 @@ def _batch(
                   "until": window.until if window else None, "reason": window.reason if window else None}
         job_ids: dict[str, int] = {}
         if verb == "trigger":
-            for job in conn.execute(_TRIGGER_SQL, params).fetchall():
-                job_ids[job["name"]] = int(job["id"])
-                record_event(conn, "trigger", job["name"], None, {"job_id": job["id"]}, detail)
+            for name in sorted(eligible):  # each job and its audit event, by the schema's function
+                job = conn.execute("SELECT id FROM awa.trigger_job(%s, %s)", (name, Jsonb(jsonable(detail)))).fetchone()
+                assert job is not None
+                job_ids[name] = int(job["id"])
             changed = set(job_ids)
         else:
             changed = {

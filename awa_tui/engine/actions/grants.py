@@ -63,9 +63,10 @@ WRITES: dict[str, dict[str, str]] = {
         "runtime": f"INSERT, UPDATE ({', '.join(RUNTIME_SCHEDULE_COLUMNS)})",
         "operator": f"UPDATE ({', '.join(OPERATOR_SCHEDULE_COLUMNS)}), DELETE",
     },
-    # DELETE: retention prunes finished jobs (the leader, and `jobs prune` by hand); run_at:
-    # an operator's retry runs the job now.
-    "jobs": {"runtime": "INSERT, UPDATE, DELETE", "operator": "INSERT, UPDATE (state, finalized_at, run_at), DELETE"},
+    # The fire statement and the worker write jobs, the leader's retention prunes them. An
+    # operator's trigger, backfill, retry, cancel, drain and prune go through the audited
+    # functions of OPERATOR_FUNCTIONS (v033): no direct write, so none without its audit row.
+    "jobs": {"runtime": "INSERT, UPDATE, DELETE"},
     "queue_meta": {"operator": "INSERT, UPDATE (paused, paused_at, paused_by)"},
     "runtime_instances": {"runtime": "INSERT, UPDATE, DELETE"},
     "leader_lease": {"runtime": "INSERT, UPDATE"},
@@ -79,11 +80,11 @@ WRITES: dict[str, dict[str, str]] = {
     "cron_jobs_changes": {},
     "cron_jobs_changes_pruned": {},
     "ledger_meta": {},
-    "ledger_pruned": {"runtime": "INSERT, UPDATE", "operator": "INSERT, UPDATE"},
+    "ledger_pruned": {"runtime": "INSERT, UPDATE"},  # an operator's prune: awa.prune_jobs (v033)
     # How far the leader's retention walk has got (v027): one row, the leader's.
     "retention_progress": {"runtime": "UPDATE"},
     # The fire statement records skipped_overlap instants; retention prunes them.
-    "fire_skips": {"runtime": "INSERT, DELETE", "operator": "DELETE"},
+    "fire_skips": {"runtime": "INSERT, DELETE"},
     "audit_log": {},
     "schema_migrations": {},
     # Who may run and lead (v019): changed by `awa-tui migrate --leaders-from`, the owner's.
@@ -117,9 +118,21 @@ WRITES: dict[str, dict[str, str]] = {
     # Which team's role may act on which owner (v032): written by `db grants --owner-role`.
     "owner_grants": {},
 }
-OPERATOR_FUNCTIONS = (
+# The audit gate, its events, and the writes to jobs an action makes (v033): each function
+# does the write and its audit row together, after the gate for that action, on the targets
+# the caller's role may act on. A team's role gets TEAM_FUNCTIONS of them.
+TEAM_FUNCTIONS = (
     "awa.begin_action(text, text, jsonb)",
     "awa.record_event(text, text, jsonb, jsonb, jsonb)",
+    "awa.trigger_job(text, jsonb)",
+    "awa.backfill_jobs(text, text[], jsonb)",
+    "awa.retry_job(bigint)",
+    "awa.cancel_job(bigint)",
+)
+OPERATOR_FUNCTIONS = (
+    *TEAM_FUNCTIONS,
+    "awa.drain_queue(text)",
+    "awa.prune_jobs(timestamp with time zone, integer, integer, timestamp with time zone, bigint, jsonb)",
 )
 # The runtime's: an owner's reconciliation (its capability for the fence, v021), the sync
 # notes' pruning, whether it may lead (the election calls it as the runtime, v019), and the
@@ -277,7 +290,6 @@ TEAM_SCHEDULE_COLUMNS = (
 )
 TEAM_WRITES = {
     "cron_jobs": f"UPDATE ({', '.join(TEAM_SCHEDULE_COLUMNS)})",
-    "jobs": "INSERT, UPDATE (state, finalized_at, run_at)",
 }
 # The alert sinks hold webhook addresses: not a team's to read (it reads its alerts, v033).
 TEAM_UNREADABLE = ("alert_sinks",)
@@ -338,7 +350,7 @@ def owner_role(role: str, owners: list[str] | tuple[str, ...], *, revoke: bool =
         f"GRANT USAGE ON SCHEMA awa TO {role}",
         f"GRANT SELECT ON {', '.join(f'awa.{t}' for t in readable)} TO {role}",
         *(f"GRANT {privileges} ON awa.{table} TO {role}" for table, privileges in TEAM_WRITES.items()),
-        *(f"GRANT EXECUTE ON FUNCTION {f} TO {role}" for f in OPERATOR_FUNCTIONS),
+        *(f"GRANT EXECUTE ON FUNCTION {f} TO {role}" for f in TEAM_FUNCTIONS),
         "INSERT INTO awa.owner_grants (role, owner) VALUES "
         + ", ".join(f"({_literal(role)}, {_literal(o)})" for o in chosen),
         "-- Its rows only: a restrictive policy of its own on each table under row-level security",

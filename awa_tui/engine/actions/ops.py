@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.audit import begin_action
 from awa_tui.engine.core.db import PROTOCOL_LOCK_KEY
 from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.core.guards import check_operator, check_pause_reason
@@ -28,14 +28,14 @@ from awa_tui.printable import printable
 SCHEDULE_STATE_COLUMNS = listed(ACTION_ROW)
 
 
-# What an operator action needs: to pause a schedule (column-level grants count), to insert
-# a job (trigger), and the audit gate (awa.begin_action; the trail itself is written by the
-# database, so INSERT on awa.audit_log is neither needed nor granted).
+# What an operator action needs: to pause a schedule (column-level grants count) and the
+# audit gate (awa.begin_action; the trail itself is written by the database, so INSERT on
+# awa.audit_log is neither needed nor granted). A job is made by awa.trigger_job (v033),
+# granted with the gate: no role but the runtime writes awa.jobs itself.
 WRITE_ACCESS_SQL = """
 SELECT current_user AS role, pg_is_in_recovery() AS standby,
        current_setting('transaction_read_only') = 'on' AS read_only_session,
        has_column_privilege('awa.cron_jobs', 'paused_at', 'UPDATE') AS schedules,
-       has_table_privilege('awa.jobs', 'INSERT') AS jobs,
        coalesce(has_function_privilege(to_regprocedure('awa.begin_action(text, text, jsonb)'), 'EXECUTE'),
                 false) AS audit
 """
@@ -56,7 +56,6 @@ def write_refusal(conn: psycopg.Connection[Any]) -> str | None:
     if row["read_only_session"]:
         return "the session is read-only (default_transaction_read_only)"
     missing = [what for what, ok in (("UPDATE on awa.cron_jobs", row["schedules"]),
-                                     ("INSERT on awa.jobs", row["jobs"]),
                                      ("EXECUTE on awa.begin_action", row["audit"])) if not ok]
     if missing:
         return f"role {row['role']} lacks {', '.join(missing)}"
@@ -212,16 +211,10 @@ def trigger(conn: psycopg.Connection[Any], name: str, operator: str) -> dict[str
     with _action(conn, operator, "trigger", lambda: lock_schedule(conn, name)) as row:
         if row["retired_at"] is not None:
             raise Conflict(f"schedule {name!r} is retired; restore it before triggering")
+        # The job and its audit event, by the schema's function (the role writes no job itself).
         job = conn.execute(
-            "INSERT INTO awa.jobs (kind, queue, args, state, priority, attempt, max_attempts, metadata, tags) "
-            "SELECT kind, queue, args, 'available', priority, 0, max_attempts, "
-            "metadata || jsonb_build_object('cron_name', name, 'triggered_manually', true, "
-            "'triggered_by', %s::text), tags FROM awa.cron_jobs WHERE name = %s "
-            "RETURNING id, kind, queue, state, metadata, created_at",
-            (operator, name),
-        ).fetchone()
+            "SELECT id, kind, queue, state, metadata, created_at FROM awa.trigger_job(%s)", (name,)).fetchone()
         assert job is not None
-        record_event(conn, "trigger", name, None, {"job_id": job["id"]})
         return job
 
 
@@ -315,11 +308,8 @@ def queue_drain(conn: psycopg.Connection[Any], queue: str, operator: str) -> dic
     operator = check_operator(operator)
     _check_queue_name(queue)
     with _action(conn, operator, "queue_drain", lambda: _lock_queue(conn, queue)):
-        rows = conn.execute(
-            "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() "
-            "WHERE queue = %s AND state IN ('available', 'retryable') RETURNING id",
-            (queue,),
-        ).fetchall()
-        result = {"queue": queue, "cancelled": len(rows)}
-        record_event(conn, "queue_drain", f"queue:{queue}", {"waiting": len(rows)}, {"waiting": 0}, result)
+        # The cancels and their audit event, by the schema's function.
+        row = conn.execute("SELECT awa.drain_queue(%s) AS n", (queue,)).fetchone()
+        assert row is not None
+        result = {"queue": queue, "cancelled": int(row["n"])}
         return result

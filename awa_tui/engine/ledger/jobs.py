@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.audit import begin_action
 from awa_tui.engine.core.db import db_now
 from awa_tui.engine.core.errors import Conflict, NotFound, ValidationError
 from awa_tui.engine.core.guards import check_operator
@@ -197,10 +197,14 @@ def fails_24h(conn: psycopg.Connection[Any], now: datetime | None = None) -> dic
     return fails_since(conn, (now or db_now(conn)) - timedelta(hours=24))
 
 
-def _lock_job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
+# A job's change as the schema's functions (v033) return it: they lock the job, check its
+# state again, change it and write the audit event; no role but the runtime writes awa.jobs.
+_CHANGE = "id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule"
+
+
+def _read_job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
     row = conn.execute(
-        "SELECT id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule "
-        "FROM awa.jobs WHERE id = %s FOR UPDATE",
+        f"SELECT {_CHANGE} FROM awa.jobs WHERE id = %s",
         (job_id,),
     ).fetchone()
     if row is None:
@@ -213,19 +217,13 @@ def retry_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> JobC
     operator = check_operator(operator)
     with conn.transaction():
         begin_action(conn, operator, "job_retry")
-        before = _lock_job(conn, job_id)
+        before = _read_job(conn, job_id)
         if before["state"] not in ("retryable", "discarded", "cancelled"):
             why = {"completed": "it completed", "running": "it is running",
                    "available": "it is already waiting to run"}.get(before["state"], before["state"])
             raise Conflict(f"job {job_id} cannot be retried: {why} (state {before['state']})")
-        after = conn.execute(
-            "UPDATE awa.jobs SET state = 'available', run_at = now(), finalized_at = NULL WHERE id = %s "
-            "RETURNING id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule",
-            (job_id,),
-        ).fetchone()
+        after = conn.execute(f"SELECT {_CHANGE} FROM awa.retry_job(%s)", (job_id,)).fetchone()
         assert after is not None
-        record_event(conn, "job_retry", f"job:{job_id}", {"state": before["state"]}, {"state": "available"},
-                     {"schedule": before["schedule"], "queue": before["queue"]})
     return JobChange(**after)
 
 
@@ -237,28 +235,11 @@ def cancel_job(conn: psycopg.Connection[Any], job_id: int, operator: str) -> Job
     operator = check_operator(operator)
     with conn.transaction():
         begin_action(conn, operator, "job_cancel")
-        before = _lock_job(conn, job_id)
-        if before["state"] == "running":
-            after = conn.execute(
-                "UPDATE awa.jobs SET cancel_requested_at = coalesce(cancel_requested_at, now()) WHERE id = %s "
-                "RETURNING id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule",
-                (job_id,),
-            ).fetchone()
-            assert after is not None
-            record_event(conn, "job_cancel", f"job:{job_id}", {"state": "running"},
-                         {"state": "running", "cancel": "asked of its runtime"},
-                         {"schedule": before["schedule"], "queue": before["queue"]})
-            return JobChange(**after)
-        if before["state"] not in WAITING_STATES:
+        before = _read_job(conn, job_id)
+        if before["state"] not in (*WAITING_STATES, "running"):
             finished = "finished" if before["state"] in FINISHED_STATES else before["state"]
             raise Conflict(f"job {job_id} is {finished} (state {before['state']}): only a waiting or running job "
                            "can be cancelled")
-        after = conn.execute(
-            "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() WHERE id = %s "
-            "RETURNING id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule",
-            (job_id,),
-        ).fetchone()
+        after = conn.execute(f"SELECT {_CHANGE} FROM awa.cancel_job(%s)", (job_id,)).fetchone()
         assert after is not None
-        record_event(conn, "job_cancel", f"job:{job_id}", {"state": before["state"]}, {"state": "cancelled"},
-                     {"schedule": before["schedule"], "queue": before["queue"]})
     return JobChange(**after)

@@ -19,8 +19,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
-from awa_tui.engine.core.audit import begin_action, record_event
+from awa_tui.engine.core.audit import begin_action, jsonable, record_event
 from awa_tui.engine.core.db import db_now
 from awa_tui.engine.core.errors import ValidationError
 from awa_tui.engine.core.guards import check_operator
@@ -92,6 +93,9 @@ marks AS (
 {_CURSOR.format(gone="del")}
 """
 
+OPERATOR_PRUNE_SQL = ("SELECT * FROM awa.prune_jobs(%(cutoff)s, %(keep)s, %(batch)s, %(after_at)s, %(after_id)s, "
+                      "%(detail)s)")
+
 DRY_RUN_SQL = f"WITH {_CANDIDATES}\n{_CURSOR.format(gone='doomed')}"
 
 # skipped_overlap records (awa.fire_skips, v009) past the horizon, one bounded batch per
@@ -153,8 +157,9 @@ def prune_jobs(
     """Prune jobs finished before `now - older_than`, keeping each schedule's last `keep`.
 
     `conn` in autocommit: every batch commits on its own. With `operator`, the prune is an
-    operator action: its first batch's transaction records a `jobs_prune` audit event
-    (nothing is deleted unaudited), and a second event records the totals. `max_batches`
+    operator action: each batch is awa.prune_jobs (v033), which records a `jobs_prune` audit
+    event for a batch that deleted anything (nothing is deleted unaudited), and a last
+    event records the totals. `max_batches`
     and `budget_s` (seconds, checked between batches) bound one call: the leader's
     housekeeping runs between evaluator passes. `duty` (0 < duty <= 1) paces a long prune:
     after a batch that took b seconds it waits b * (1 - duty) / duty, so the prune uses at
@@ -182,11 +187,14 @@ def prune_jobs(
     while (max_batches is None or batches < max_batches) and (
             budget_s is None or batches == 0 or time.monotonic() - started < budget_s):
         with conn.transaction():
-            if operator is not None and not dry_run and batches == 0:
-                begin_action(conn, operator, "jobs_prune", detail)
-                record_event(conn, "jobs_prune", "jobs", None, {"started": True}, detail)
             began = time.monotonic()
-            row = conn.execute(DRY_RUN_SQL if dry_run else PRUNE_SQL, params, prepare=False).fetchone()
+            if operator is not None and not dry_run:
+                # An operator's batch: the schema's function deletes and audits it (no role but
+                # the runtime, the leader's housekeeping below, deletes jobs itself).
+                begin_action(conn, operator, "jobs_prune", detail)
+                row = conn.execute(OPERATOR_PRUNE_SQL, {**params, "detail": Jsonb(jsonable(detail))}).fetchone()
+            else:
+                row = conn.execute(DRY_RUN_SQL if dry_run else PRUNE_SQL, params, prepare=False).fetchone()
             took = time.monotonic() - began
         assert row is not None
         batches += 1
@@ -203,7 +211,7 @@ def prune_jobs(
             time.sleep(took * (1 - duty) / duty)  # pacing, not synchronisation: yield the database
     if done and cursor is not None:  # the walk reached the end: the next one begins again
         cursor.after_at, cursor.after_id, cursor.laps = None, 0, cursor.laps + 1
-    if done and not dry_run:
+    if done and not dry_run and operator is None:  # an operator's last batch did it (awa.prune_jobs)
         conn.execute(SKIPS_PRUNE_SQL, {"cutoff": cutoff, "batch": batch}, prepare=False)
     if operator is not None and not dry_run:
         with conn.transaction():

@@ -36,7 +36,7 @@ async def test_console_offers_actions_to_an_operator_only(logins: Logins, dsn: s
     reason = {
         "operator": None,
         "runtime": f"role {user} lacks UPDATE on awa.cron_jobs, EXECUTE on awa.begin_action",
-        "readonly": f"role {user} lacks UPDATE on awa.cron_jobs, INSERT on awa.jobs, EXECUTE on awa.begin_action",
+        "readonly": f"role {user} lacks UPDATE on awa.cron_jobs, EXECUTE on awa.begin_action",
     }[key]
     mutations = {a.action for a in actions.ACTS if a.mutation}
     app = _console(logins.dsns[key])

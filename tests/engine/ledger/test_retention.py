@@ -112,7 +112,7 @@ def test_an_operator_prune_is_audited(client: Client, conn: psycopg.Connection[A
         "SELECT operator, action, target, after FROM awa.audit_log WHERE action = 'jobs_prune' ORDER BY id"
     ).fetchall()
     assert rows == [
-        {"operator": "ops-eve", "action": "jobs_prune", "target": "jobs", "after": {"started": True}},
+        {"operator": "ops-eve", "action": "jobs_prune", "target": "jobs", "after": {"deleted": 19}},
         {"operator": "ops-eve", "action": "jobs_prune", "target": "jobs", "after": {"deleted": 19, "done": True}},
     ]
 
