@@ -23,6 +23,7 @@ from owner_access_helpers import Teams, seed, teams
 
 from awa_tui import Client
 from awa_tui.engine import migrations
+from awa_tui.engine.actions.overrides import OverrideRequest
 
 # An operator's hand-written writes on awa.jobs (the issue's reproduction): a job of another
 # team's kind with a forged `triggered_by`, a cancel, a deletion of history.
@@ -209,5 +210,40 @@ def test_a_superusers_set_role_into_a_team_role_is_that_teams_scope(world: Teams
                 admin.execute("SELECT awa.begin_action('root', 'trigger')")
                 recorded = admin.execute("SELECT awa.record_event('trigger', 'payroll-run', NULL, NULL, '{}')")
                 assert recorded.fetchone() is not None
+    finally:
+        assert migrations.migrate(dsn) == FROM_V033
+
+
+def test_the_operator_role_redefines_no_unowned_schedule_by_hand_as_it_could_before(
+        world: Teams, dsn: str, conn: psycopg.Connection[Any]) -> None:
+    """"Why" 2, second half: the operator role updated an unowned schedule's arguments and
+    cron expression by hand (audited as a redefinition, not an override). Now refused; the
+    runtime's sync and the operator's override still redefine it."""
+    with Client(dsn) as code:
+        code.periodic("unowned", "0 3 * * *", "free.job")
+        code.sync()
+    statement = "UPDATE awa.cron_jobs SET args = '{\"evil\": 1}', cron_expr = '* * * * *' WHERE name = 'unowned'"
+    row = "SELECT cron_expr, args, overridden FROM awa.cron_jobs WHERE name = 'unowned'"
+    mark = _mark(conn)
+    with world.connect("operator") as ops:
+        refused = _refusal(ops, statement)
+    assert (refused.sqlstate, str(refused).splitlines()[0]) == (
+        "42501", "schedule \"unowned\": its definition is its code's; an operator overrides it (awa-tui cron override)")
+    assert conn.execute(row).fetchone() == {"cron_expr": "0 3 * * *", "args": {}, "overridden": None}
+    with Client(world.dsns["operator"], operator="alice@ops") as client:
+        assert client.actions.override("unowned", OverrideRequest(cron="0 4 * * *")).cron_expr == "0 4 * * *"
+    with Client(world.dsns["runtime"]) as runtime:
+        runtime.periodic("unowned", "0 5 * * *", "free.job", args={"a": 1})
+        runtime.sync()
+    assert conn.execute(row).fetchone() == {"cron_expr": "0 4 * * *", "args": {"a": 1},
+                                            "overridden": {"cron_expr": "0 5 * * *"}}
+    assert [a for a, *_ in _trail_since(conn, mark)] == ["override", "sync_definition"]
+    # Control: on v032 the same statement went through, audited as a redefinition.
+    assert migrations.migrate_down(dsn, V033 - 1) == FROM_V033[::-1]
+    try:
+        mark = _mark(conn)
+        with world.connect("operator") as ops:
+            assert ops.execute(statement).rowcount == 1  # type: ignore[arg-type]  # literal test SQL
+        assert _trail_since(conn, mark) == [("redefine", "unowned", world.users["operator"], world.users["operator"])]
     finally:
         assert migrations.migrate(dsn) == FROM_V033

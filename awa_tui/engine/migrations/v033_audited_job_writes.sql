@@ -17,6 +17,40 @@
 -- include: functions/action_label.sql
 -- include: functions/record_event.sql
 
+-- The issue's other half ("Why" 2): the operator role could UPDATE an unowned schedule's
+-- arguments and cron expression by hand (audited as a redefinition, not marked overridden),
+-- though it may not redefine. The fence now also sees an unowned row's change of the
+-- definition columns an operator may write (its override's), and refuses it but from a role
+-- that syncs (INSERT on awa.cron_jobs: the runtime) or an operator's override. The fire
+-- statement changes none of them: for an unowned row its WHEN clause compares seven columns
+-- more (an owned row's compares seventeen, as before), and the fence is not called.
+-- include: functions/cron_jobs_fence.sql
+DROP TRIGGER cron_jobs_fence ON awa.cron_jobs;
+CREATE TRIGGER cron_jobs_fence
+    BEFORE UPDATE ON awa.cron_jobs
+    FOR EACH ROW
+    WHEN (
+        OLD.retired_at IS NOT NULL
+        OR NEW.retired_at IS NOT NULL
+        OR NEW.retired_by IS DISTINCT FROM OLD.retired_by
+        OR NEW.owner IS DISTINCT FROM OLD.owner
+        OR (OLD.owner IS NOT NULL
+            AND (NEW.cron_expr, NEW.timezone, NEW.kind, NEW.queue, NEW.args, NEW.priority,
+                 NEW.max_attempts, NEW.tags, NEW.metadata, NEW.missed_fire_policy,
+                 NEW.max_lateness, NEW.expect_success_within, NEW.max_consecutive_failures,
+                 NEW.pause_after_failures, NEW.cron_written, NEW.jitter_ms, NEW.overridden)
+                IS DISTINCT FROM
+                (OLD.cron_expr, OLD.timezone, OLD.kind, OLD.queue, OLD.args, OLD.priority,
+                 OLD.max_attempts, OLD.tags, OLD.metadata, OLD.missed_fire_policy,
+                 OLD.max_lateness, OLD.expect_success_within, OLD.max_consecutive_failures,
+                 OLD.pause_after_failures, OLD.cron_written, OLD.jitter_ms, OLD.overridden))
+        OR (OLD.owner IS NULL
+            AND (NEW.cron_expr, NEW.timezone, NEW.queue, NEW.args, NEW.priority, NEW.cron_written, NEW.overridden)
+                IS DISTINCT FROM
+                (OLD.cron_expr, OLD.timezone, OLD.queue, OLD.args, OLD.priority, OLD.cron_written, OLD.overridden))
+    )
+    EXECUTE FUNCTION awa.cron_jobs_fence();
+
 -- A job now for a schedule (S17), of the schedule's kind, queue and arguments; refused for a
 -- retired one. `triggered_by` is the operator who passed the gate.
 CREATE FUNCTION awa.trigger_job(schedule text, detail jsonb DEFAULT '{}'::jsonb) RETURNS SETOF awa.jobs

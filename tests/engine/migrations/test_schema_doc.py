@@ -83,7 +83,8 @@ def test_an_included_function_is_applied(dsn: str, tmp_path: Path, monkeypatch: 
         assert conn.execute("SELECT max(version) AS v FROM awa.schema_migrations").fetchone() == {"v": version}
     where = schema_doc.defined_in()
     assert where["include_probe"] == f"functions/include_probe.sql (included by v{version:03d}_include_probe.sql)"
-    assert where["cron_jobs_fence"] == "v021_fence_by_role.sql"  # grep: its last CREATE
+    assert where["fence_grant"] == "v021_fence_by_role.sql"  # grep: its last CREATE
+    assert where["cron_jobs_fence"] == "functions/cron_jobs_fence.sql (included by v033_audited_job_writes.sql)"
 
 
 def test_a_missing_include_fails_in_one_line_before_anything_runs(
