@@ -1,4 +1,4 @@
-"""Security III, "the operator role writes jobs with no audit row" (v033): the operator's and a
+"""Security III, "the operator role writes jobs with no audit row" (v035): the operator's and a
 team's roles write no job by hand; awa-tui's trigger, backfill, retry, cancel, drain and
 prune go through the schema's SECURITY DEFINER functions, each writing its one audit row,
 scoped to the role the caller is (a superuser's SET ROLE into a team's role included).
@@ -34,8 +34,8 @@ HAND_WRITTEN = {
               "WHERE metadata ->> 'cron_name' = 'invoice'",
     "delete": "DELETE FROM awa.jobs WHERE metadata ->> 'cron_name' = 'billing-report'",
 }
-V033 = next(m.version for m in migrations.available() if m.name == "audited_job_writes")
-FROM_V033 = [m.version for m in migrations.available() if m.version >= V033]
+V035 = next(m.version for m in migrations.available() if m.name == "audited_job_writes")
+FROM_V035 = [m.version for m in migrations.available() if m.version >= V035]
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_the_operator_role_writes_no_job_by_hand_as_it_could_before(world: Teams
                     "42501", "permission denied for table jobs"), what
     assert _jobs_and_trail(conn) == before
     # Control: on v032 the same statements went through, and the trail said nothing of them.
-    assert migrations.migrate_down(dsn, V033 - 1) == FROM_V033[::-1]
+    assert migrations.migrate_down(dsn, V035 - 1) == FROM_V035[::-1]
     try:
         with world.connect("operator") as ops:
             done = {what: ops.execute(statement).rowcount  # type: ignore[arg-type]  # literal test SQL
@@ -88,7 +88,7 @@ def test_the_operator_role_writes_no_job_by_hand_as_it_could_before(world: Teams
         assert done == {"insert": 1, "cancel": 1, "delete": 1}
         assert conn.execute("SELECT count(*) AS n FROM awa.audit_log").fetchone() == before["trail"]
     finally:
-        assert migrations.migrate(dsn) == FROM_V033
+        assert migrations.migrate(dsn) == FROM_V035
     # Upgraded again: the layout applied before it loses the direct writes, keeps its actions.
     with world.connect("operator") as ops:
         assert str(_refusal(ops, HAND_WRITTEN["insert"])).splitlines()[0] == "permission denied for table jobs"
@@ -202,7 +202,7 @@ def test_a_superusers_set_role_into_a_team_role_is_that_teams_scope(world: Teams
             admin.execute("SELECT awa.begin_action('root', 'trigger')")
             assert admin.execute("SELECT count(*) FROM awa.trigger_job('payroll-run')").fetchone() == (1,)
     # Control: on v032 the same SET ROLE passed the gate's check on payroll's schedule.
-    assert migrations.migrate_down(dsn, V033 - 1) == FROM_V033[::-1]
+    assert migrations.migrate_down(dsn, V035 - 1) == FROM_V035[::-1]
     try:
         with psycopg.connect(dsn, autocommit=True) as admin:
             admin.execute(set_role)
@@ -211,7 +211,7 @@ def test_a_superusers_set_role_into_a_team_role_is_that_teams_scope(world: Teams
                 recorded = admin.execute("SELECT awa.record_event('trigger', 'payroll-run', NULL, NULL, '{}')")
                 assert recorded.fetchone() is not None
     finally:
-        assert migrations.migrate(dsn) == FROM_V033
+        assert migrations.migrate(dsn) == FROM_V035
 
 
 def test_the_operator_role_redefines_no_unowned_schedule_by_hand_as_it_could_before(
@@ -239,11 +239,11 @@ def test_the_operator_role_redefines_no_unowned_schedule_by_hand_as_it_could_bef
                                             "overridden": {"cron_expr": "0 5 * * *"}}
     assert [a for a, *_ in _trail_since(conn, mark)] == ["override", "sync_definition"]
     # Control: on v032 the same statement went through, audited as a redefinition.
-    assert migrations.migrate_down(dsn, V033 - 1) == FROM_V033[::-1]
+    assert migrations.migrate_down(dsn, V035 - 1) == FROM_V035[::-1]
     try:
         mark = _mark(conn)
         with world.connect("operator") as ops:
             assert ops.execute(statement).rowcount == 1  # type: ignore[arg-type]  # literal test SQL
         assert _trail_since(conn, mark) == [("redefine", "unowned", world.users["operator"], world.users["operator"])]
     finally:
-        assert migrations.migrate(dsn) == FROM_V033
+        assert migrations.migrate(dsn) == FROM_V035

@@ -131,7 +131,7 @@ REFUSED = {
     "UPDATE awa.cron_jobs SET retired_at = now() WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
     "UPDATE awa.cron_jobs SET owner = 'billing' WHERE name = 'payroll-run'": "permission denied for table cron_jobs",
     "DELETE FROM awa.jobs": "permission denied for table jobs",
-    # A team writes no job itself (v033): its trigger, backfill, retry and cancel are audited functions.
+    # A team writes no job itself (v035): its trigger, backfill, retry and cancel are audited functions.
     "UPDATE awa.jobs SET state = 'cancelled', finalized_at = now() WHERE metadata ->> 'cron_name' = 'payroll-run'":
         "permission denied for table jobs",
     "INSERT INTO awa.jobs (kind, metadata) VALUES ('payroll.job', '{\"cron_name\": \"payroll-run\"}')":

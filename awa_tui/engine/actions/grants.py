@@ -65,7 +65,7 @@ WRITES: dict[str, dict[str, str]] = {
     },
     # The fire statement and the worker write jobs, the leader's retention prunes them. An
     # operator's trigger, backfill, retry, cancel, drain and prune go through the audited
-    # functions of OPERATOR_FUNCTIONS (v033): no direct write, so none without its audit row.
+    # functions of OPERATOR_FUNCTIONS (v035): no direct write, so none without its audit row.
     "jobs": {"runtime": "INSERT, UPDATE, DELETE"},
     "queue_meta": {"operator": "INSERT, UPDATE (paused, paused_at, paused_by)"},
     "runtime_instances": {"runtime": "INSERT, UPDATE, DELETE"},
@@ -80,7 +80,7 @@ WRITES: dict[str, dict[str, str]] = {
     "cron_jobs_changes": {},
     "cron_jobs_changes_pruned": {},
     "ledger_meta": {},
-    "ledger_pruned": {"runtime": "INSERT, UPDATE"},  # an operator's prune: awa.prune_jobs (v033)
+    "ledger_pruned": {"runtime": "INSERT, UPDATE"},  # an operator's prune: awa.prune_jobs (v035)
     # How far the leader's retention walk has got (v027): one row, the leader's.
     "retention_progress": {"runtime": "UPDATE"},
     # The fire statement records skipped_overlap instants; retention prunes them.
@@ -118,7 +118,7 @@ WRITES: dict[str, dict[str, str]] = {
     # Which team's role may act on which owner (v032): written by `db grants --owner-role`.
     "owner_grants": {},
 }
-# The audit gate, its events, and the writes to jobs an action makes (v033): each function
+# The audit gate, its events, and the writes to jobs an action makes (v035): each function
 # does the write and its audit row together, after the gate for that action, on the targets
 # the caller's role may act on. A team's role gets TEAM_FUNCTIONS of them.
 TEAM_FUNCTIONS = (

@@ -30,7 +30,7 @@ SCHEDULE_STATE_COLUMNS = listed(ACTION_ROW)
 
 # What an operator action needs: to pause a schedule (column-level grants count) and the
 # audit gate (awa.begin_action; the trail itself is written by the database, so INSERT on
-# awa.audit_log is neither needed nor granted). A job is made by awa.trigger_job (v033),
+# awa.audit_log is neither needed nor granted). A job is made by awa.trigger_job (v035),
 # granted with the gate: no role but the runtime writes awa.jobs itself.
 WRITE_ACCESS_SQL = """
 SELECT current_user AS role, pg_is_in_recovery() AS standby,

@@ -197,7 +197,7 @@ def fails_24h(conn: psycopg.Connection[Any], now: datetime | None = None) -> dic
     return fails_since(conn, (now or db_now(conn)) - timedelta(hours=24))
 
 
-# A job's change as the schema's functions (v033) return it: they lock the job, check its
+# A job's change as the schema's functions (v035) return it: they lock the job, check its
 # state again, change it and write the audit event; no role but the runtime writes awa.jobs.
 _CHANGE = "id, state, attempt, max_attempts, queue, metadata ->> 'cron_name' AS schedule"
 

@@ -157,7 +157,7 @@ def prune_jobs(
     """Prune jobs finished before `now - older_than`, keeping each schedule's last `keep`.
 
     `conn` in autocommit: every batch commits on its own. With `operator`, the prune is an
-    operator action: each batch is awa.prune_jobs (v033), which records a `jobs_prune` audit
+    operator action: each batch is awa.prune_jobs (v035), which records a `jobs_prune` audit
     event for a batch that deleted anything (nothing is deleted unaudited), and a last
     event records the totals. `max_batches`
     and `budget_s` (seconds, checked between batches) bound one call: the leader's

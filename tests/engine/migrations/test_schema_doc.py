@@ -84,7 +84,7 @@ def test_an_included_function_is_applied(dsn: str, tmp_path: Path, monkeypatch: 
     where = schema_doc.defined_in()
     assert where["include_probe"] == f"functions/include_probe.sql (included by v{version:03d}_include_probe.sql)"
     assert where["fence_grant"] == "v021_fence_by_role.sql"  # grep: its last CREATE
-    assert where["cron_jobs_fence"] == "functions/cron_jobs_fence.sql (included by v033_audited_job_writes.sql)"
+    assert where["cron_jobs_fence"] == "functions/cron_jobs_fence.sql (included by v035_audited_job_writes.sql)"
 
 
 def test_a_missing_include_fails_in_one_line_before_anything_runs(

@@ -47,7 +47,7 @@ BEGIN
        AND NOT (operator_ctx <> '' AND current_setting('awa.action', true) IN ('override', 'override_reset'))
        AND NOT has_table_privilege(CASE WHEN current_setting('role') = 'none' THEN session_user::text
                                         ELSE current_setting('role') END, 'awa.cron_jobs', 'INSERT') THEN
-        -- v033: an unowned row's definition is its code's (a role that syncs, which may
+        -- v035: an unowned row's definition is its code's (a role that syncs, which may
         -- insert schedules: the runtime) or an operator's override; a hand-written UPDATE of
         -- it by another role (SET ROLE counted) is refused, not audited as a redefinition.
         RAISE EXCEPTION 'schedule %: its definition is its code''s; an operator overrides it (awa-tui cron override)',

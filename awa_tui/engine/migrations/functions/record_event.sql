@@ -6,7 +6,7 @@ DECLARE
     -- The login's scope (session_user) narrowed by the role it took with SET ROLE (the
     -- `role` setting, which this function does not change): a superuser's SET ROLE into a
     -- team's role is that team's, a SET ROLE to a wider role widens nothing. The same as
-    -- awa.caller_scope() (v033), written out so that this body works from v032 on.
+    -- awa.caller_scope() (v035), written out so that this body works from v032 on.
     login text[] := awa.owner_scope_of(session_user);
     taken text[] := CASE WHEN current_setting('role') = 'none' THEN NULL
                          ELSE awa.owner_scope_of(current_setting('role')::name) END;

@@ -1,4 +1,4 @@
--- v033: an operator's (and a team's) changes to jobs go through audited functions.
+-- v035: an operator's (and a team's) changes to jobs go through audited functions.
 --
 -- Until now the operator role and a team's role held INSERT, UPDATE and DELETE on awa.jobs
 -- so that awa-tui could trigger, backfill, retry, cancel, drain and prune, each action then

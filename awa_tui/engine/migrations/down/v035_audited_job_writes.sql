@@ -1,4 +1,4 @@
--- Undoes v033_audited_job_writes.sql (`awa-tui migrate --down-to 32` or lower): the roles
+-- Undoes v035_audited_job_writes.sql (`awa-tui migrate --down-to 34` or lower): the roles
 -- that were granted the job functions get back the direct writes on awa.jobs they held
 -- before (the operator's INSERT, DELETE and UPDATE of state, run_at, finalized_at, and the
 -- prune's INSERT and UPDATE of awa.ledger_pruned, DELETE of awa.fire_skips; a team's INSERT
