@@ -95,4 +95,4 @@ def test_an_owner_summary_row_shows_escaped() -> None:
         blockers=[{"code": HOSTILE, "message": "m"}],
     )
     cells = [cell.plain for cell in owners.cells(printable_row(summary))]
-    assert cells == [SHOWN, "none live", SHOWN, "0", "2", "0", "-", "+1 -3"]
+    assert cells == [SHOWN, "none live", SHOWN, "0", "2", "0", "-", "+1 -3", "-"]
