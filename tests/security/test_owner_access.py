@@ -121,6 +121,25 @@ def test_a_team_login_pauses_triggers_and_overrides_its_own_schedules(world: Tea
                                  ("override", "invoice"), ("job_cancel", f"job:{job.id}"))]
 
 
+def test_an_operator_and_a_team_login_reset_an_override(world: Teams, conn: psycopg.Connection[Any]) -> None:
+    """A reset writes the overridable columns only, which the operator's and a team's
+    UPDATE grant covers (it wrote every definition column, `kind` among them: refused)."""
+    before = conn.execute("SELECT cron_expr, queue, kind, args FROM awa.cron_jobs WHERE name = 'invoice'").fetchone()
+    for key, operator in (("operator", "alice@ops"), ("billing", "bob@billing")):
+        with Client(world.dsns[key], operator=operator) as who:
+            assert who.actions.override("invoice", OverrideRequest(cron="0 4 * * *", queue="late")).queue == "late"
+            after = who.actions.reset_override("invoice")
+            assert (after.cron_expr, after.queue) == ("0 3 * * *", "default")
+        assert conn.execute("SELECT cron_expr, queue, kind, args FROM awa.cron_jobs WHERE name = 'invoice'"
+                            ).fetchone() == before
+        assert conn.execute("SELECT overridden FROM awa.cron_jobs WHERE name = 'invoice'").fetchone() == {
+            "overridden": None}
+    assert [(r["action"], r["operator"]) for r in conn.execute(
+        "SELECT action, operator FROM awa.audit_log WHERE target = 'invoice' AND action LIKE 'override%%' "
+        "ORDER BY id")] == [("override", "alice@ops"), ("override_reset", "alice@ops"),
+                            ("override", "bob@billing"), ("override_reset", "bob@billing")]
+
+
 # Hand-written SQL by billing's login against payroll's row: each changes nothing, either
 # matching no row (the row is not there for it) or refused in one line.
 UNSEEN = (

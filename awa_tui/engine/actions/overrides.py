@@ -99,8 +99,11 @@ def _refuse_made_at_run_time(conn: psycopg.Connection[Any], name: str) -> None:
                        "not an override")
 
 
+# Only the overridable columns: `overridden` holds no other (an override writes nothing
+# else), and the operator's and a team's UPDATE grant covers these and no more.
+_CODE_VALUES = ", ".join(code_value("c", col) for col in OVERRIDE_COLUMNS)
 RESET_SQL = f"""
-UPDATE awa.cron_jobs c SET ({listed(DEFINITION)}) = ({", ".join(code_value("c", col) for col in DEFINITION)}),
+UPDATE awa.cron_jobs c SET ({listed(OVERRIDE_COLUMNS)}) = ({_CODE_VALUES}),
     {OVERRIDDEN} = NULL, updated_at = now(),
     next_fire_at = CASE WHEN c.{OVERRIDDEN} ?| ARRAY['cron_expr', 'timezone'] THEN NULL ELSE c.next_fire_at END
 WHERE c.name = %(name)s
