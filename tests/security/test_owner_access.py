@@ -8,7 +8,7 @@ import json
 import sys
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from awa_tui.engine.actions.overrides import OverrideRequest
 from awa_tui.engine.core.errors import AwaError
 from awa_tui.engine.cron.expression import Fire
 from awa_tui.engine.firing import evaluator
+from awa_tui.engine.ledger.retention import RetentionCursor, prune_jobs
 
 BOTH = sorted((*BILLING, *PAYROLL))
 # The rows of each table under row-level security, named by what ties them to a schedule.
@@ -138,6 +139,24 @@ def test_an_operator_and_a_team_login_reset_an_override(world: Teams, conn: psyc
         "SELECT action, operator FROM awa.audit_log WHERE target = 'invoice' AND action LIKE 'override%%' "
         "ORDER BY id")] == [("override", "alice@ops"), ("override_reset", "alice@ops"),
                             ("override", "bob@billing"), ("override_reset", "bob@billing")]
+
+
+def test_the_runtime_login_prunes_old_skipped_instants(world: Teams, conn: psycopg.Connection[Any]) -> None:
+    """The leader's retention walk, as the layout's runtime role, ends with a batch of
+    skipped instants past the horizon: it holds DELETE on them, not UPDATE, so the batch
+    may not lock them first (it did: `permission denied for table fire_skips`, and the
+    walk's progress was never recorded)."""
+    conn.execute("INSERT INTO awa.fire_skips (cron_name, fire_time, skipped_at, reason) VALUES "
+                 "('invoice', '2026-01-01T03:00Z', '2026-01-01T03:00Z', 'paused'), "
+                 "('invoice', '2026-12-01T03:00Z', '2026-12-01T03:00Z', 'paused')")
+    now = datetime(2026, 12, 6, tzinfo=UTC)
+    with world.connect("runtime") as runtime:
+        result = prune_jobs(runtime, timedelta(days=14), now=now, cursor=RetentionCursor())
+    assert result.done
+    assert [r["fire_time"] for r in conn.execute("SELECT fire_time FROM awa.fire_skips ORDER BY 1")] == [
+        datetime(2026, 12, 1, 3, tzinfo=UTC)]
+    assert conn.execute("SELECT pruned_through FROM awa.ledger_pruned WHERE cron_name = 'invoice'").fetchone() == {
+        "pruned_through": datetime(2026, 1, 1, 3, tzinfo=UTC)}
 
 
 # Hand-written SQL by billing's login against payroll's row: each changes nothing, either

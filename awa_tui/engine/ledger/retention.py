@@ -100,13 +100,15 @@ DRY_RUN_SQL = f"WITH {_CANDIDATES}\n{_CURSOR.format(gone='doomed')}"
 
 # skipped_overlap records (awa.fire_skips, v009) past the horizon, one bounded batch per
 # prune: the schedule's pruned mark moves over them, so such an instant then reads
-# `unknown (pruned)` like one whose job was pruned, never a wrong verdict.
+# `unknown (pruned)` like one whose job was pruned, never a wrong verdict. No row lock
+# first: the runtime's role may delete them, not update them (which FOR UPDATE needs); a
+# concurrent prune of the same rows waits on the delete and then finds them gone.
 SKIPS_PRUNE_SQL = """
 WITH gone AS (
     DELETE FROM awa.fire_skips s
     WHERE (s.cron_name, s.fire_time) IN (
         SELECT cron_name, fire_time FROM awa.fire_skips WHERE skipped_at < %(cutoff)s
-        ORDER BY skipped_at LIMIT %(batch)s FOR UPDATE SKIP LOCKED)
+        ORDER BY skipped_at LIMIT %(batch)s)
     RETURNING s.cron_name, s.fire_time
 ),
 marks AS (
