@@ -416,6 +416,20 @@ def stat_statements_ms(dsn: str) -> float:
         return row["ms"]
 
 
+def statement_stats(dsn: str, like: str) -> tuple[int, float]:
+    """Calls and total exec time (ms) so far of this database's statements whose text is
+    LIKE `like` (pg_stat_statements): one statement's cost, where stat_statements_ms sums all."""
+    with connect(dsn) as conn:
+        row = conn.execute(
+            """SELECT coalesce(sum(calls), 0)::bigint AS calls, coalesce(sum(total_exec_time), 0)::float8 AS ms
+               FROM pg_stat_statements
+               WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND query LIKE %s AND query NOT LIKE '%%pg_stat_statements%%'""", (like,)
+        ).fetchone()
+    assert row is not None
+    return int(row["calls"]), float(row["ms"])
+
+
 def reset_stat_statements(dsn: str) -> None:
     with connect(dsn) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")

@@ -43,12 +43,14 @@ from bench.scenarios import (
     cli_latency,
     console,
     cron_math,
+    drain,
     failover,
     fire_on_time,
     fresh_start,
     idle,
     overlap,
     per_second,
+    retention_soak,
     saturation,
     scale,
     sync,
@@ -68,6 +70,8 @@ QUICK = {
     "fresh_start": [10000],
     "calendar_mix": [10000],
     "alert_outage": [1000],
+    "drain": [20000],
+    "retention_soak": [200],
 }
 FULL = {
     "cron_math": [100000],
@@ -82,6 +86,8 @@ FULL = {
     "fresh_start": [100000],
     "calendar_mix": [100000],
     "alert_outage": [10000],
+    "drain": [1000000],
+    "retention_soak": [200],
 }
 # --scale: each figure at 10k, 100k and 1M, so the cost curve shows. The
 # smaller sizes run the same code on smaller fleets; the 1M targets are judged on 1M.
@@ -104,12 +110,18 @@ COMPARE = {
 ON_REQUEST = {"saturation": [1000, 2000, 5000, 10000, 20000, 40000]}
 PER_SECOND_WINDOW = {"quick": 20, "full": 60, "scale": 60}
 FAILOVER_REPEATS = {"quick": 2, "full": 5, "scale": 2}
+# The drain's worker concurrency (a fresh backlog each); 50 only where the backlog is small.
+DRAIN_CONCURRENCY = {"quick": (10, 50), "full": (10,), "scale": (10,)}
+# The retention soak: how long it runs and the horizon it prunes at (seconds).
+SOAK_SECONDS = {"quick": 150, "full": 540, "scale": 540}
+SOAK_HORIZON_S = {"quick": 30, "full": 60, "scale": 60}
 
 Scenario = Callable[[Server, Engine, list[int], Report, Engine | None], None]
 
 
 def scenarios(mode: str) -> dict[str, Scenario]:
     window_s, repeats = PER_SECOND_WINDOW[mode], FAILOVER_REPEATS[mode]
+    drain_c, soak_s, horizon_s = DRAIN_CONCURRENCY[mode], SOAK_SECONDS[mode], SOAK_HORIZON_S[mode]
     return {
         "cron_math": lambda s, e, sizes, r, u: cron_math.run(s, sizes, r),
         "sync": sync.run,
@@ -125,6 +137,8 @@ def scenarios(mode: str) -> dict[str, Scenario]:
         "calendar_mix": calendar_mix.run,
         "alert_outage": lambda s, e, sizes, r, u: alert_outage.run(s, e, sizes, r, u, window_s),
         "saturation": saturation.run,
+        "drain": lambda s, e, sizes, r, u: drain.run(s, sizes, r, drain_c),
+        "retention_soak": lambda s, e, sizes, r, u: retention_soak.run(s, sizes, r, soak_s, horizon_s),
     }
 
 

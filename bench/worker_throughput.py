@@ -57,13 +57,17 @@ def ours(dsn: str, n: int, concurrency: int) -> float:
     return drain_seconds(Client(dsn, operator="bench", concurrency=concurrency), n)
 
 
-def drain_seconds(client: Client, n: int) -> float:
+def drain_seconds(client: Client, n: int, *, every: int = 0, marks: list[float] | None = None,
+                  timeout_s: float = 600.0) -> float:
     """Seconds for `client`'s worker (not leading) to run `n` waiting no-op jobs of kind
-    `noop`, counted as each round's outcomes are written; the client is closed after."""
+    `noop`, counted as each round's outcomes are written; the client is closed after. With
+    `every` and `marks`, the seconds since the worker's start are appended to `marks` each
+    time another `every` jobs are done (the rate per slice of a long drain, bench.scenarios.drain)."""
     from awa_tui import Job
 
     done = threading.Event()
     count = {"n": 0}
+    began = {"at": time.perf_counter()}
     lock = threading.Lock()
 
     async def noop(job: Job) -> None:
@@ -72,17 +76,19 @@ def drain_seconds(client: Client, n: int) -> float:
     def counted(job: Job, state: str) -> None:
         with lock:
             count["n"] += 1
+            if marks is not None and every and count["n"] % every == 0:
+                marks.append(time.perf_counter() - began["at"])
             if count["n"] >= n:
                 done.set()
 
     client.register_handler("noop", noop)
     client.runtime.on_job.append(counted)  # told after each round's outcomes are written
     try:
-        began = time.perf_counter()
+        began["at"] = time.perf_counter()
         client.start(lead=False)
-        if not done.wait(600):
-            raise RuntimeError(f"{count['n']} of {n} jobs done after 600 s")
-        return time.perf_counter() - began
+        if not done.wait(timeout_s):
+            raise RuntimeError(f"{count['n']} of {n} jobs done after {timeout_s:g} s")
+        return time.perf_counter() - began["at"]
     finally:
         client.close()
 
