@@ -61,8 +61,9 @@ def drain_seconds(client: Client, n: int, *, every: int = 0, marks: list[float] 
                   timeout_s: float = 600.0) -> float:
     """Seconds for `client`'s worker (not leading) to run `n` waiting no-op jobs of kind
     `noop`, counted as each round's outcomes are written; the client is closed after. With
-    `every` and `marks`, the seconds since the worker's start are appended to `marks` each
-    time another `every` jobs are done (the rate per slice of a long drain, bench.scenarios.drain)."""
+    `every` and `marks`, the seconds since the worker's start are appended to `marks` when the
+    first job is done (the start-up is behind) and each time another `every` jobs are done
+    (the rate per slice of a long drain, bench/scenarios/drain.py)."""
     from awa_tui import Job
 
     done = threading.Event()
@@ -76,7 +77,7 @@ def drain_seconds(client: Client, n: int, *, every: int = 0, marks: list[float] 
     def counted(job: Job, state: str) -> None:
         with lock:
             count["n"] += 1
-            if marks is not None and every and count["n"] % every == 0:
+            if marks is not None and every and (count["n"] == 1 or count["n"] % every == 0):
                 marks.append(time.perf_counter() - began["at"])
             if count["n"] >= n:
                 done.set()

@@ -1,4 +1,4 @@
-"""Retention under a soak (issue 34, "Why" 14 and item 12): the jobs table stays flat while a
+"""Retention under a soak: the jobs table stays flat while a
 real runtime leads and works N per-second schedules beside DAILY daily ones whose kept
 history (a schedule's last `job_keep` jobs) lies past the horizon.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.common import Report, Row, Server, connect
+from bench.common import Report, Row, Server, connect, statement_stats
 
 KIND = "bench.noop"
 QUEUE = "soak"
@@ -41,6 +41,7 @@ KEEP = 50
 CONCURRENCY = 20
 SAMPLE_S = 30.0
 FLAT_PCT = 10.0
+PRUNE_LIKE = "%DELETE FROM awa.jobs j USING doomed%"  # engine/ledger/retention.py's PRUNE_SQL
 
 HISTORY_SQL = """
 INSERT INTO awa.jobs (kind, queue, state, attempt, run_at, created_at, attempted_at, finalized_at, metadata)
@@ -81,7 +82,8 @@ def sample(dsn: str, client: Any, began: float) -> Sample:
                   row["deleted"], lap_age, any(p.code == "retention_behind" for p in report.fleet))
 
 
-def soak(dsn: str, schedules: int, seconds: float, horizon: timedelta) -> list[Sample]:
+def soak(dsn: str, schedules: int, seconds: float, horizon: timedelta) -> tuple[list[Sample], tuple[int, float]]:
+    """The samples, and retention's batches: how many ran and their DB time (ms, pg_stat_statements)."""
     from awa_tui import Client, Job
     from awa_tui.engine.migrations import migrate
 
@@ -110,7 +112,7 @@ def soak(dsn: str, schedules: int, seconds: float, horizon: timedelta) -> list[S
             samples.append(sample(dsn, client, began))
     finally:
         client.close()
-    return samples
+    return samples, statement_stats(dsn, PRUNE_LIKE)
 
 
 def run(server: Server, sizes: list[int], report: Report, seconds: float, horizon_s: float) -> None:
@@ -119,7 +121,7 @@ def run(server: Server, sizes: list[int], report: Report, seconds: float, horizo
         size = f"{n:,} x 1/s + {DAILY} daily, horizon {horizon_s:g} s, {seconds / 60:g} min"
         load_before = os.getloadavg()[0]
         with server.database(f"soak_{n}") as dsn:
-            samples = soak(dsn, n, seconds, horizon)
+            samples, (batches, batch_ms) = soak(dsn, n, seconds, horizon)
         load_after = os.getloadavg()[0]
         report.note(f"retention_soak {size}: every {SAMPLE_S:g} s (s: rows, MB, waiting, laps, deleted) "
                     + "; ".join(f"{s.at:.0f}: {s.rows:,}, {s.bytes / 1e6:.1f}, {s.waiting:,}, {s.laps}, {s.deleted:,}"
@@ -145,6 +147,14 @@ def run(server: Server, sizes: list[int], report: Report, seconds: float, horizo
         report.add(Row("retention_soak", size, "awa.jobs size at the end", "", last.bytes / 1e6, "MB"))
         report.add(Row("retention_soak", size, "jobs waiting at the end", "", float(last.waiting), ""))
         report.add(Row("retention_soak", size, "jobs deleted by retention", "", float(last.deleted), ""))
+        end = samples[-2:]
+        if len(end) == 2:
+            rate = (end[1].deleted - end[0].deleted) / (end[1].at - end[0].at)
+            report.add(Row("retention_soak", size, f"deleted per second in the last window (fired: {n:,} a second)", "",
+                           round(rate, 1), "jobs/s"))
+        if batches:
+            report.add(Row("retention_soak", size, f"retention batches ({batches:,}), DB time each", "",
+                           batch_ms / batches, "ms"))
         windows = list(itertools.pairwise(samples))
         stalled = sum(1 for a, b in windows if b.laps <= a.laps)
         report.add(Row("retention_soak", size, f"windows of {SAMPLE_S:g} s in which the walk never reached the end",
