@@ -1,4 +1,4 @@
-"""The one entry point: `python -m bench.run [--full | --scale] [--compare] [--only NAME ...]`.
+"""The one entry point: `python -m bench.run [--full | --scale] [--compare] [--only NAME ...] [--sizes N ...]`.
 
 Starts (or reuses) an embedded PostgreSQL 18 under bench/.pg with default durability
 (fsync, synchronous_commit and full_page_writes on) unless AWA_BENCH_DATABASE_URL names a
@@ -172,22 +172,29 @@ def print_cells(title: str, headers: list[str], lines: list[list[str]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
 
 
-def scale_tables(report: Report) -> dict[str, object]:
+def scale_tables(report: Report, run_sizes: list[int] = SCALE_SIZES) -> dict[str, object]:
     """The --scale tables: the 1M targets, the cost curve, the CLI at 1M; printed
-    here and returned for the JSON (bench/results_md.py renders them the same way)."""
-    targets = scale.targets_1m(report.rows)
-    print_cells("1M targets", ["target", "limit", "measured", "pass", "figure"], [
-        [t["target"], t["limit"], fmt(t["value"], t["unit"]), "PASS" if t["passed"] else "FAIL", t["source"]]
-        for t in targets])
-    lines = curve(report.rows, SCALE_SIZES)
-    sizes = [str(n) for n in SCALE_SIZES]
-    print_cells("Cost curve", ["scenario", "metric", *(f"{n:,}" for n in SCALE_SIZES)], [
+    here and returned for the JSON (bench/results_md.py renders them the same way).
+    A run without 1M (`--sizes`) has no 1M tables: only its curve."""
+    top = SCALE_SIZES[-1]
+    targets = scale.targets_1m(report.rows) if top in run_sizes else []
+    if targets:
+        print_cells("1M targets", ["target", "limit", "measured", "pass", "figure"], [
+            [t["target"], t["limit"], fmt(t["value"], t["unit"]), "PASS" if t["passed"] else "FAIL", t["source"]]
+            for t in targets])
+    else:
+        print(f"\n1M targets: not judged (--sizes {' '.join(map(str, run_sizes))} has no {top:,})")
+    lines = curve(report.rows, run_sizes)
+    sizes = [str(n) for n in run_sizes]
+    print_cells("Cost curve", ["scenario", "metric", *(f"{n:,}" for n in run_sizes)], [
         [c["scenario"] + (f" ({c['size']})" if c["size"] else ""), c["metric"],
          *(fmt(c["values"].get(n), c["unit"]) for n in sizes)] for c in lines])
-    cli = [r for r in report.rows if r.scenario == "cli_latency" and size_of(r.size)[0] == SCALE_SIZES[-1]]
-    print_cells(f"CLI latency at {SCALE_SIZES[-1]:,}", ["command", "target", "measured", "pass"], [
-        [r.metric, r.target, fmt(r.ours, r.unit), {True: "PASS", False: "FAIL", None: ""}[r.passed]] for r in cli])
-    return {"targets_1m": targets, "curve": lines, "curve_sizes": SCALE_SIZES}
+    if top in run_sizes:
+        cli = [r for r in report.rows if r.scenario == "cli_latency" and size_of(r.size)[0] == top]
+        print_cells(f"CLI latency at {top:,}", ["command", "target", "measured", "pass"], [
+            [r.metric, r.target, fmt(r.ours, r.unit), {True: "PASS", False: "FAIL", None: ""}[r.passed]]
+            for r in cli])
+    return {"targets_1m": targets, "curve": lines, "curve_sizes": run_sizes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
                                   "the cost curve (under 20 minutes on 2 cores)")
     parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
+    parser.add_argument("--sizes", nargs="+", type=int, default=None, metavar="N",
+                        help="run every scenario at these sizes instead of the mode's (e.g. "
+                             "--scale --only scale --sizes 10000 100000: the scale tier below 1M)")
     parser.add_argument("--forward-other-kind", action="store_true",
                         help="install a forward (awa-tui forward procrastinate) of a kind no schedule has: "
                              "what the trigger costs the jobs it does not forward")
@@ -209,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
                              "bench/RESULTS.md; with --scale reference-scale.json and RESULTS-scale.md); a whole "
                              "run only (no --only)")
     args = parser.parse_args(argv)
-    if args.save_reference and args.only is not None:
-        parser.error("--save-reference records a whole run: drop --only")
+    if args.save_reference and (args.only is not None or args.sizes is not None):
+        parser.error("--save-reference records a whole run: drop --only and --sizes")
+    if args.sizes is not None and min(args.sizes) < 1:
+        parser.error(f"--sizes: each size is a count of at least 1, got {min(args.sizes)}")
     if args.scale and args.compare:
         parser.error("--scale runs awa-tui alone: drop --compare")
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
@@ -245,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     durations: dict[str, float] = {}  # seconds per scenario: what a time budget is spent on
     try:
         for name in names:
-            ours_sizes = sizes[name]
+            ours_sizes = args.sizes or sizes[name]
             if upstream is not None and name in COMPARE:
                 ours_sizes = sorted(set(ours_sizes) | set(COMPARE[name]))
             print(f"== {name} {ours_sizes}", file=sys.stderr, flush=True)
@@ -264,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
     print_table(report, compare=upstream is not None)
-    extra = scale_tables(report) if args.scale else {}
+    extra = scale_tables(report, sorted(args.sizes or SCALE_SIZES)) if args.scale else {}
     print(f"load average (1 min) during the run: start {load_summary['start_1min']:.2f}, "
           f"mean {load_summary['mean_1min']:.2f}, max {load_summary['max_1min']:.2f} on {machine['nproc']} CPUs")
     RESULTS_DIR.mkdir(exist_ok=True)

@@ -68,6 +68,24 @@ def _quantiles(ms: list[float]) -> dict[str, float]:
             "max_ms": max(ms) if ms else 0.0}
 
 
+def single_changes(dsn: str, client: Client, first: int, count: int) -> dict[str, dict[str, float]]:
+    """`count` tenants from number `first` on, each created, then each edited, then each
+    deleted, one app transaction per call (`_in_app_transaction`): the milliseconds of each
+    kind (p50, p99, max). What they leave behind is what was there before (and the app's rows)."""
+    extra = [tenant(first + k) for k in range(count)]
+    return {
+        "single_create": _quantiles(_in_app_transaction(
+            dsn, count, lambda conn, k: client.create_schedule(
+                extra[k].name, extra[k].cron_expr, "report", {"tenant": first + k}, owner=OWNER, conn=conn,
+                timezone=extra[k].timezone))),
+        "single_edit": _quantiles(_in_app_transaction(
+            dsn, count, lambda conn, k: client.update_schedule(
+                extra[k].name, owner=OWNER, conn=conn, cron_expr=f"{k % 60} 9 * * 2"))),
+        "single_delete": _quantiles(_in_app_transaction(
+            dsn, count, lambda conn, k: client.delete_schedule(extra[k].name, owner=OWNER, conn=conn))),
+    }
+
+
 def measure(dsn: str, n: int, singles: int) -> dict[str, Any]:
     migrate(dsn)
     client = Client(dsn, operator="bench@runtime-schedules")
@@ -82,16 +100,7 @@ def measure(dsn: str, n: int, singles: int) -> dict[str, Any]:
         audited = conn.execute("SELECT count(*) FROM awa.audit_log WHERE action = 'create'").fetchone()
     assert made is not None and audited is not None
     result["made"], result["audited"] = made[0], audited[0]
-    extra = [tenant(n + k) for k in range(singles)]
-    result["single_create"] = _quantiles(_in_app_transaction(
-        dsn, singles, lambda conn, k: client.create_schedule(
-            extra[k].name, extra[k].cron_expr, "report", {"tenant": n + k}, owner=OWNER, conn=conn,
-            timezone=extra[k].timezone)))
-    result["single_edit"] = _quantiles(_in_app_transaction(
-        dsn, singles, lambda conn, k: client.update_schedule(
-            extra[k].name, owner=OWNER, conn=conn, cron_expr=f"{k % 60} 9 * * 2")))
-    result["single_delete"] = _quantiles(_in_app_transaction(
-        dsn, singles, lambda conn, k: client.delete_schedule(extra[k].name, owner=OWNER, conn=conn)))
+    result.update(single_changes(dsn, client, n, singles))
     moved = [tenant(i, hour_shift=1) for i in range(n)]
     result["bulk_edit_s"] = _timed(lambda: client.update_schedules(moved, owner=OWNER))
     result["bulk_delete_s"] = _timed(lambda: client.delete_schedules([s.name for s in fleet], owner=OWNER))
