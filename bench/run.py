@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes_group.add_argument("--full", action="store_true", help="the full sizes (100k; tens of minutes)")
     sizes_group.add_argument("--scale", action="store_true",
                              help="the fleet-size scenarios at 10k, 100k and 1M, the 1M targets and "
-                                  "the cost curve (under 20 minutes on 2 cores)")
+                                  "the cost curve (about 20 minutes on a quiet 2-core machine)")
     parser.add_argument("--compare", action="store_true", help="also run awa-pg side by side (its own venv)")
     parser.add_argument("--only", nargs="*", default=None, help="scenarios to run (default: all)")
     parser.add_argument("--sizes", nargs="+", type=int, default=None, metavar="N",
