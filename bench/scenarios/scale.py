@@ -23,8 +23,10 @@ Then, on that one database, in order (each step leaves the fleet as a running sy
 - fresh start and leader steady state: the product's runtime (`python -m awa_tui run`, no
   schedules of its own) is started over the fleet just made: spawn until it leads, and the
   first minute boundary after it leads (every schedule's first fire, no `last_enqueued_at`
-  yet: the fresh-start figure of a fleet made at run time). Once that boundary's jobs are
-  in, it leads for WINDOW_S: its process CPU over the window (% of one core), database
+  yet: the fresh-start figure of a fleet made at run time), and when its health duty has
+  been through the audit entries the making wrote (one per create, pause and retirement:
+  its first pass judges every schedule they name). Once that boundary's jobs are in, it
+  leads for WINDOW_S: its process CPU over the window (% of one core), database
   time per second, its RSS (peak), and the lateness of every minute boundary in the
   window (commit time - fire instant; the worst boundary's p99 is held to 1 s);
 - idle pass: just after a boundary has been fired, 50 direct evaluator passes with
@@ -202,6 +204,9 @@ def idle_passes(server: Server, dsn: str) -> dict[str, float | None]:
     return idle.direct_passes(server, dsn)
 
 
+HEALTH_SEEN_SQL = "SELECT audit_seen_id AS seen FROM awa.health_meta WHERE singleton"
+
+
 def boundary_fires(server: Server, dsn: str, boundary: datetime, due: int) -> dict[str, float | None]:
     """The lateness of the fires stamped `boundary` and the share of `due` that fired."""
     late = collect_fires(dsn, "ours", server.commit_ts, boundary, boundary + timedelta(seconds=1)).lateness
@@ -225,16 +230,39 @@ def leader_window(server: Server, dsn: str, fleet: Fleet, window_s: float) -> di
 
         if not wait_until(leading, time.monotonic() + 120, 0.2):
             raise RuntimeError(f"no leader over {fleet.n:,} within 120 s")
-        lead_s, led_at = time.monotonic() - spawned, db_now(dsn)
+        lead_s, led_at, led = time.monotonic() - spawned, db_now(dsn), time.monotonic()
+        # The leader's health duty judges every schedule named in the audit trail since its
+        # last pass: the whole making of the fleet (one entry per create, pause, retire).
+        with connect(dsn) as conn:
+            audited = conn.execute("SELECT coalesce(max(id), 0) AS id FROM awa.audit_log").fetchone()["id"]
+        health_s: float | None = None
+
+        def health_caught_up() -> bool:
+            nonlocal health_s
+            if health_s is None:
+                with connect(dsn) as conn:
+                    seen = conn.execute(HEALTH_SEEN_SQL).fetchone()["seen"]
+                if seen >= audited:
+                    health_s = time.monotonic() - led
+            return health_s is not None
+
         first = led_at.replace(second=0, microsecond=0) + timedelta(minutes=1)
         first_due = fleet.due_at(first)
-        wait_until(lambda: count_fires(dsn, "ours", first) >= first_due,
-                   time.monotonic() + (first - led_at).total_seconds() + BOUNDARY_LIMIT_S, 0.5)
+
+        def first_in() -> bool:
+            health_caught_up()
+            return count_fires(dsn, "ours", first) >= first_due
+
+        def window_runs() -> bool:
+            health_caught_up()
+            return False  # the window runs its whole length
+
+        wait_until(first_in, time.monotonic() + (first - led_at).total_seconds() + BOUNDARY_LIMIT_S, 0.5)
         time.sleep(1.0)  # the pass after it (a pass that wrote many rows ANALYZEs the table after it)
         if server.stat_statements:
             reset_stat_statements(dsn)
         start, cpu0, t0 = db_now(dsn), running.cpu_seconds(), time.monotonic()
-        time.sleep(window_s)
+        wait_until(window_runs, t0 + window_s, 1.0)
         elapsed = time.monotonic() - t0
         cpu = running.cpu_seconds() - cpu0
         db_ms = stat_statements_ms(dsn) if server.stat_statements else None
@@ -250,6 +278,7 @@ def leader_window(server: Server, dsn: str, fleet: Fleet, window_s: float) -> di
         for b, due in boundaries.items():
             wait_until(lambda b=b, due=due: count_fires(dsn, "ours", b) >= due,
                        time.monotonic() + max(0.0, (b - db_now(dsn)).total_seconds()) + BOUNDARY_LIMIT_S, 0.5)
+        health_caught_up()
     finally:
         running.stop()
     fresh = boundary_fires(server, dsn, first, first_due)
@@ -260,7 +289,8 @@ def leader_window(server: Server, dsn: str, fleet: Fleet, window_s: float) -> di
         values = [p[key] for p in per]
         return None if not values or None in values else pick(values)  # type: ignore[type-var]
 
-    return {"lead_s": lead_s, "first_after_lead": (first - led_at).total_seconds(),
+    return {"lead_s": lead_s, "first_after_lead": (first - led_at).total_seconds(), "audited": float(audited),
+            "health_s": health_s,
             **{f"first_{key}": value for key, value in fresh.items()},
             "cpu_pct": cpu / elapsed * 100, "db_per_s": db_ms / elapsed if db_ms is not None else None,
             "rss": memory["rss"], "rss_peak": memory["peak"], "boundaries": float(len(boundaries)),
@@ -389,6 +419,8 @@ def run(server: Server, engine: Engine, sizes: list[int], report: Report, upstre
             w = leader_window(server, dsn, fleet, window_for(n))
             row("fresh start: spawn until leading", "", w["lead_s"], "s")
             row("fresh start: first boundary, seconds after leading", "", w["first_after_lead"], "s")
+            row("fresh start: audit entries the leader's health duty judges first", "", w["audited"], "")
+            row("fresh start: health duty through them, seconds after leading", "", w["health_s"], "s")
             row("fresh start: first boundary due", "", w["first_due"], "")
             row("fresh start: first boundary lateness p50", "", w["first_p50"], "s")
             row("fresh start: first boundary lateness p99", "", w["first_p99"], "s")
