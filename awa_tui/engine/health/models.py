@@ -33,6 +33,7 @@ class HealthPass:
     fires_counted: int
     seconds: float
     judged: int = 0  # schedules judged: the candidates and the sweep's slice (S42)
+    audit_behind: bool = False  # the trail holds more entries than one pass reads: run again at once
 
 
 @dataclass(frozen=True)

@@ -167,11 +167,17 @@ FROM cand CROSS JOIN LATERAL (  -- a probe of the key per name (OFFSET 0: never 
     FROM awa.cron_jobs c WHERE c.name = cand.name OFFSET 0) c
 """
 
-# The pass's positions, locked for the pass (FIRES_SQL locks the same row).
+# The pass's positions, locked for the pass (FIRES_SQL locks the same row). One pass reads
+# at most `audit_batch` audit entries: a bulk change (a million schedules made at run time,
+# a bulk pause) is judged over several short passes, each run at once after the last
+# (`audit_behind`), not in one transaction that holds the leader for a minute.
 POSITIONS_SQL = """
-SELECT m.audit_seen_id, m.sweep_after, (SELECT coalesce(max(id), m.audit_seen_id) FROM awa.audit_log) AS audit_to
-FROM awa.health_meta m WHERE singleton FOR UPDATE
+SELECT m.audit_seen_id, m.sweep_after, least(t.last, m.audit_seen_id + %(audit_batch)s) AS audit_to,
+       t.last > m.audit_seen_id + %(audit_batch)s AS audit_behind
+FROM awa.health_meta m, LATERAL (SELECT coalesce(max(id), m.audit_seen_id) AS last FROM awa.audit_log) t
+WHERE singleton FOR UPDATE OF m
 """
+AUDIT_BATCH = 20_000
 # The sweep's last name: the n-th after `after` (none: the slice runs to the end).
 SWEEP_END_SQL = ("SELECT c.name FROM awa.cron_jobs c WHERE %(sweep_lo)s::text IS NULL OR c.name > %(sweep_lo)s "
                  "ORDER BY c.name OFFSET %(n)s - 1 LIMIT 1")
@@ -287,7 +293,7 @@ def _sweep(conn: psycopg.Connection[Any], after: str | None, rows: int) -> dict[
 
 def evaluate_health(
     conn: psycopg.Connection[Any], now: datetime | None = None, *, instance_id: UUID | None = None,
-    sweep: int = SWEEP_ROWS,
+    sweep: int = SWEEP_ROWS, audit_batch: int = AUDIT_BATCH,
 ) -> HealthPass:
     """Judge at `now` (DB time when omitted) every schedule whose health can have changed
     since the last pass, plus the sweep's next `sweep` names; record what changed, count
@@ -297,7 +303,7 @@ def evaluate_health(
         # The judge's hashes (a sweep slice's worth of rows) stay in memory.
         conn.execute("SET LOCAL work_mem = '32MB'")
         now = now or db_now(conn)
-        positions = conn.execute(POSITIONS_SQL).fetchone()
+        positions = conn.execute(POSITIONS_SQL, {"audit_batch": audit_batch}).fetchone()
         if positions is None:
             raise RuntimeError("awa.health_meta has no row: run `awa-tui migrate`")
         # Fires first: the missed rule reads the instants they add, and they name candidates.
@@ -323,4 +329,5 @@ def evaluate_health(
         fires_counted=fires["fires"] if fires else 0,
         seconds=seconds,
         judged=record["judged"] if record else 0,
+        audit_behind=bool(positions["audit_behind"]),
     )

@@ -151,8 +151,9 @@ class LeaderDuties:
     def _health(self) -> bool:
         # One line per pass, counts only: a leader outage can turn 100k schedules late at
         # once, and `awa-tui check` names them.
-        changed = Counter(t.to_health for t in self.host.evaluate_health().transitions)
+        judged = self.host.evaluate_health()
+        changed = Counter(t.to_health for t in judged.transitions)
         if changed:
             log.info("health: %d changed (%s)", sum(changed.values()),
                      ", ".join(f"{health} {n}" for health, n in sorted(changed.items())))
-        return False
+        return judged.audit_behind  # a bulk change's audit entries: the next slice at the next pass

@@ -178,3 +178,28 @@ def test_the_upgrade_sets_the_deadlines_after_the_last_pass(empty_dsn: str, monk
     with psycopg.connect(empty_dsn, autocommit=True) as conn:
         due = {r[0]: r[1] for r in conn.execute("SELECT name, expect_due_at FROM awa.cron_health")}
     assert due == {"pending": at("2025-01-01T00:02:00"), "judged": None, "unbound": None, "quiet": None}
+
+
+def test_a_bulk_change_is_judged_over_passes_of_at_most_audit_batch_entries(
+        client: Any, conn: psycopg.Connection[Any]) -> None:
+    """Five pauses are five audit entries; with a batch of two, three passes read them
+    (2, 2, 1), each judging the schedules its entries name, the first two saying there is
+    more to read; then the trail is read up. A bulk change of a million is judged in slices
+    of AUDIT_BATCH, never in one pass that holds the leader."""
+    fillers(client, conn, "f1", "f2", "f3", "f4", "f5")
+    client.evaluate(now=at("2025-01-01T00:00:30"))
+    evaluate_health(conn, at("2025-01-01T00:00:40"), sweep=1)  # the fires' names, and the registrations
+    start = seen(conn)
+    for name in ("f1", "f2", "f3", "f4", "f5"):
+        client.actions.pause(name, operator="tester")
+    passes = [evaluate_health(conn, at(f"2025-01-01T00:00:5{i}"), sweep=1, audit_batch=2) for i in range(4)]
+    assert [p.audit_behind for p in passes] == [True, True, False, False]
+    assert [sorted(t.name for t in p.transitions) for p in passes] == [["f1", "f2"], ["f3", "f4"], ["f5"], []]
+    assert [p.transitions[0].to_health for p in passes[:3]] == ["paused"] * 3
+    assert seen(conn) == start + 5
+
+
+def seen(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT audit_seen_id FROM awa.health_meta").fetchone()
+    assert row is not None
+    return int(row["audit_seen_id"])
