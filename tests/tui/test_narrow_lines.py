@@ -16,6 +16,7 @@ import pytest
 from test_attention_console import BLOCKED, LEADER, jobs_waiting, write_passes
 from test_health_console import healths  # noqa: F401  (the fixture)
 from tui_helpers import ready, settled
+from tui_seed import RUNTIMES
 
 
 @pytest.fixture
@@ -84,3 +85,27 @@ async def test_a_short_line_is_the_same_at_80_columns(console_factory: Any, seed
 def test_snapshot_every_count_line(snap_compare: Any, console_factory: Any, everything: str,
                                    size: tuple[int, int]) -> None:
     assert snap_compare(console_factory(), terminal_size=size, run_before=lambda pilot: ready(pilot, pilot.app))
+
+
+async def test_the_runtimes_title_keeps_its_problems_at_80_columns(console_factory: Any, everything: str,
+                                                                   conn: Any) -> None:
+    """At 80 columns the leader's details give way on the runtimes panel's first line (its
+    row says them), then the blocker's (the leader's page has it), never a fault's count:
+    here a runtime that refuses to lead and the leader's pass given up on a lock."""
+    conn.execute("UPDATE awa.runtime_instances SET lead_refusal = 'pooler in transaction mode' "
+                 "WHERE instance_id = %s", (str(RUNTIMES[1]["instance_id"]),))
+    app = console_factory()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("3")
+        await settled(pilot, app)
+        title = "#panel-runtimes .panel-title"
+        assert shown(app, title) == "Runtimes 3 (2 fresh) · 1 refuses to lead · pass TIMED OUT"
+        write_passes(conn, [])  # the lock is gone: the leader's details would fit but for the count
+        await pilot.press("r")
+        await settled(pilot, app)
+        assert shown(app, title) == "Runtimes 3 (2 fresh) · 1 refuses to lead"
+        await pilot.resize_terminal(160, 48)  # wider: the line as it always read
+        await settled(pilot, app)
+        assert shown(app, title) == (
+            "Runtimes 3 (2 fresh) · leader app-1 pid 4242 (instance 6f1c2a9e), lease 5s · 1 refuses to lead")

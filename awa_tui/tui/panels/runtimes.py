@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable
 
 from awa_tui.engine.read.fleet import Leadership, describe
 from awa_tui.engine.read.models import RuntimeRow
@@ -28,6 +28,7 @@ from awa_tui.tui.messages import InfoRequested, RuntimeEventsRequested
 from awa_tui.tui.panels.base import Panel, Work
 from awa_tui.tui.screens.confirm import facts
 from awa_tui.tui.widgets.filter_bar import FilterBar
+from awa_tui.tui.widgets.fitted import FittedLine
 from awa_tui.tui.widgets.keyed_table import Column, cell
 
 COLUMNS = (  # priority: which give way first when narrow, past the right edge (0 never; enter shows all)
@@ -201,7 +202,7 @@ class RuntimesPanel(Panel):
     own_refusal: str | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(classes="panel-title")
+        yield FittedLine(classes="panel-title")
         yield FilterBar("runtimes", "filter: host:app* role:leader stale (enter keeps, esc clears)")
         yield self.chosen_table(COLUMNS, id="runtimes-table")
 
@@ -214,21 +215,27 @@ class RuntimesPanel(Panel):
     def show(self, data: RuntimesView, now: datetime) -> None:
         rows = data.rows
         fresh = sum(1 for r in rows if r.fresh)
-        title = Text.assemble(("Runtimes ", "bold"), f"{len(rows)} ({fresh} fresh) · {leader_text(data.leadership)}")
+        counts = Text()  # each fault's count, kept at every width
         silent = sum(1 for r in rows if silent_for(r, now) is not None)
         if silent:
-            title.append(f" · {silent} SILENT", style="bold")
-        # The leader's passes give up on a lock: who holds it, on the panel's first line.
-        blocked = next((blocked_text(printable_row(r)) for r in rows if r.role == "leader"), None)
-        if blocked:
-            title.append(f" · {blocked}", style="bold")
-        if data.own_refusal:
-            title.append(f" · this console refuses to lead: {data.own_refusal}", style="bold")
+            counts.append(f" · {silent} SILENT", style="bold")
         refusing = sum(1 for r in rows if r.lead_refusal and r.stopped_at is None and r.fresh
                        and str(r.instance_id) != data.own_instance)
         if refusing:
-            title.append(f" · {refusing} refuse{'s' if refusing == 1 else ''} to lead", style="bold")
-        self.title_line(title.append_text(self.filter_note()))
+            counts.append(f" · {refusing} refuse{'s' if refusing == 1 else ''} to lead", style="bold")
+        if data.own_refusal:
+            counts.append(f" · this console refuses to lead: {data.own_refusal}", style="bold")
+        # The leader's passes give up on a lock: who holds it, on the panel's first line (last:
+        # the longest; narrow, its bare word, the leader's row and page have the rest).
+        blocked = next((blocked_text(printable_row(r)) for r in rows if r.role == "leader"), None)
+        detail, bare = (Text(f" · {blocked}", style="bold"), Text(" · pass TIMED OUT", style="bold")) \
+            if blocked else (Text(), Text())
+        head = Text.assemble(("Runtimes ", "bold"), f"{len(rows)} ({fresh} fresh)")
+        leader = f" · {leader_text(data.leadership)}"
+        note = self.filter_note()
+        # Narrower: the leader's details give way (its row says them), then the blocker's.
+        self.title_line(Text.assemble(head, leader, counts, detail, note), Text.assemble(head, counts, detail, note),
+                        Text.assemble(head, counts, bare, note))
         # A stable order (the query's is by last heartbeat, which reshuffled rows every refresh):
         # live before stopped, then by host, pid and id.
         ordered = sorted(self.filtered(rows), key=lambda r: (r.stopped_at is not None, str(r.hostname),
