@@ -4,7 +4,8 @@ written into a seeded row by hand (the oracle; times are the seed's), as snapsho
 
 from __future__ import annotations
 
-from datetime import timedelta
+import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -140,6 +141,30 @@ async def test_the_events_newest_first_at_database_time_escaped(console_factory:
         "2025-03-08 11:50:30Z 10m ago became leader term 7, lease 5s",
         "2025-03-08 11:50:25Z 10m ago started -",
     ]
+
+
+def test_narrow_each_event_has_its_detail_on_its_own_line() -> None:
+    """Under 110 columns a detail beside its event would wrap a few words a line: each goes
+    on its own indented line under its event, wrapped at the full width."""
+    from awa_tui.engine.read.fleet import RuntimeEvent, RuntimeEvents
+    from awa_tui.tui.screens.runtime_events import EventsView
+
+    now = datetime.fromisoformat("2025-03-08T12:00:30+00:00")
+    events = [RuntimeEvent(datetime.fromisoformat(e["at"]), e["kind"], e["detail"]) for e in EVENTS[1:3]]
+    data = RuntimeEvents(instance_id=uuid.UUID(LEADER), hostname="app-1", pid=4242, now=now, events=tuple(events))
+    console = RichConsole(width=80, record=True, color_system=None)
+    console.print(EventsView(data))
+    assert [line.rstrip() for line in console.export_text().splitlines()] == [
+        "AT (UTC)              AGO       EVENT / DETAIL",
+        "2025-03-08 12:00:21Z  9s ago    deposed a stalled leader",
+        "    backend pid 9120, lease expired 2025-03-08T12:00:19+00:00: terminated its",
+        "    lock session",
+        "2025-03-08 11:59:50Z  40s ago   lost the lead",
+        "    term 7: its lock connection was silent for 3s",
+    ]
+    wide = RichConsole(width=160, record=True, color_system=None)  # wide: the table, as before
+    wide.print(EventsView(data))
+    assert wide.export_text().splitlines()[0].split() == ["AT", "(UTC)", "AGO", "EVENT", "DETAIL"]
 
 
 async def test_a_runtime_without_events_says_so(console_factory: Any) -> None:

@@ -5,7 +5,8 @@ runtime's own snapshot row, so any console sees them, not only the runtime's own
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,6 +23,30 @@ from awa_tui.tui.messages import CopyRequested, RuntimeEventsDataRequested, usab
 NONE_RECORDED = "no events recorded (a runtime of a release before events were kept records none)"
 # What an operator should see first: the kinds that mean leadership changed or could not be had.
 BOLD_KINDS = frozenset({"lost the lead", "pass timed out", "refused to lead", "deposed a stalled leader"})
+
+
+# Narrower than this, a detail beside its event would wrap in a column a few words wide:
+# each event's detail goes on its own indented line under it instead.
+SIDE_BY_SIDE_WIDTH = 110
+
+
+class EventsView:
+    """The events as a table where the width allows, else each event over two lines."""
+
+    def __init__(self, data: RuntimeEvents) -> None:
+        self.data = data
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.max_width >= SIDE_BY_SIDE_WIDTH or not self.data.events:
+            yield events_table(self.data)
+            return
+        yield Text("AT (UTC)              AGO       EVENT / DETAIL", style="bold")
+        for e in self.data.events:
+            style = "bold" if e.kind in BOLD_KINDS else ""
+            yield Text.assemble(f"{utc(e.at)}  {relative(e.at, self.data.now):<8}  ", (printable(e.kind), style))
+            detail = printable(e.detail)
+            if detail:
+                yield Padding(Text(detail, overflow="fold"), (0, 0, 0, 4))
 
 
 def events_table(data: RuntimeEvents) -> RenderableType:
@@ -78,7 +103,7 @@ class RuntimeEventsScreen(Screen[None]):
             return
         self.data = data
         body.update(Group(heading(data), Text.assemble("\n", ("Recent events, newest first", "bold underline")),
-                          events_table(data)))
+                          EventsView(data)))
 
     def action_copy(self) -> None:
         self.post_message(CopyRequested("instance id", self.instance_id))
