@@ -111,7 +111,7 @@ def test_every_lazily_built_command_has_the_eager_ones_parameters() -> None:
     walk(eager, lazy, "awa-tui", seen)
     # calendar: 4 + group; alerts: 4 + sinks (3 + group) + group; cron create, edit, delete: 3; import: 1 + group;
     # forward: 1 + group
-    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 67
+    assert "awa-tui cron show" in seen and "awa-tui jobs prune" in seen and len(seen) == 68
 
 
 def test_cron_list_stops_at_its_limit_and_says_so(dsn: str, client: Client) -> None:

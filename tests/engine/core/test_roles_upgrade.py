@@ -44,7 +44,8 @@ def test_a_layout_applied_before_v019_keeps_its_runtime_working(empty_dsn: str) 
     # What today's layout grants on that v018 (0.1.0) did not have: v019's and v021's functions, later
     # tables and columns.
     new_functions = ("begin_reconcile", "fence_", "prune_cron_jobs_changes", "may_lead", "awa.alert_", "end_pauses",
-                     "retention_progress", "fleet_transitions")
+                     "retention_progress", "fleet_transitions", "awa.trigger_job", "awa.backfill_jobs",
+                     "awa.retry_job", "awa.cancel_job", "awa.drain_queue", "awa.prune_jobs")
     old = [s.replace(", paused_until, pause_reason", "").replace(", catchup_window", "")
            for s in layout.statements if not s.startswith("--") and not any(f in s for f in new_functions)]
     admin = psycopg.connect(empty_dsn, autocommit=True, row_factory=dict_row)
