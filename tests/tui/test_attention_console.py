@@ -16,8 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
-from tui_helpers import ready, screen_text, settled, until
+from tui_helpers import ready, screen_text, settled, until, write_runtime_json
 from tui_seed import NOW, RUNTIMES
 
 from awa_tui.engine.health.models import UnservedKind
@@ -98,10 +97,7 @@ PASS_LINE = ("leader's last pass TIMED OUT after 2.0 s: blocked by session 4243 
 
 
 def write_passes(conn: Any, passes: list[dict[str, Any]]) -> None:
-    with conn.transaction():
-        conn.execute("SET LOCAL session_replication_role = replica")
-        conn.execute("UPDATE awa.runtime_instances SET recent_passes = %s WHERE instance_id = %s",
-                     (Jsonb(passes), LEADER))
+    write_runtime_json(conn, LEADER, "recent_passes", passes)
 
 
 async def test_the_leaders_timed_out_pass_shows_on_the_schedules_panel(console_factory: Any, conn: Any) -> None:

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from helpers import wait_for
-from psycopg.types.json import Jsonb
 from rich.console import Console as RichConsole
-from tui_helpers import ready, screen_text, select, settled, until
+from tui_helpers import ready, screen_text, select, settled, until, write_runtime_json
 from tui_seed import NOW
 
 from awa_tui.engine.client import Client
@@ -101,10 +100,7 @@ EVENTS = [  # newest first, as a runtime writes them
 
 def with_events(conn: Any) -> None:
     """Written as the seed writes (a restored dump: triggers off)."""
-    with conn.transaction():
-        conn.execute("SET LOCAL session_replication_role = replica")
-        conn.execute("UPDATE awa.runtime_instances SET recent_events = %s WHERE instance_id = %s",
-                     (Jsonb(EVENTS), LEADER))
+    write_runtime_json(conn, LEADER, "recent_events", EVENTS)
 
 
 async def open_events(pilot: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 from rich.console import Console as RichConsole
-from tui_helpers import ready, select, settled, until
+from tui_helpers import ready, select, settled, until, write_runtime_json
 from tui_seed import NOW
 
 from awa_tui.tui.screens.info import InfoScreen
@@ -29,10 +29,7 @@ def plain(renderable: Any) -> str:
 
 def with_passes(conn: Any) -> None:
     """Written as the seed writes (a restored dump: triggers off)."""
-    with conn.transaction():
-        conn.execute("SET LOCAL session_replication_role = replica")
-        conn.execute("UPDATE awa.runtime_instances SET recent_passes = %s WHERE instance_id = %s",
-                     (Jsonb(PASSES), LEADER))
+    write_runtime_json(conn, LEADER, "recent_passes", PASSES)
 
 
 async def open_leader(pilot: Any) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import until
+from psycopg import sql
+from psycopg.types.json import Jsonb
 
 
 async def settled(pilot: Any, app: Any) -> None:
@@ -67,3 +69,12 @@ def screen_text(app: Any) -> str:
     import re
 
     return re.sub(r"<[^>]+>", "", app.export_screenshot()).replace("&#160;", " ")
+
+
+def write_runtime_json(conn: Any, instance_id: str, column: str, value: Any) -> None:
+    """One jsonb column of a runtime's snapshot row (recent_passes, recent_events), written
+    as the seed writes (a restored dump: triggers off)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute(sql.SQL("UPDATE awa.runtime_instances SET {} = %s WHERE instance_id = %s").format(
+            sql.Identifier(column)), (Jsonb(value), instance_id))
