@@ -14,6 +14,11 @@ from awa_tui import embedded
 from awa_tui.config import resolve_dsn
 from awa_tui.engine.core.errors import AwaError
 
+# The apps this process loaded (`--app`): their code may have registered exit handlers or
+# started threads of its own, so the process then ends through the interpreter's full
+# teardown (awa_tui/entry.py).
+loaded_apps: list[str] = []
+
 
 def load_app(ref: str) -> Callable[[Any], None]:
     """Resolve `module:attribute`; the attribute is a callable `setup(client)`."""
@@ -36,6 +41,7 @@ def load_app(ref: str) -> Callable[[Any], None]:
         raise AwaError(f"--app: {module_name!r} has no attribute {attr!r}") from None
     if not callable(target):
         raise AwaError(f"--app: {ref!r} is not callable (expected setup(client))")
+    loaded_apps.append(ref)
     return target
 
 

@@ -84,6 +84,9 @@ def test_no_private_textual_or_rich_api_is_used():
             isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super"
         )
 
+    def is_os(value: ast.expr) -> bool:  # os._exit is the os module's own, documented
+        return isinstance(value, ast.Name) and value.id == "os"
+
     sources = {p: ast.parse(p.read_text()) for p in sorted((ROOT / "awa_tui").rglob("*.py"))}
     ours = set().union(*(defined(tree) for tree in sources.values()))
     offenders: list[str] = []
@@ -116,7 +119,7 @@ def test_no_private_textual_or_rich_api_is_used():
     for path, tree in sources.items():
         for sub in ast.walk(tree):
             if (isinstance(sub, ast.Attribute) and not on_self(sub) and sub.attr in framework_private
-                    and sub.attr not in ours):
+                    and sub.attr not in ours and not is_os(sub.value)):
                 offenders.append(f"{path.relative_to(ROOT)}:{sub.lineno}: uses .{sub.attr} of a framework object")
     assert sorted(set(offenders)) == []
 
@@ -394,7 +397,7 @@ OUTSIDE: dict[str, frozenset[str]] = {
         "actions.backfill", "actions.forward", "actions.grants", "actions.overrides", "backend.protocol",
         "calendars.files", "client",
         "core.db", "core.errors", "core.limits", "cron.expression", "health.listen", "health.models", "imports.pg_cron",
-        "jobs.worker", "ledger.why",
+        "jobs.slots", "ledger.why",
         "migrations", "migrations.detect", "ownership.api_schedules", "ownership.manifest",
         "read.fleet", "read.models", "runtime.alive", "runtime.identity",
         "runtime.heap", "runtime.probe", "upstream.adapter", "upstream.backend", "upstream.models"}),

@@ -224,7 +224,7 @@ def _jobs(concurrency: int, queues: str | None, grace_s: float) -> dict[str, Any
     from datetime import timedelta
 
     from awa_tui.engine.core.limits import check_grace
-    from awa_tui.engine.jobs.worker import Slots
+    from awa_tui.engine.jobs.slots import Slots
 
     names = [q.strip() for q in queues.split(",")] if queues is not None else None
     Slots.parse(concurrency, names)

@@ -22,6 +22,7 @@ from awa_tui.engine.core.db import ConnectionSource, check_app_pool, dsn_problem
 from awa_tui.engine.core.errors import AwaError, ValidationError
 from awa_tui.engine.core.session import Room, Session
 from awa_tui.engine.health.listen import DEFAULT_SCHEDULE_SERIES
+from awa_tui.engine.jobs.slots import Slots
 from awa_tui.engine.runtime.identity import RuntimeIdentity
 from awa_tui.engine.runtime.process import RuntimeProcess
 from awa_tui.printable import printable_logger
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from awa_tui.engine.jobs import enqueue as enqueuing
     from awa_tui.engine.jobs import handlers as job_handlers
     from awa_tui.engine.jobs import sql as sql_jobs
-    from awa_tui.engine.jobs import worker as jobs
     from awa_tui.engine.jobs.context import Job
     from awa_tui.engine.jobs.handlers import Handler, HandlerSpec, RetryPolicy, SchedulePolicy
     from awa_tui.engine.ownership import api_schedules as made
@@ -52,7 +52,6 @@ else:
     enqueuing = Room("awa_tui.engine.jobs.enqueue")
     job_handlers = Room("awa_tui.engine.jobs.handlers")
     sql_jobs = Room("awa_tui.engine.jobs.sql")
-    jobs = Room("awa_tui.engine.jobs.worker")
     definition = Room("awa_tui.engine.schedules.definition")
 
 log = printable_logger("awa_tui")
@@ -166,7 +165,7 @@ class Client(Session):
         self.operator = default_operator() if operator is None else guards.check_operator(operator)
         self.catch_up_limit = catch_up_limit
         # How many jobs run at once, in which queues (a queue may have a cap of its own).
-        self.slots = jobs.Slots.parse(concurrency, queues)
+        self.slots = Slots.parse(concurrency, queues)
         self.concurrency, self.queues = concurrency, queues
         self.worker_batch = worker_batch
         self.shutdown_grace = limits.check_grace(shutdown_grace)

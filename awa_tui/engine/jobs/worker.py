@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -23,6 +22,7 @@ from awa_tui.engine.jobs import store
 from awa_tui.engine.jobs.context import Job, JobCancelled
 from awa_tui.engine.jobs.executor import Attempt, Executor, JobTimedOut
 from awa_tui.engine.jobs.handlers import HandlerSpec, SchedulePolicy
+from awa_tui.engine.jobs.slots import Slots
 from awa_tui.engine.jobs.tracing import Tracing, end_span
 from awa_tui.printable import printable_logger
 
@@ -30,51 +30,8 @@ log = printable_logger("awa_tui.worker")
 
 IDLE_S = 0.2  # how long an idle worker waits before it looks for due jobs again
 CANCEL_POLL_S = 1.0  # how often a busy worker asks whether an operator cancelled one of its jobs
-MAX_CONCURRENCY = 1000
 
 Outcome = tuple[Job, str]
-
-
-@dataclass(frozen=True)
-class Slots:
-    """How many jobs run at once: `concurrency` in all; `queues`, the queues served (all when
-    None); `caps`, queues with a limit of their own (each within the total)."""
-
-    concurrency: int = 10
-    queues: tuple[str, ...] | None = None
-    caps: Mapping[str, int] | None = None
-
-    @classmethod
-    def parse(cls, concurrency: int, queues: Sequence[str] | Mapping[str, int] | None) -> Slots:
-        """`queues` as a list of names (each may be `name=N`, a cap) or a mapping name -> cap."""
-        from awa_tui.engine.core.errors import ValidationError
-
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
-            raise ValidationError(f"concurrency: a whole number from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
-        if queues is None:
-            return cls(concurrency)
-        caps: dict[str, int] = {}
-        names: list[str] = []
-        items = queues.items() if isinstance(queues, Mapping) else [
-            (q.split("=", 1)[0], q.split("=", 1)[1]) if "=" in q else (q, None) for q in queues]
-        for name, cap in items:
-            name = name.strip()
-            if not name:
-                raise ValidationError("queues: a queue name is empty")
-            names.append(name)
-            if cap is None:
-                continue
-            try:
-                value = int(cap)
-            except (TypeError, ValueError):
-                raise ValidationError(f"queues: {name}'s limit must be a whole number, got {cap!r}") from None
-            if not 1 <= value <= concurrency:
-                raise ValidationError(f"queues: {name}'s limit must be from 1 to the concurrency ({concurrency}),"
-                                      f" got {value}")
-            caps[name] = value
-        if not names:
-            raise ValidationError("queues: name at least one queue, or none for all")
-        return cls(concurrency, tuple(dict.fromkeys(names)), caps or None)
 
 
 class Worker:

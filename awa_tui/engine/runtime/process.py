@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from awa_tui.engine.jobs import worker as jobs
     from awa_tui.engine.jobs.context import Job
     from awa_tui.engine.jobs.handlers import HandlerSpec, SchedulePolicy
+    from awa_tui.engine.jobs.slots import Slots
     from awa_tui.engine.jobs.tracing import Tracing
-    from awa_tui.engine.jobs.worker import Slots, Worker
+    from awa_tui.engine.jobs.worker import Worker
     from awa_tui.engine.ledger import retention
     from awa_tui.engine.ledger.models import PruneResult
     from awa_tui.engine.ownership import manifest as manifest_of

@@ -11,7 +11,7 @@ from engine_helpers import job_states, seed_jobs
 from helpers import wait_for
 
 from awa_tui import Client, Job, ValidationError
-from awa_tui.engine.jobs.worker import Slots
+from awa_tui.engine.jobs.slots import Slots
 
 _enqueue = seed_jobs
 _states = job_states
