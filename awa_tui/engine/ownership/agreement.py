@@ -74,10 +74,17 @@ WHERE c.owner = %(owner)s AND c.retired_at IS NULL
 ORDER BY c.name
 """
 
+# What a certificate counts, on every reporter's snapshot: read from its own index (v036),
+# never through the owner's schedules made at run time.
+CODE_COUNT_SQL = """
+SELECT count(*) AS n FROM awa.cron_jobs
+WHERE owner = %(owner)s AND origin = 'code' AND retired_at IS NULL
+"""
+
+# Every schedule of the owner, counted for an operator's plan (`owner plan`, the owners panel).
 COUNTS_SQL = """
 SELECT count(*) FILTER (WHERE retired_at IS NULL) AS active,
-       count(*) FILTER (WHERE retired_at IS NOT NULL) AS retired,
-       count(*) FILTER (WHERE retired_at IS NULL AND origin = 'code') AS active_code
+       count(*) FILTER (WHERE retired_at IS NOT NULL) AS retired
 FROM awa.cron_jobs WHERE owner = %(owner)s
 """
 
@@ -157,9 +164,7 @@ class OwnerState:
     updates: list[dict[str, Any]] = field(default_factory=list)
     retirements: list[str] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
-    owned_active: int = 0
-    owned_retired: int = 0
-    owned_code: int = 0  # active and declared in code: what a certificate counts (S64 rows are not)
+    owned_code: int | None = None  # active and declared in code: what a certificate counts (S64 rows are not)
     differing: list[str] = field(default_factory=list)  # mixed manifests: the names they disagree on
 
     @property
@@ -198,12 +203,9 @@ def assess(
         default=timedelta(0),
     )
     window = max((r["fresh_window"] for r in declarations), default=FRESH_MIN)
-    counts = conn.execute(COUNTS_SQL, {"owner": owner}).fetchone() or {"active": 0, "retired": 0, "active_code": 0}
     state = OwnerState(
         owner=owner, now=now, record=record, declarations=declarations, incapable=incapable,
         hashes=sorted({r["manifest_hash"] for r in declarations}), grace_required=grace, window=window,
-        owned_active=int(counts["active"]), owned_retired=int(counts["retired"]),
-        owned_code=int(counts["active_code"]),
     )
     live = state.single_hash
     if live is None:
@@ -212,6 +214,9 @@ def assess(
         return state
     state.source = declarations[0]["instance_id"]  # the most recently seen publisher
     state.checked = True
+    if live == record["certificate_hash"]:
+        counted = conn.execute(CODE_COUNT_SQL, {"owner": owner}).fetchone()
+        state.owned_code = int(counted["n"]) if counted else 0
     if live == record["certificate_hash"] and state.owned_code == record["certificate_size"]:
         # S31: a certificate proves every desired name active, owned and in sync; any
         # operator action touching this owner voids it, and the count catches deletions.
@@ -225,6 +230,12 @@ def assess(
     size = conn.execute(MANIFEST_SIZE_SQL, params).fetchone()
     state.manifest_size = int(size["size"]) if size else 0
     return state
+
+
+def owned_counts(conn: psycopg.Connection[Any], owner: str) -> tuple[int, int]:
+    """The owner's active and retired schedules, every origin: an operator's read."""
+    row = conn.execute(COUNTS_SQL, {"owner": owner}).fetchone()
+    return (int(row["active"]), int(row["retired"])) if row else (0, 0)
 
 
 def classify(state: OwnerState, row: dict[str, Any]) -> None:

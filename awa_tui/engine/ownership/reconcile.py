@@ -261,6 +261,7 @@ def owner_plan(
     recorded_since = record["agreement_since"]
     state = agreement.assess(conn, owner, at, record, runtimes)
     evidence = agreement.agreement_after(state)
+    active, retired = agreement.owned_counts(conn, owner)
     return {
         "owner": owner,
         "now": at,
@@ -273,7 +274,7 @@ def owner_plan(
             "certified_at": record["certified_at"],
             "current": state.single_hash is not None and record["certificate_hash"] == state.single_hash,
         },
-        "schedules": {"active": state.owned_active, "retired": state.owned_retired},
+        "schedules": {"active": active, "retired": retired},
         "inserts": state.inserts,
         "updates": state.updates,
         "retirements": state.retirements,

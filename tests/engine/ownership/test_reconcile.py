@@ -14,6 +14,7 @@ from helpers import wait_for
 from reconcile_helpers import codes, db_now, declare, owned, owner_plan, result_for, retired_names, row
 
 from awa_tui import Client
+from awa_tui.engine.ownership.agreement import CODE_COUNT_SQL
 
 S = timedelta(seconds=1)
 
@@ -244,6 +245,32 @@ def test_certified_owner_reconciles_from_the_certificate(dsn, conn, leader, t0):
     conn.execute("DELETE FROM awa.cron_jobs WHERE name = 'invoice'")
     billing.runtime.publish(now=t0 + 5 * S)
     assert result_for(leader.runtime.reconcile(now=t0 + 5 * S), "billing")["inserted"] == ["invoice"]
+    billing.close()
+
+
+def test_the_certificate_counts_the_owners_code_schedules_alone_from_their_own_index(dsn, conn, leader, t0):
+    """An owner holding schedules made at run time besides its declared ones: making and
+    deleting those leaves the certificate current (it counts the declared ones), a declared
+    row deleted by hand is still noticed, and the count reads the declared rows alone."""
+    billing = _seed(dsn, "billing", ["invoice", "dunning"])
+    billing.runtime.publish(now=t0)
+    leader.runtime.reconcile(now=t0)
+    for i in range(3):
+        leader.create_schedule(f"tenant-{i}", "0 8 * * 1", "report.build", owner="billing")
+    leader.delete_schedule("tenant-0", owner="billing")
+    billing.runtime.publish(now=t0 + 5 * S)
+    assert result_for(leader.runtime.reconcile(now=t0 + 5 * S), "billing")["certified"]
+    plan = owner_plan(leader, "billing", now=t0 + 5 * S)
+    assert (plan.certificate.current, plan.certificate.size, plan.inserts) == (True, 2, [])
+    assert (plan.schedules.active, plan.schedules.retired) == (4, 0)  # the plan counts every origin
+    conn.execute("SET enable_seqscan = off")  # a table this small would be read whole
+    shown = "\n".join(r["QUERY PLAN"] for r in conn.execute(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + CODE_COUNT_SQL, {"owner": "billing"}).fetchall())
+    conn.execute("RESET enable_seqscan")
+    assert "Index Only Scan using cron_jobs_owner_code_idx" in shown and "rows=2 " in shown, shown
+    conn.execute("DELETE FROM awa.cron_jobs WHERE name = 'dunning'")
+    billing.runtime.publish(now=t0 + 10 * S)
+    assert result_for(leader.runtime.reconcile(now=t0 + 10 * S), "billing")["inserted"] == ["dunning"]
     billing.close()
 
 
