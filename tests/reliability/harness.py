@@ -241,6 +241,14 @@ def leaders(conn: psycopg.Connection[Any]) -> list[Leader]:
     return [Leader(r["app"], r["backend_pid"]) for r in rows]
 
 
+def running_pids(conn: psycopg.Connection[Any]) -> set[int]:
+    """The pids of the runtimes whose snapshot row says they run: a runtime writes it after
+    its signal handlers are in place, so a SIGTERM from then on stops it cleanly (before,
+    the signal's default ends it, status -15)."""
+    rows = conn.execute("SELECT pid FROM awa.runtime_instances WHERE stopped_at IS NULL").fetchall()
+    return {r["pid"] for r in rows}
+
+
 def current_leader(conn: psycopg.Connection[Any]) -> Leader | None:
     found = leaders(conn)
     assert len(found) <= 1, f"two sessions hold the leader lock: {found}"

@@ -69,6 +69,8 @@ def test_leader_crash_loop(dsn: str, log_dir: Path, scale: int, summary: harness
             fire_gaps.append((first - killed_at).total_seconds())
         end = harness.db_now(conn)
         wait_for(lambda: harness.caught_up(conn, f.names, end), 60, what="every schedule caught up")
+        # The last replacement may still be starting: stop it only once it runs.
+        wait_for(lambda: {p.pid for p in f.live} <= harness.running_pids(conn), 30, what="every runtime running")
         statuses = f.stop_all()
         problems = f.problems()
         logs = f.logs()

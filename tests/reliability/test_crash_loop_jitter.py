@@ -31,11 +31,6 @@ def documented_offset(name: str, fire_iso: str) -> timedelta:
     return timedelta(milliseconds=int.from_bytes(digest[:8], "big") % JITTER_MS)
 
 
-def _running_pids(conn: Any) -> set[int]:
-    rows = conn.execute("SELECT pid FROM awa.runtime_instances WHERE stopped_at IS NULL").fetchall()
-    return {r["pid"] for r in rows}
-
-
 def test_leader_crash_loop_with_jitter(dsn: str, log_dir: Path, scale: int, summary: harness.Summary) -> None:
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
@@ -61,7 +56,7 @@ def test_leader_crash_loop_with_jitter(dsn: str, log_dir: Path, scale: int, summ
         wait_for(lambda: harness.caught_up(conn, f.names, end), 60, what="every schedule caught up")
         # The last replacement may still be starting: stop it only once it runs (its snapshot
         # row exists, written after its signal handlers are in place).
-        wait_for(lambda: {p.pid for p in f.live} <= _running_pids(conn), 30, what="every runtime running")
+        wait_for(lambda: {p.pid for p in f.live} <= harness.running_pids(conn), 30, what="every runtime running")
         statuses = f.stop_all()
         problems = f.problems()
         logs = f.logs()

@@ -65,12 +65,18 @@ class RecentEvents:
 
     def pinned(self, now: datetime) -> tuple[RuntimeEvent, ...]:
         """The events, newest first, each with its DB time: one not placed yet gets `now` (the
-        snapshot's DB time) minus the monotonic time since it happened, once and for good."""
+        snapshot's DB time) minus the monotonic time since it happened, once and for good,
+        and never before the event recorded ahead of it: `now` was read a moment before this
+        runs, a moment that differs from one snapshot to the next, so two events a few
+        milliseconds apart, placed by different snapshots, could otherwise swap places."""
         with self._lock:
             mono = self._clock()
-            for item in self._events:
+            floor: datetime | None = None
+            for item in reversed(self._events):  # oldest first
                 if item[1] is None:
-                    item[1] = now - timedelta(seconds=max(0.0, mono - item[0]))
+                    placed = now - timedelta(seconds=max(0.0, mono - item[0]))
+                    item[1] = placed if floor is None else max(placed, floor)
+                floor = item[1]
             return tuple(RuntimeEvent(at=item[1], kind=item[2],
                                       detail=item[3] if item[5] == 1 else f"{item[3]} ({item[5]} in a row, the last "
                                                                            "at this time)")

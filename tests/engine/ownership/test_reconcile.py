@@ -264,10 +264,11 @@ def test_the_certificate_counts_the_owners_code_schedules_alone_from_their_own_i
     assert (plan.certificate.current, plan.certificate.size, plan.inserts) == (True, 2, [])
     assert (plan.schedules.active, plan.schedules.retired) == (4, 0)  # the plan counts every origin
     conn.execute("SET enable_seqscan = off")  # a table this small would be read whole
-    shown = "\n".join(r["QUERY PLAN"] for r in conn.execute(
-        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + CODE_COUNT_SQL, {"owner": "billing"}).fetchall())
+    shown = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) " + CODE_COUNT_SQL,
+                         {"owner": "billing"}).fetchone()["QUERY PLAN"][0]["Plan"]["Plans"][0]
     conn.execute("RESET enable_seqscan")
-    assert "Index Only Scan using cron_jobs_owner_code_idx" in shown and "rows=2 " in shown, shown
+    assert (shown["Node Type"], shown["Index Name"], shown["Actual Rows"]) == (
+        "Index Only Scan", "cron_jobs_owner_code_idx", 2), shown
     conn.execute("DELETE FROM awa.cron_jobs WHERE name = 'dunning'")
     billing.runtime.publish(now=t0 + 10 * S)
     assert result_for(leader.runtime.reconcile(now=t0 + 10 * S), "billing")["inserted"] == ["dunning"]

@@ -129,6 +129,23 @@ def test_events_are_pinned_to_db_time_once_and_bounded() -> None:
     assert EVENTS_KEPT == 50
 
 
+def test_an_event_placed_by_a_later_snapshot_never_goes_before_the_one_ahead_of_it() -> None:
+    """`started`, placed by the snapshot right after it (1 ms), then `became leader` 2 ms
+    later, placed by a snapshot whose DB time was read 50 ms before it placed the event:
+    by the clocks alone it would read 47 ms before `started`; it reads at `started`'s time,
+    and a stored row read back keeps them in the order they happened."""
+    ticks = iter([100.000, 100.001, 100.003, 100.053])
+    events = RecentEvents(clock=lambda: next(ticks))
+    first_snapshot = datetime(2025, 3, 8, 12, 0, tzinfo=UTC)
+    events.record("started")  # mono 100.000
+    assert events.pinned(first_snapshot)[0].at == first_snapshot - timedelta(milliseconds=1)
+    events.record("became leader", "term 1")  # mono 100.003
+    placed = events.pinned(first_snapshot)  # its DB time read at mono 100.003, placed at 100.053
+    assert [(e.kind, e.at) for e in placed] == [("became leader", first_snapshot - timedelta(milliseconds=1)),
+                                                 ("started", first_snapshot - timedelta(milliseconds=1))]
+    assert [e.kind for e in from_json(to_json(placed))] == ["became leader", "started"]
+
+
 def test_stored_events_that_are_not_events_are_skipped() -> None:
     good = {"at": "2025-03-08T12:00:00+00:00", "kind": "became leader", "detail": "term 1"}
     assert from_json([good, {"at": "2025-03-08T12:00:00", "kind": "naive"}, {"kind": "no time"},
