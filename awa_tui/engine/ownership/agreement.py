@@ -164,7 +164,6 @@ class OwnerState:
     updates: list[dict[str, Any]] = field(default_factory=list)
     retirements: list[str] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
-    owned_code: int | None = None  # active and declared in code: what a certificate counts (S64 rows are not)
     differing: list[str] = field(default_factory=list)  # mixed manifests: the names they disagree on
 
     @property
@@ -214,10 +213,7 @@ def assess(
         return state
     state.source = declarations[0]["instance_id"]  # the most recently seen publisher
     state.checked = True
-    if live == record["certificate_hash"]:
-        counted = conn.execute(CODE_COUNT_SQL, {"owner": owner}).fetchone()
-        state.owned_code = int(counted["n"]) if counted else 0
-    if live == record["certificate_hash"] and state.owned_code == record["certificate_size"]:
+    if live == record["certificate_hash"] and declared_count(conn, owner) == record["certificate_size"]:
         # S31: a certificate proves every desired name active, owned and in sync; any
         # operator action touching this owner voids it, and the count catches deletions.
         state.certified_fast = True
@@ -230,6 +226,13 @@ def assess(
     size = conn.execute(MANIFEST_SIZE_SQL, params).fetchone()
     state.manifest_size = int(size["size"]) if size else 0
     return state
+
+
+def declared_count(conn: psycopg.Connection[Any], owner: str) -> int:
+    """The owner's active schedules declared in code: what a certificate counts (S64 rows
+    made at run time are not)."""
+    row = conn.execute(CODE_COUNT_SQL, {"owner": owner}).fetchone()
+    return int(row["n"]) if row else 0
 
 
 def owned_counts(conn: psycopg.Connection[Any], owner: str) -> tuple[int, int]:
