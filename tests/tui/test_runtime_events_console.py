@@ -65,7 +65,7 @@ async def test_a_deposed_leader_reads_became_leader_then_lost_the_lead(dsn: str,
             assert shown.index("lost the lead") < shown.index("became leader") < shown.index("started")
             assert app.screen.data.events[0].detail in {
                 f"term {term}: its lock connection failed: terminating connection due to administrator command",
-                f"term {term}: stepped down: leader lease (term {term}) expired or taken over"}
+                f"term {term}: stepped down: its lease expired or was taken over"}
             await pilot.press("escape")
             await until(pilot, lambda: not isinstance(app.screen, RuntimeEventsScreen), what="back")
             assert app.active_panel == "runtimes"

@@ -178,9 +178,10 @@ class LeaderElector:
             self.events.record(kind, detail)
 
     def abdicate(self, reason: str) -> None:
-        """Stop leading now (any thread): the elector thread drops the lock session next."""
+        """Stop leading now (any thread): the elector thread drops the lock session next.
+        `reason` reads after "stepped down: "; the event's detail names the term."""
         if self.is_leader:
-            log.warning("%s: stepping down without evaluating", reason)
+            log.warning("stepping down without evaluating (term %s): %s", self.term, reason)
         self._set(False, why=f"stepped down: {reason}")
         self._abdicate.set()
         self._nudge.set()

@@ -119,11 +119,10 @@ class Runtime:
         lock connection not yet known dead: the lease check makes it step down."""
         if not self.elector.is_leader:
             return False
-        term = self.elector.term
         with self.client.db.connection() as conn:
-            valid = lease_valid(conn, self.elector.instance_id, term, now)
+            valid = lease_valid(conn, self.elector.instance_id, self.elector.term, now)
         if not valid:
-            self.elector.abdicate(f"leader lease (term {term}) expired or taken over")
+            self.elector.abdicate("its lease expired or was taken over")
             return False
         return True
 

@@ -261,6 +261,9 @@ def test_a_leader_whose_lease_expired_runs_no_pass_though_its_lock_connection_li
         assert runtime.evaluate_once(now=T0 + LEASE) is False
         assert len(passes) == 1 and job_count(conn) == jobs
         assert runtime.is_leader is False
+        [lost, *_] = client.runtime.recent_events.pinned(T0 + LEASE)
+        assert (lost.kind, lost.detail) == ("lost the lead",
+                                            "term 1: stepped down: its lease expired or was taken over")
         # It stepped down on the lease alone: the lock connection was alive all along.
         assert lock_pid(conn) == holder and backend_alive(conn, holder)
         assert runtime.evaluate_once(now=T0 + LEASE) is False  # and stays down

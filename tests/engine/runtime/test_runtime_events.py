@@ -62,7 +62,7 @@ def test_a_deposed_leader_shows_became_leader_then_lost_the_lead(dsn: str, conn:
         # Whichever of its threads saw it first: the elector's renewal on the killed session,
         # or the evaluator's lease check before its next pass.
         lost_details = {f"term {term}: its lock connection failed: terminating connection due to administrator "
-                        "command", f"term {term}: stepped down: leader lease (term {term}) expired or taken over"}
+                        "command", f"term {term}: stepped down: its lease expired or was taken over"}
         wait_for(lambda: _kinds(conn, first)[0][0] == "lost the lead", timeout=15,
                  what="the deposition in the first's row")
         after = _db_now(conn)
