@@ -101,6 +101,7 @@ class OwnersPanel(Panel[OwnerSummary]):
 
     def on_mount(self) -> None:
         self.title_line("Owners: loading…")
+
     def work(self) -> Work:
         return lambda client, now: client.reads.list_owners(now=now)
 
