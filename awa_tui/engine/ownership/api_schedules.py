@@ -37,16 +37,17 @@ from awa_tui.engine.ownership.manifest import check_new_owner, check_owner
 from awa_tui.engine.schedules.columns import DEFINITION, KEY, listed
 from awa_tui.engine.schedules.definition import Schedule, built, with_default_lateness
 from awa_tui.engine.sync.first_hints import FirstHints
-from awa_tui.engine.sync.writer import CHUNK, INPUT_CTE, rows_json
+from awa_tui.engine.sync.writer import CHUNK, CHUNK_WORK_MEM, INPUT_CTE, pipelined, rows_json
 
 ORIGIN = "api"  # awa.cron_jobs.origin of a schedule made at run time (v024)
 # The owner of a schedule made at run time when neither the call nor the client names one.
 DEFAULT_OWNER = "app"
 # The parameters of `Schedule.build` an edit may change (all but the name).
 EDITABLE = tuple(p for p in inspect.signature(Schedule.build).parameters if p != KEY)
-# The settings this room declares in a transaction (labels for the audit trail, and the
-# owner's redefinition capability's label): put back when it runs in the caller's.
-_SETTINGS = ("awa.label", "awa.action", "awa.detail", "awa.manager")
+# The settings this room declares in a transaction (labels for the audit trail, the
+# owner's redefinition capability's label, a bulk create's work_mem): put back when it
+# runs in the caller's.
+_SETTINGS = ("awa.label", "awa.action", "awa.detail", "awa.manager", "work_mem")
 
 _T = TypeVar("_T")
 
@@ -195,15 +196,16 @@ def create(conn: psycopg.Connection[Any], schedules: Iterable[Schedule], owner: 
     ordered = _in_name_order(schedules)
     refuse_unknown_calendars(conn, ordered)
     declare_actor(conn, label, "create")  # the database adds the owner to each entry (v024)
-    created = conn.execute("SELECT now() AS created_at").fetchone()
+    created = conn.execute("SELECT set_config('work_mem', %s, true), now() AS created_at",
+                           (CHUNK_WORK_MEM,)).fetchone()
     assert created is not None
     hints = FirstHints(created["created_at"])  # S52: each row's first hint, as sync writes it
-    for start in range(0, len(ordered), CHUNK):
-        part = ordered[start:start + CHUNK]
-        row = conn.execute(INSERT_SQL, {"rows": rows_json(part, hints), "owner": owner,  # type: ignore[arg-type]
-                                        "given": len(part)}).fetchone()
+    parts = [ordered[start:start + CHUNK] for start in range(0, len(ordered), CHUNK)]
+    rows = pipelined(conn, INSERT_SQL, ({"rows": rows_json(part, hints), "owner": owner, "given": len(part)}
+                                        for part in parts))
+    for part, row in zip(parts, rows, strict=True):
         if row is None or row["n"] != len(part):
-            _refuse_taken(conn, row["skipped"] if row else None, owner)
+            _refuse_taken(conn, row["skipped"] if row else None, owner)  # all or none: the savepoint goes
     return len(ordered)
 
 

@@ -256,3 +256,37 @@ def test_s64_ten_thousand_in_one_call_and_updated_and_deleted_in_one_call(
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs WHERE cron_expr = '0 9 * * 1'").fetchone()["n"] == 5000
     assert client.delete_schedules([s.name for s in fleet[2000:]]) == 8000
     assert conn.execute("SELECT count(*) AS n FROM awa.cron_jobs").fetchone()["n"] == 2000
+
+
+def test_s64_a_create_of_many_chunks_is_all_or_none_and_gives_the_callers_settings_back(
+        client: Client, conn: psycopg.Connection[Any], app: psycopg.Connection[Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of three (the real size is 25,000): the chunks are sent pipelined, a name taken
+    in the last one refuses the whole call, and the work_mem a bulk create raises for its
+    own statements is the caller's again afterwards."""
+    from awa_tui.engine.ownership import api_schedules
+
+    monkeypatch.setattr(api_schedules, "CHUNK", 3)
+    client.create_schedule("t-09", "* * * * *", "k", owner="billing")
+    before = conn.execute("SELECT count(*) AS n FROM awa.audit_log").fetchone()["n"]
+    app.execute("SET LOCAL work_mem = '5MB'")
+    app.execute("INSERT INTO signups VALUES ('acme')")
+    fleet = [Schedule.build(f"t-{i:02d}", "0 8 * * 1", "report.build") for i in range(10)]  # t-09 in the 4th chunk
+    with pytest.raises(NameTaken) as caught:
+        client.create_schedules(fleet, owner="tenants", conn=app)
+    assert str(caught.value) == "name: 't-09' is held by owner 'billing', not 'tenants'"
+    assert app.execute("SELECT current_setting('work_mem')").fetchone() == ("5MB",)
+    app.commit()
+    assert _signups(conn) == ["acme"]
+    assert conn.execute("SELECT count(*) FILTER (WHERE owner = 'tenants') AS n FROM awa.cron_jobs").fetchone()["n"] == 0
+    assert conn.execute("SELECT count(*) AS n FROM awa.audit_log").fetchone()["n"] == before
+
+    app.execute("SET LOCAL work_mem = '5MB'")
+    assert client.create_schedules(fleet[:9], owner="tenants", conn=app) == 9
+    assert app.execute("SELECT current_setting('work_mem')").fetchone() == ("5MB",)
+    app.commit()
+    made = conn.execute("SELECT name, next_fire_at IS NOT NULL AS hinted FROM awa.cron_jobs WHERE owner = 'tenants' "
+                        "ORDER BY name").fetchall()
+    assert [(r["name"], r["hinted"]) for r in made] == [(f"t-{i:02d}", True) for i in range(9)]
+    assert conn.execute("SELECT count(*) AS n FROM awa.audit_log WHERE action = 'create' AND target LIKE 't-0_' "
+                        "AND target <> 't-09'").fetchone()["n"] == 9
