@@ -50,7 +50,11 @@ def has_spread(expr: object) -> bool:
     return isinstance(expr, str) and "H" in expr and H_WORD.search(expr) is not None
 
 
-def _resolve_field(name: str, field: str, text: str, expr: str) -> str:
+# One field of a resolution plan: the text as written, or H's (field, low, high, step).
+_Pick = tuple[str, int, int, int | None]
+
+
+def _plan_field(field: str, text: str, expr: str) -> str | _Pick:
     if not H_WORD.search(text):
         return text
     match = _H_FORM.match(text)
@@ -68,12 +72,32 @@ def _resolve_field(name: str, field: str, text: str, expr: str) -> str:
             f"{short_repr(expr)} (the field allows {limit_low}-{limit_high})"
         )
     if step_t is None:
-        return str(spread_value(name, field, low, high))
+        return field, low, high, None
     step = int(step_t)
     if not 1 <= step <= high - low + 1:
         raise ValidationError(
             f"cron_expr: H step /{step} in {short_repr(text)} of {short_repr(expr)} must be 1..{high - low + 1}"
         )
+    return field, low, high, step
+
+
+@lru_cache(maxsize=4096)
+def _plan(expr: str) -> tuple[str | _Pick, ...] | None:
+    """How `expr` resolves for any name (a fleet shares a few expressions: parsed once);
+    None when it is left as it is. A refusal is raised, never cached."""
+    text = " ".join(expr.split())
+    if text.startswith("@"):
+        raise ValidationError(f"cron_expr: H cannot apply in a nickname: {short_repr(expr)}")
+    fields = text.split(" ")
+    names = FIELD_NAMES_5 if len(fields) == 5 else FIELD_NAMES_6 if len(fields) == 6 else None
+    if names is None:
+        return None  # the parser names the field-count error
+    return tuple(_plan_field(f, v, expr) for f, v in zip(names, fields, strict=True))
+
+
+def _pick(name: str, field: str, low: int, high: int, step: int | None) -> str:
+    if step is None:
+        return str(spread_value(name, field, low, high))
     first = spread_value(name, field, low, low + step - 1)
     return ",".join(str(v) for v in range(first, high + 1, step))
 
@@ -85,14 +109,10 @@ def resolve_spread(expr: str, name: str) -> str:
     lists), which the parser then validates as usual."""
     if not has_spread(expr):
         return expr
-    text = " ".join(expr.split())
-    if text.startswith("@"):
-        raise ValidationError(f"cron_expr: H cannot apply in a nickname: {short_repr(expr)}")
-    fields = text.split(" ")
-    names = FIELD_NAMES_5 if len(fields) == 5 else FIELD_NAMES_6 if len(fields) == 6 else None
-    if names is None:
-        return expr  # the parser names the field-count error
-    return " ".join(_resolve_field(name, f, v, expr) for f, v in zip(names, fields, strict=True))
+    plan = _plan(expr)
+    if plan is None:
+        return expr
+    return " ".join(part if isinstance(part, str) else _pick(name, *part) for part in plan)
 
 
 # --- jitter -----------------------------------------------------------------------------
