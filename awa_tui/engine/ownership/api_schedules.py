@@ -205,7 +205,7 @@ def create(conn: psycopg.Connection[Any], schedules: Iterable[Schedule], owner: 
                                         for part in parts))
     for part, row in zip(parts, rows, strict=True):
         if row is None or row["n"] != len(part):
-            _refuse_taken(conn, row["skipped"] if row else None, owner)  # all or none: the savepoint goes
+            _refuse_taken(conn, row["skipped"] if row else None, owner)  # all or none: run() rolls back
     return len(ordered)
 
 
