@@ -128,7 +128,7 @@ def test_s70_nobody_leading_is_alerted_once_by_a_follower_and_resolved_when_a_le
     resolved = fleet_hooks(receiver)[1]
     assert (resolved["status"], resolved["health"], resolved["previous_health"]) == ("resolved", "ok", "no_leader")
     assert fleet_pages(receiver)[1] == {"routing_key": "pd-routing", "event_action": "resolve",
-                                           "dedup_key": "awa-fleet/no_leader"}
+                                        "dedup_key": "awa-fleet/no_leader"}
     assert transitions(conn) == [("ok", "no_leader"), ("no_leader", "ok")]
     assert not [p for p in again.reads.check().fleet if p.code == "fleet_alert"]
 
