@@ -84,7 +84,9 @@ def _plan_field(field: str, text: str, expr: str) -> str | _Pick:
 @lru_cache(maxsize=4096)
 def _plan(expr: str) -> tuple[str | _Pick, ...] | None:
     """How `expr` resolves for any name (a fleet shares a few expressions: parsed once);
-    None when it is left as it is. A refusal is raised, never cached."""
+    None when it is left as it is (no H). A refusal is raised, never cached."""
+    if not has_spread(expr):
+        return None
     text = " ".join(expr.split())
     if text.startswith("@"):
         raise ValidationError(f"cron_expr: H cannot apply in a nickname: {short_repr(expr)}")
@@ -107,9 +109,7 @@ def resolve_spread(expr: str, name: str) -> str:
 
     An expression without H comes back as it is. The result is plain cron (numbers and
     lists), which the parser then validates as usual."""
-    if not has_spread(expr):
-        return expr
-    plan = _plan(expr)
+    plan = _plan(expr)  # the caller has usually asked has_spread already: not searched again
     if plan is None:
         return expr
     return " ".join(part if isinstance(part, str) else _pick(name, *part) for part in plan)

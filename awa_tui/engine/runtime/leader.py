@@ -44,6 +44,9 @@ DEPOSED_RETRY_INTERVAL_S = 1.0  # first retry of a leader that lost its lock con
 PING_TIMEOUT_S = 3.0
 # A standby that may not terminate a stalled holder says so again at most this often.
 DENIED_REPEAT_S = 60.0
+# Why a leader stepped down on its lease, whichever thread saw it (the elector's renewal,
+# the evaluator's check before a pass): its recent events read the same either way.
+LEASE_LOST = "its lease expired or was taken over"
 # Per-session server settings: Postgres drops a silent leader's session, and so frees the
 # lock for a follower, within ~10 s instead of the OS default of hours (TCP only).
 SERVER_KEEPALIVES_SQL = (
@@ -221,7 +224,7 @@ class LeaderElector:
                         self._refuse(Route("transaction"))
                         return False
                     log.warning("leader lease expired or taken over (term %s): stepping down", self.term)
-                    self._set(False, why="stepped down: its lease expired or was taken over")
+                    self._set(False, why=f"stepped down: {LEASE_LOST}")
                     self._let_go()
                     return False
                 self.expires_at = row["expires_at"]

@@ -17,7 +17,7 @@ from awa_tui.engine.read.events import STARTED, STOPPED
 from awa_tui.engine.runtime.alerting import ALERTS_INTERVAL_S, AlertLoop
 from awa_tui.engine.runtime.beats import LoopBeats
 from awa_tui.engine.runtime.host import RuntimeHost
-from awa_tui.engine.runtime.leader import LeaderElector, lease_valid
+from awa_tui.engine.runtime.leader import LEASE_LOST, LeaderElector, lease_valid
 from awa_tui.printable import printable_logger
 
 log = printable_logger("awa_tui.runtime")
@@ -122,7 +122,7 @@ class Runtime:
         with self.client.db.connection() as conn:
             valid = lease_valid(conn, self.elector.instance_id, self.elector.term, now)
         if not valid:
-            self.elector.abdicate("its lease expired or was taken over")
+            self.elector.abdicate(LEASE_LOST)
             return False
         return True
 

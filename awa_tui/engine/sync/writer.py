@@ -103,7 +103,7 @@ FROM written
 """
 
 # A chunk's parsed input and its name sort (~4 MB each) spill to temporary files at the
-# default 4 MB: written and read back 40 times in a write of 1M (1.7 GB of temporary files).
+# default 4 MB: written and read back 40 times in a write of 1M (about 1.7 GB of temporary files).
 CHUNK_WORK_MEM = "32MB"
 
 LOOKUP_BY_KEY_SQL = f"""
